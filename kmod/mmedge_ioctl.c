@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmedge: ioctl dispatch.
+ *
+ * The dispatcher copies the caller's structure in with
+ * copy_struct_from_user() (size-tolerant in both directions), calls the
+ * handler on the kernel copy and copies back at most the caller's size.
+ */
+
+#include <linux/fs.h>
+#include <linux/ioctl.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "mmedge_drv.h"
+#include "mmedge_uapi.h"
+
+typedef int (*mmedge_ioctl_fn)(struct mmedge_file *mf, void *data);
+
+/*
+ * MMEDGE_IOC_QUERY_CAPS: report the API version, the implemented ioctls,
+ * the instance number and limits.
+ *
+ * Errors:
+ *  -EINVAL: flags has unknown bits or reserved is not zero.
+ */
+static int mmedge_ioctl_query_caps(struct mmedge_file *mf, void *data)
+{
+	struct mmedge_dev *mdev = mf->mdev;
+	struct mmedge_caps *caps = data;
+	int ret;
+
+	lockdep_assert_held(&mdev->lock);
+
+	ret = mmedge_caps_check(caps);
+	if (ret)
+		return ret;
+
+	caps->api_version = MMEDGE_API_VERSION;
+	caps->caps = mdev->virtual ? MMEDGE_CAP_VIRTUAL : 0;
+	caps->ioctls = mmedge_ioctl_mask();
+	caps->instance = mdev->id;
+	caps->max_channels = 0;
+	caps->max_buffer_size = 0;
+	caps->mem_limit = 0;
+	strscpy(caps->driver, MMEDGE_DRV_NAME, sizeof(caps->driver));
+	snprintf(caps->bus_info, sizeof(caps->bus_info), "platform:%s",
+		 dev_name(&mdev->pdev->dev));
+	return 0;
+}
+
+static const mmedge_ioctl_fn mmedge_ioctl_fns[MMEDGE_IOCTL_NR_MAX] = {
+	[_IOC_NR(MMEDGE_IOC_QUERY_CAPS)] = mmedge_ioctl_query_caps,
+};
+
+/* Largest kernel-side argument; the stack buffer below must hold it. */
+#define MMEDGE_IOCTL_MAX_KSIZE	sizeof(struct mmedge_caps)
+
+long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct mmedge_file *mf = file->private_data;
+	struct mmedge_dev *mdev = mf->mdev;
+	const struct mmedge_ioctl_info *info;
+	void __user *uarg = (void __user *)arg;
+	u8 kdata[MMEDGE_IOCTL_MAX_KSIZE] __aligned(8);
+	unsigned int usize, ksize;
+	int ret;
+
+	BUILD_BUG_ON(sizeof(struct mmedge_caps) != MMEDGE_CAPS_SIZE_VER0);
+
+	ret = mmedge_ioctl_lookup(cmd, &info);
+	if (ret)
+		return ret;
+
+	usize = _IOC_SIZE(cmd);
+	ksize = _IOC_SIZE(info->cmd);
+	if (WARN_ON_ONCE(ksize > sizeof(kdata)))
+		return -EINVAL;
+
+	if (_IOC_DIR(cmd) & _IOC_WRITE) {
+		ret = copy_struct_from_user(kdata, ksize, uarg, usize);
+		if (ret)
+			return ret;
+	} else {
+		memset(kdata, 0, ksize);
+	}
+
+	down_read(&mdev->lock);
+	if (mdev->alive)
+		ret = mmedge_ioctl_fns[_IOC_NR(cmd)](mf, kdata);
+	else
+		ret = -ENODEV;
+	up_read(&mdev->lock);
+	if (ret)
+		return ret;
+
+	if ((_IOC_DIR(cmd) & _IOC_READ) &&
+	    copy_to_user(uarg, kdata, min(usize, ksize)))
+		return -EFAULT;
+	return 0;
+}

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmedge: a hub for DMA buffers shared by sensors, NPU and GPU.
+ *
+ * This file holds the platform driver, the character device and the
+ * per-file context. On a board an instance probes from a device-tree node
+ * (compatible "mmedge,hub"); elsewhere the nr_virtual module parameter
+ * creates virtual instances.
+ */
+
+#include <linux/err.h>
+#include <linux/fs.h>
+#include <linux/idr.h>
+#include <linux/module.h>
+#include <linux/of.h>
+#include <linux/platform_device.h>
+#include <linux/slab.h>
+#include <linux/mmedge.h>
+
+#include "mmedge_drv.h"
+
+#define MMEDGE_MAX_DEVS		16
+#define MMEDGE_MAX_VIRTUAL	4
+
+static int nr_virtual = -1;
+module_param(nr_virtual, int, 0444);
+MODULE_PARM_DESC(nr_virtual,
+		 "Virtual instances to create: -1 = one if the device tree has no mmedge node (default), 0..4 = that many");
+
+static dev_t mmedge_devt;
+static struct class *mmedge_class;
+static DEFINE_IDA(mmedge_ida);
+static struct platform_device *mmedge_vdevs[MMEDGE_MAX_VIRTUAL];
+
+void mmedge_file_get(struct mmedge_file *mf)
+{
+	kref_get(&mf->ref);
+}
+
+static void mmedge_file_release(struct kref *ref)
+{
+	struct mmedge_file *mf = container_of(ref, struct mmedge_file, ref);
+
+	put_device(&mf->mdev->dev);
+	kfree(mf);
+}
+
+void mmedge_file_put(struct mmedge_file *mf)
+{
+	kref_put(&mf->ref, mmedge_file_release);
+}
+
+static int mmedge_open(struct inode *inode, struct file *file)
+{
+	struct mmedge_dev *mdev = container_of(inode->i_cdev,
+					       struct mmedge_dev, cdev);
+	struct mmedge_file *mf;
+
+	mf = kzalloc(sizeof(*mf), GFP_KERNEL_ACCOUNT);
+	if (!mf)
+		return -ENOMEM;
+
+	down_read(&mdev->lock);
+	if (!mdev->alive) {
+		up_read(&mdev->lock);
+		kfree(mf);
+		return -ENODEV;
+	}
+	get_device(&mdev->dev);
+	up_read(&mdev->lock);
+
+	kref_init(&mf->ref);
+	mf->mdev = mdev;
+	file->private_data = mf;
+	return nonseekable_open(inode, file);
+}
+
+static int mmedge_release(struct inode *inode, struct file *file)
+{
+	mmedge_file_put(file->private_data);
+	return 0;
+}
+
+static const struct file_operations mmedge_fops = {
+	.owner = THIS_MODULE,
+	.open = mmedge_open,
+	.release = mmedge_release,
+	.unlocked_ioctl = mmedge_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = no_llseek,
+};
+
+static ssize_t virtual_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%d\n", to_mmedge_dev(dev)->virtual);
+}
+static DEVICE_ATTR_RO(virtual);
+
+static ssize_t api_version_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", MMEDGE_API_VERSION);
+}
+static DEVICE_ATTR_RO(api_version);
+
+static struct attribute *mmedge_dev_attrs[] = {
+	&dev_attr_virtual.attr,
+	&dev_attr_api_version.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(mmedge_dev);
+
+static void mmedge_dev_release(struct device *dev)
+{
+	struct mmedge_dev *mdev = to_mmedge_dev(dev);
+
+	ida_free(&mmedge_ida, mdev->id);
+	kfree(mdev);
+}
+
+static int mmedge_probe(struct platform_device *pdev)
+{
+	struct mmedge_dev *mdev;
+	int ret;
+
+	mdev = kzalloc(sizeof(*mdev), GFP_KERNEL);
+	if (!mdev)
+		return -ENOMEM;
+
+	ret = ida_alloc_max(&mmedge_ida, MMEDGE_MAX_DEVS - 1, GFP_KERNEL);
+	if (ret < 0) {
+		dev_err(&pdev->dev, "no free instance number: %d\n", ret);
+		goto err_free_mdev;
+	}
+	mdev->id = ret;
+	mdev->pdev = pdev;
+	mdev->virtual = !pdev->dev.of_node;
+	init_rwsem(&mdev->lock);
+	mdev->alive = true;
+
+	/* From here on put_device() frees mdev and its id. */
+	device_initialize(&mdev->dev);
+	mdev->dev.class = mmedge_class;
+	mdev->dev.parent = &pdev->dev;
+	mdev->dev.devt = MKDEV(MAJOR(mmedge_devt), mdev->id);
+	mdev->dev.groups = mmedge_dev_groups;
+	mdev->dev.release = mmedge_dev_release;
+	ret = dev_set_name(&mdev->dev, "mmedge%d", mdev->id);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot name device: %d\n", ret);
+		goto err_put_device;
+	}
+
+	cdev_init(&mdev->cdev, &mmedge_fops);
+	mdev->cdev.owner = THIS_MODULE;
+	ret = cdev_device_add(&mdev->cdev, &mdev->dev);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot add char device: %d\n", ret);
+		goto err_put_device;
+	}
+
+	platform_set_drvdata(pdev, mdev);
+	dev_info(&pdev->dev, "%s instance /dev/%s, api %d\n",
+		 mdev->virtual ? "virtual" : "hardware", dev_name(&mdev->dev),
+		 MMEDGE_API_VERSION);
+	return 0;
+
+err_put_device:
+	put_device(&mdev->dev);
+	return ret;
+
+err_free_mdev:
+	kfree(mdev);
+	return ret;
+}
+
+static int mmedge_remove(struct platform_device *pdev)
+{
+	struct mmedge_dev *mdev = platform_get_drvdata(pdev);
+
+	/* Open files keep mdev; make their ioctls fail from now on. */
+	down_write(&mdev->lock);
+	mdev->alive = false;
+	mdev->pdev = NULL;
+	up_write(&mdev->lock);
+
+	cdev_device_del(&mdev->cdev, &mdev->dev);
+	put_device(&mdev->dev);
+	return 0;
+}
+
+static const struct of_device_id mmedge_of_match[] = {
+	{ .compatible = "mmedge,hub" },
+	{ }
+};
+MODULE_DEVICE_TABLE(of, mmedge_of_match);
+
+static struct platform_driver mmedge_driver = {
+	.probe = mmedge_probe,
+	.remove = mmedge_remove,
+	.driver = {
+		.name = MMEDGE_DRV_NAME,
+		.of_match_table = mmedge_of_match,
+	},
+};
+
+static void mmedge_destroy_virtual(void)
+{
+	int i;
+
+	for (i = MMEDGE_MAX_VIRTUAL - 1; i >= 0; i--) {
+		platform_device_unregister(mmedge_vdevs[i]);
+		mmedge_vdevs[i] = NULL;
+	}
+}
+
+static int mmedge_create_virtual(void)
+{
+	struct device_node *np;
+	int i, n = nr_virtual;
+
+	if (n < 0) {
+		np = of_find_compatible_node(NULL, NULL, "mmedge,hub");
+		n = np ? 0 : 1;
+		of_node_put(np);
+	}
+
+	for (i = 0; i < n; i++) {
+		struct platform_device *pdev;
+
+		pdev = platform_device_register_simple(MMEDGE_DRV_NAME, i,
+						       NULL, 0);
+		if (IS_ERR(pdev)) {
+			pr_err("mmedge: cannot create virtual instance %d: %ld\n",
+			       i, PTR_ERR(pdev));
+			mmedge_destroy_virtual();
+			return PTR_ERR(pdev);
+		}
+		mmedge_vdevs[i] = pdev;
+	}
+	return 0;
+}
+
+static int __init mmedge_init(void)
+{
+	int ret;
+
+	if (nr_virtual < -1 || nr_virtual > MMEDGE_MAX_VIRTUAL) {
+		pr_err("mmedge: nr_virtual=%d out of range -1..%d\n",
+		       nr_virtual, MMEDGE_MAX_VIRTUAL);
+		return -EINVAL;
+	}
+
+	ret = alloc_chrdev_region(&mmedge_devt, 0, MMEDGE_MAX_DEVS,
+				  MMEDGE_DRV_NAME);
+	if (ret) {
+		pr_err("mmedge: cannot allocate char device numbers: %d\n", ret);
+		return ret;
+	}
+
+	mmedge_class = class_create(THIS_MODULE, MMEDGE_DRV_NAME);
+	if (IS_ERR(mmedge_class)) {
+		ret = PTR_ERR(mmedge_class);
+		pr_err("mmedge: cannot create class: %d\n", ret);
+		goto err_unregister_chrdev;
+	}
+
+	ret = platform_driver_register(&mmedge_driver);
+	if (ret) {
+		pr_err("mmedge: cannot register platform driver: %d\n", ret);
+		goto err_destroy_class;
+	}
+
+	ret = mmedge_create_virtual();
+	if (ret)
+		goto err_unregister_driver;
+	return 0;
+
+err_unregister_driver:
+	platform_driver_unregister(&mmedge_driver);
+err_destroy_class:
+	class_destroy(mmedge_class);
+err_unregister_chrdev:
+	unregister_chrdev_region(mmedge_devt, MMEDGE_MAX_DEVS);
+	return ret;
+}
+
+static void __exit mmedge_exit(void)
+{
+	mmedge_destroy_virtual();
+	platform_driver_unregister(&mmedge_driver);
+	class_destroy(mmedge_class);
+	unregister_chrdev_region(mmedge_devt, MMEDGE_MAX_DEVS);
+	ida_destroy(&mmedge_ida);
+}
+
+module_init(mmedge_init);
+module_exit(mmedge_exit);
+
+MODULE_DESCRIPTION("mmedge: zero-copy DMA hub for sensors, NPU and GPU");
+MODULE_AUTHOR("The mmedge developers");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,42 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check: host tests and lint, KUnit on UML, kselftests in QEMU.
+# Every stage prints "RESULT <stage> <passed> <failed>"; the last line is
+# "N passed, N failed" over all of them. Exits non-zero on any failure.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${MMEDGE_BUILD:-$ROOT/build}
+cd "$ROOT"
+
+mkdir -p "$OUT"
+summary="$OUT/check-summary.txt"
+: > "$summary"
+t0=$(date +%s)
+
+stage() {
+	local name=$1 log="$OUT/check-$1.log" s=$(date +%s)
+	shift
+	echo "== $name"
+	"$@" 2>&1 | tee "$log"
+	local rc=${PIPESTATUS[0]}
+	local res
+	res=$(grep -E '^RESULT ' "$log" | tail -n1)
+	if [ -z "$res" ]; then
+		res="RESULT $name 0 1"
+	elif [ "$rc" -ne 0 ] && [ "$(echo "$res" | awk '{print $4}')" = 0 ]; then
+		res=$(echo "$res" | awk '{print $1, $2, $3, 1}')
+	fi
+	echo "$res  ($(( $(date +%s) - s )) s)" | tee -a "$summary"
+}
+
+stage host make -s -C libhal O="$OUT/libhal" check
+stage lint scripts/lint.sh
+stage kunit scripts/kunit.sh
+stage vm scripts/vm.sh check
+
+echo "== summary ($(( $(date +%s) - t0 )) s)"
+cat "$summary"
+read -r passed failed < <(awk '{p += $3; f += $4} END {print p + 0, f + 0}' "$summary")
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

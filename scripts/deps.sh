@@ -1,0 +1,45 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Install what mmedge's build and tests need, with apt, and unpack the
+# Debian kernel image that matches the installed headers into build/kernel.
+# Idempotent; silent when everything is already there.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${MMEDGE_BUILD:-$ROOT/build}
+
+PKGS="linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static
+      cpio kmod flex bison bc libelf-dev libssl-dev libdrm-dev
+      libnl-genl-3-dev libnl-3-dev device-tree-compiler pkg-config
+      python3 gcc make xz-utils clang libclang-rt-14-dev"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+
+if [ -n "$missing" ]; then
+	echo "deps: installing:$missing" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	SUDO=""
+	[ "$(id -u)" = 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq >/dev/null
+	# shellcheck disable=SC2086
+	$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+# The kernel ABI comes from the installed headers, never hard-coded.
+abi=$("$ROOT/scripts/kabi.sh")
+
+kdir="$OUT/kernel"
+if [ ! -f "$kdir/.done-$abi" ]; then
+	echo "deps: unpacking linux-image-$abi-amd64 into $kdir" >&2
+	rm -rf "$kdir"
+	mkdir -p "$kdir/deb"
+	(cd "$kdir/deb" && apt-get download -qq -o APT::Sandbox::User=root "linux-image-$abi-amd64" >/dev/null)
+	dpkg -x "$kdir"/deb/linux-image-*.deb "$kdir/root"
+	rm -rf "$kdir/deb"
+	touch "$kdir/.done-$abi"
+fi

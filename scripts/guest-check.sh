@@ -1,0 +1,46 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs inside the VM (chrooted in the host's root, cwd = the project).
+# Loads mmedge.ko and runs every device test; each writes TAP to
+# /tmp/results/NAME.tap and its exit code to NAME.rc, which scripts/vm.sh
+# reads back on the host.
+set -u
+RES=/tmp/results
+B=build
+export MMEDGE_KO=$PWD/kmod/mmedge.ko
+
+echo "guest: $(uname -r), $(nproc) CPUs"
+
+run() {
+	local name=$1
+	shift
+	echo "guest: running $name"
+	timeout -k 5 "${TEST_TIMEOUT:-300}" "$@" > "$RES/$name.tap" 2>&1
+	echo $? > "$RES/$name.rc"
+}
+
+if ! insmod "$MMEDGE_KO"; then
+	echo "not ok 1 insmod mmedge.ko" > "$RES/load.tap"
+	echo 1 > "$RES/load.rc"
+	exit 1
+fi
+echo "ok 1 insmod mmedge.ko" > "$RES/load.tap"
+echo 0 > "$RES/load.rc"
+
+[ -x "$B/libhal/tests/mmhal_dev_test" ] &&
+	run libhal_dev "$B/libhal/tests/mmhal_dev_test" /dev/mmedge0
+[ -x "$B/tools/mmctl" ] && [ -x scripts/test-mmctl.sh ] &&
+	run mmctl scripts/test-mmctl.sh "$B/tools/mmctl"
+
+# Last: it unloads and reloads the module.
+run mmedge_selftest "$B/selftests/mmedge_test"
+
+if grep -q "^mmedge " /proc/modules && rmmod mmedge; then
+	echo "ok 1 rmmod mmedge" > "$RES/unload.tap"
+	echo 0 > "$RES/unload.rc"
+else
+	echo "not ok 1 rmmod mmedge" > "$RES/unload.tap"
+	echo 1 > "$RES/unload.rc"
+fi
+exit 0

@@ -1,0 +1,29 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs inside the VM: load mmedge.ko and show what it offers.
+set -e
+B=build
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "kernel $(uname -r); loading mmedge.ko"
+insmod kmod/mmedge.ko
+dmesg | grep -i mmedge | sed 's/^/  dmesg: /'
+
+step "the device"
+ls -l /dev/mmedge*
+echo "sysfs: /sys/class/mmedge/mmedge0 ->" \
+	"$(readlink -f /sys/class/mmedge/mmedge0)"
+for a in virtual api_version; do
+	printf '  %s = %s\n' "$a" "$(cat /sys/class/mmedge/mmedge0/$a)"
+done
+
+step "mmctl caps"
+"$B/tools/mmctl" caps
+step "mmctl -j dev show"
+"$B/tools/mmctl" -j dev show
+
+step "unloading"
+rmmod mmedge
+echo "mmedge unloaded; /dev/mmedge0 $(test -e /dev/mmedge0 && echo still there || echo gone)"

@@ -1,0 +1,55 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Static checks that count as tests: the module builds with W=1 without a
+# warning, checkpatch --strict is clean on kmod/ and uapi/, and the
+# device-tree bindings compile.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${MMEDGE_BUILD:-$ROOT/build}
+cd "$ROOT"
+scripts/linux-src.sh || exit 1
+n=0 passed=0 failed=0
+
+result() {
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n - $2"
+		passed=$((passed + 1))
+	else
+		echo "not ok $n - $2"
+		failed=$((failed + 1))
+	fi
+}
+
+kdir=${KDIR:-/usr/src/linux-headers-$(scripts/kabi.sh)-amd64}
+w1="$OUT/w1"
+rm -rf "$w1" && mkdir -p "$w1"
+cp -r Kbuild kmod uapi "$w1/"
+rm -f "$w1"/kmod/*.o "$w1"/kmod/*.ko "$w1"/kmod/.*.cmd
+make -s -C "$kdir" M="$w1" CONFIG_MMEDGE=m W=1 modules > "$OUT/w1.log" 2>&1
+rc=$?
+if [ $rc = 0 ] && grep -q -E 'warning:|error:' "$OUT/w1.log"; then
+	rc=1
+fi
+[ $rc = 0 ] || cat "$OUT/w1.log"
+result $rc "module builds with W=1 and no warning"
+
+cp=$OUT/linux-source/scripts/checkpatch.pl
+for f in kmod/*.c kmod/*.h uapi/linux/*.h; do
+	case "$f" in *.mod.c) continue ;; esac
+	out=$("$cp" --strict --no-tree --terse --show-types -f "$f" 2>&1 |
+		grep -v -E '^total:|^$')
+	rc=0
+	[ -z "$out" ] || { echo "$out"; rc=1; }
+	result $rc "checkpatch --strict $f"
+done
+
+for f in dts/*.dts; do
+	[ -e "$f" ] || continue
+	dtc -@ -q -I dts -O dtb -o "$OUT/$(basename "$f" .dts).dtbo" "$f"
+	result $? "dtc $f"
+done
+
+echo "RESULT lint $passed $failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,220 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot Debian's kernel (the ABI of the installed headers) in QEMU and run a
+# guest script against it:
+#
+#   scripts/vm.sh check   run the kselftests and the device tests
+#   scripts/vm.sh demo    load the module and show what it does
+#   scripts/vm.sh run SCRIPT [ARGS...]   any guest script (bash, host root)
+#
+# The initramfs holds busybox and the kernel's modules (vgem, vivid,
+# virtio/9p and their dependencies, modprobe-able). The host's root is
+# mounted read-only over virtio-9p and the guest script runs chrooted in
+# it, so host-built binaries run with their libraries against the guest
+# kernel. Results come back through a second, writable 9p share.
+#
+# check fails on any failing test, on a WARNING/BUG/Oops in the guest's
+# dmesg, or on a timeout. It prints "RESULT vm <passed> <failed>" last.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${MMEDGE_BUILD:-$ROOT/build}
+VM="$OUT/vm"
+TIMEOUT=${VM_TIMEOUT:-900}
+MEM=${VM_MEM:-2048}
+
+mode=${1:-check}
+shift || true
+
+"$ROOT/scripts/deps.sh" || exit 1
+ABI=$("$ROOT/scripts/kabi.sh")
+KROOT="$OUT/kernel/root"
+KVER="$ABI-amd64"
+VMLINUZ="$KROOT/boot/vmlinuz-$KVER"
+MODS="$KROOT/lib/modules/$KVER"
+
+# Modules the guest needs, with all their dependencies.
+WANT="virtio_pci 9pnet_virtio 9p vgem vivid"
+# Of those, loaded by init before the host root can be mounted.
+BOOT_MODS="virtio_pci 9pnet_virtio 9p"
+
+build_initramfs() {
+	local stamp="$VM/.initrd-$KVER" rootfs="$VM/rootfs" m
+	[ -f "$stamp" ] && [ "$stamp" -nt "$0" ] && return 0
+	echo "vm: building initramfs for $KVER" >&2
+	[ -f "$MODS/modules.dep" ] || depmod -b "$KROOT" "$KVER"
+	rm -rf "$rootfs"
+	mkdir -p "$rootfs"/{bin,sbin,dev,proc,sys,tmp,host,etc} \
+		 "$rootfs/lib/modules/$KVER"
+	cp /bin/busybox "$rootfs/bin/busybox"
+
+	# Closure of WANT over modules.dep, and the insmod order of BOOT_MODS.
+	local files="" order="" line
+	for m in $WANT; do
+		line=$(grep -E "/${m//_/[_-]}\.ko(\.xz|\.zst)?:" "$MODS/modules.dep")
+		if [ -z "$line" ]; then
+			echo "vm: module $m not found in $MODS" >&2
+			return 1
+		fi
+		files="$files ${line/:/}"
+	done
+	for m in $files; do
+		mkdir -p "$rootfs/lib/modules/$KVER/$(dirname "$m")"
+		cp "$MODS/$m" "$rootfs/lib/modules/$KVER/$m"
+	done
+	cp "$MODS"/modules.{order,builtin,builtin.modinfo} \
+		"$rootfs/lib/modules/$KVER/" 2>/dev/null
+	depmod -b "$rootfs" "$KVER"
+	for m in $BOOT_MODS; do
+		line=$(grep -E "/${m//_/[_-]}\.ko(\.xz|\.zst)?:" "$MODS/modules.dep")
+		# modules.dep lists dependencies so that the last loads first.
+		for d in $(echo "${line#*:}" | tr ' ' '\n' | tac) "${line%%:*}"; do
+			case " $order " in *" $d "*) ;; *) order="$order $d";; esac
+		done
+	done
+
+	cat > "$rootfs/init" <<INIT
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+for m in $order; do insmod /lib/modules/$KVER/\$m || echo "init: insmod \$m failed"; done
+mount -t 9p -o trans=virtio,version=9p2000.L,ro hostroot /host || echo "init: no host root"
+mkdir -p /tmp/results
+mount -t 9p -o trans=virtio,version=9p2000.L results /tmp/results || echo "init: no results share"
+for d in dev proc sys tmp; do mount --rbind /\$d /host/\$d; done
+# The host's modprobe finds this kernel's modules.
+mount --bind /lib/modules/$KVER /host/lib/modules/$KVER 2>/dev/null ||
+	echo "init: /lib/modules/$KVER missing on the host root"
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+script=\$(cat /tmp/results/.script)
+chroot /host /bin/bash -c "cd '$ROOT' && exec /bin/bash \$script" </dev/console >/dev/console 2>&1
+echo \$? > /tmp/results/.rc
+dmesg > /tmp/results/dmesg.txt
+sync
+poweroff -f
+INIT
+	chmod +x "$rootfs/init"
+	(cd "$rootfs" && find . | cpio -o -H newc --quiet | gzip -1) > "$VM/initrd.gz"
+	touch "$stamp"
+}
+
+# KVM is probed, not assumed: /dev/kvm may exist where KVM does not work.
+pick_accel() {
+	local bootid cache r
+	bootid=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo x)
+	cache="$VM/.accel-$bootid"
+	if [ -f "$cache" ]; then
+		cat "$cache"
+		return
+	fi
+	r=tcg
+	if [ -w /dev/kvm ]; then
+		mkdir -p "$VM/probe"
+		printf '#!/bin/busybox sh\necho MMEDGE-KVM-OK\n/bin/busybox poweroff -f\n' > "$VM/probe/init"
+		chmod +x "$VM/probe/init"
+		mkdir -p "$VM/probe/bin" && cp /bin/busybox "$VM/probe/bin/"
+		(cd "$VM/probe" && find . | cpio -o -H newc --quiet | gzip -1) > "$VM/probe.gz"
+		if timeout 20 qemu-system-x86_64 -accel kvm -cpu host -m 256 \
+			-nographic -no-reboot -kernel "$VMLINUZ" -initrd "$VM/probe.gz" \
+			-append "console=ttyS0 quiet panic=-1" </dev/null 2>/dev/null |
+			grep -q MMEDGE-KVM-OK; then
+			r=kvm
+		fi
+	fi
+	echo "$r" > "$cache"
+	echo "$r"
+}
+
+mkdir -p "$VM"
+build_initramfs || exit 1
+accel=$(pick_accel)
+cpu=max
+[ "$accel" = kvm ] && cpu=host
+
+case "$mode" in
+check) script="$ROOT/scripts/guest-check.sh" ;;
+demo) script="$ROOT/scripts/guest-demo.sh" ;;
+run) script="$1"; shift ;;
+*) echo "usage: $0 check|demo|run SCRIPT [ARGS]" >&2; exit 2 ;;
+esac
+
+RES="$VM/results-$mode"
+rm -rf "$RES"
+mkdir -p "$RES"
+printf '%q ' "$script" "$@" > "$RES/.script"
+
+console="$VM/console-$mode.log"
+echo "vm: booting $KVER ($accel, ${MEM}M) for $mode" >&2
+start=$(date +%s)
+timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 \
+	-accel "$accel" -cpu "$cpu" -smp 2 -m "$MEM" \
+	-nographic -no-reboot -monitor none -serial stdio \
+	-kernel "$VMLINUZ" -initrd "$VM/initrd.gz" \
+	-append "console=ttyS0 quiet panic=-1 oops=panic" \
+	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+	-virtfs local,path="$RES",mount_tag=results,security_model=none,multidevs=remap \
+	</dev/null > "$console" 2>&1 &
+qpid=$!
+if [ "$mode" != check ]; then
+	tail -n +1 --pid=$qpid -f "$console" | grep -v -E '^(SeaBIOS|iPXE|Booting|$)' &
+fi
+wait $qpid
+qrc=$?
+sleep 0.2
+echo "vm: guest ran $(( $(date +%s) - start )) s" >&2
+
+fail=0
+if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+	echo "vm: TIMEOUT after ${TIMEOUT}s; console: $console" >&2
+	tail -n 30 "$console" >&2
+	fail=1
+fi
+if [ ! -f "$RES/.rc" ]; then
+	echo "vm: the guest did not finish (panic or crash); console: $console" >&2
+	tail -n 40 "$console" >&2
+	fail=1
+fi
+if [ -f "$RES/dmesg.txt" ] &&
+   grep -E -n 'WARNING:|BUG:|Oops|general protection|Call Trace:|kernel BUG|UBSAN|KASAN|refcount_t:|list_(add|del) corruption' \
+	"$RES/dmesg.txt" > "$VM/dmesg-bad.txt"; then
+	echo "vm: kernel reported a problem (full log: $RES/dmesg.txt):" >&2
+	head -n 40 "$VM/dmesg-bad.txt" >&2
+	fail=1
+fi
+
+if [ "$mode" != check ]; then
+	rc=$(cat "$RES/.rc" 2>/dev/null || echo 1)
+	[ "$fail" = 0 ] && [ "$rc" = 0 ] && exit 0
+	exit 1
+fi
+
+# Count the TAP results of every test the guest ran.
+passed=0 failed=0
+for tap in "$RES"/*.tap; do
+	[ -e "$tap" ] || continue
+	name=$(basename "$tap" .tap)
+	p=$(grep -c -E '^ok [0-9]+' "$tap")
+	f=$(grep -c -E '^not ok [0-9]+' "$tap")
+	trc=$(cat "$RES/$name.rc" 2>/dev/null || echo missing)
+	if [ "$trc" != 0 ] && [ "$f" = 0 ]; then
+		echo "vm: $name exited $trc without a failing TAP line" >&2
+		f=1
+	fi
+	if [ "$f" != 0 ]; then
+		echo "vm: --- $name ---" >&2
+		cat "$tap" >&2
+	else
+		grep -E '^(not )?ok [0-9]+' "$tap"
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+done
+[ "$fail" = 1 ] && failed=$((failed + 1))
+[ "$passed" = 0 ] && [ "$failed" = 0 ] && { echo "vm: no test ran" >&2; failed=1; }
+echo "RESULT vm $passed $failed"
+[ "$failed" = 0 ]
