@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # make check: host tests and lint, KUnit on UML, kselftests in QEMU.
-# Every stage prints "RESULT <stage> <passed> <failed>"; the last line is
-# "N passed, N failed" over all of them. Exits non-zero on any failure.
+# Every stage prints "RESULT <stage> <passed> <failed> [<skipped>]"; the
+# last line is "N passed, N failed, N skipped" over all of them. Exits non-zero on any failure.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${MMEDGE_BUILD:-$ROOT/build}
@@ -25,18 +25,22 @@ stage() {
 	if [ -z "$res" ]; then
 		res="RESULT $name 0 1"
 	elif [ "$rc" -ne 0 ] && [ "$(echo "$res" | awk '{print $4}')" = 0 ]; then
-		res=$(echo "$res" | awk '{print $1, $2, $3, 1}')
+		res=$(echo "$res" | awk '{print $1, $2, $3, 1, $5 + 0}')
 	fi
-	echo "$res  ($(( $(date +%s) - s )) s)" | tee -a "$summary"
+	echo "$res" | awk -v t=$(( $(date +%s) - s )) \
+		'{printf "%s %s %d %d %d  (%d s)\n", $1, $2, $3, $4, $5 + 0, t}' |
+		tee -a "$summary"
 }
 
 stage host make -s -C libhal O="$OUT/libhal" check
+stage tools make -s -C tools O="$OUT/tools" LIBHAL_O="$OUT/libhal" check
 stage lint scripts/lint.sh
 stage kunit scripts/kunit.sh
 stage vm scripts/vm.sh check
 
 echo "== summary ($(( $(date +%s) - t0 )) s)"
 cat "$summary"
-read -r passed failed < <(awk '{p += $3; f += $4} END {print p + 0, f + 0}' "$summary")
-echo "$passed passed, $failed failed"
+read -r passed failed skipped < <(awk '{p += $3; f += $4; s += $5}
+	END {print p + 0, f + 0, s + 0}' "$summary")
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -28,10 +28,8 @@ fi
 echo "ok 1 insmod mmedge.ko" > "$RES/load.tap"
 echo 0 > "$RES/load.rc"
 
-[ -x "$B/libhal/tests/mmhal_dev_test" ] &&
-	run libhal_dev "$B/libhal/tests/mmhal_dev_test" /dev/mmedge0
-[ -x "$B/tools/mmctl" ] && [ -x scripts/test-mmctl.sh ] &&
-	run mmctl scripts/test-mmctl.sh "$B/tools/mmctl"
+run libhal_dev "$B/libhal/tests/mmhal_dev_test" /dev/mmedge0
+run mmctl tools/tests/mmctl_cli_test.sh "$B/tools/mmctl"
 
 # Last: it unloads and reloads the module.
 run mmedge_selftest "$B/selftests/mmedge_test"

@@ -15,7 +15,7 @@
 # kernel. Results come back through a second, writable 9p share.
 #
 # check fails on any failing test, on a WARNING/BUG/Oops in the guest's
-# dmesg, or on a timeout. It prints "RESULT vm <passed> <failed>" last.
+# dmesg, or on a timeout. It prints "RESULT vm <passed> <failed> <skipped>" last.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -194,11 +194,12 @@ if [ "$mode" != check ]; then
 fi
 
 # Count the TAP results of every test the guest ran.
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 for tap in "$RES"/*.tap; do
 	[ -e "$tap" ] || continue
 	name=$(basename "$tap" .tap)
-	p=$(grep -c -E '^ok [0-9]+' "$tap")
+	p=$(grep -E '^ok [0-9]+' "$tap" | grep -v -c '# SKIP')
+	k=$(grep -E '^ok [0-9]+' "$tap" | grep -c '# SKIP')
 	f=$(grep -c -E '^not ok [0-9]+' "$tap")
 	trc=$(cat "$RES/$name.rc" 2>/dev/null || echo missing)
 	if [ "$trc" != 0 ] && [ "$f" = 0 ]; then
@@ -212,9 +213,10 @@ for tap in "$RES"/*.tap; do
 		grep -E '^(not )?ok [0-9]+' "$tap"
 	fi
 	passed=$((passed + p))
+	skipped=$((skipped + k))
 	failed=$((failed + f))
 done
 [ "$fail" = 1 ] && failed=$((failed + 1))
 [ "$passed" = 0 ] && [ "$failed" = 0 ] && { echo "vm: no test ran" >&2; failed=1; }
-echo "RESULT vm $passed $failed"
+echo "RESULT vm $passed $failed $skipped"
 [ "$failed" = 0 ]

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device layer: opening /dev/mmedgeN and querying it.
+ *
+ * This file is the only code in libmmhal that issues mmedge ioctls.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mmhal_internal.h"
+
+/* The HAL's constants mirror the uapi's; catch drift at compile time. */
+static_assert(MMHAL_CAP_VIRTUAL == MMEDGE_CAP_VIRTUAL, "cap bit drift");
+static_assert(MMHAL_IOCTL_QUERY_CAPS == _IOC_NR(MMEDGE_IOC_QUERY_CAPS),
+	      "ioctl number drift");
+static_assert(MMHAL_DRIVER_LEN == MMEDGE_NAME_LEN, "driver name length");
+static_assert(MMHAL_BUS_INFO_LEN == MMEDGE_BUS_INFO_LEN, "bus info length");
+static_assert(sizeof(struct mmedge_caps) >= MMEDGE_CAPS_SIZE_VER0 &&
+	      sizeof(struct mmedge_caps) % 8 == 0, "struct mmedge_caps size");
+
+struct mmhal_dev {
+	int fd;
+	/* Read once at open; the driver's capabilities do not change. */
+	struct mmhal_caps caps;
+};
+
+int mmhal_ioctl(int fd, unsigned long req, void *arg)
+{
+	int ret;
+
+	do {
+		ret = ioctl(fd, req, arg);
+	} while (ret == -1 && errno == EINTR);
+
+	return ret == -1 ? -errno : ret;
+}
+
+static void mmhal_copy_str(char *dst, size_t dst_len, const __u8 *src,
+			   size_t src_len)
+{
+	size_t n = 0;
+	size_t max = src_len < dst_len - 1 ? src_len : dst_len - 1;
+
+	while (n < max && src[n]) {
+		dst[n] = (char)src[n];
+		n++;
+	}
+	dst[n] = '\0';
+}
+
+int mmhal_caps_from_uapi(const struct mmedge_caps *in, struct mmhal_caps *out)
+{
+	memset(out, 0, sizeof(*out));
+
+	/* A newer driver is fine: the struct only grows at its end. */
+	if (in->api_version < 1)
+		return -EPROTO;
+
+	out->api_version = in->api_version;
+	out->instance = in->instance;
+	out->caps = in->caps;
+	out->ioctls = in->ioctls;
+	out->max_channels = in->max_channels;
+	out->virtual_dev = !!(in->caps & MMEDGE_CAP_VIRTUAL);
+	out->max_buffer_size = in->max_buffer_size;
+	out->mem_limit = in->mem_limit;
+	mmhal_copy_str(out->driver, sizeof(out->driver), in->driver,
+		       sizeof(in->driver));
+	mmhal_copy_str(out->bus_info, sizeof(out->bus_info), in->bus_info,
+		       sizeof(in->bus_info));
+	return 0;
+}
+
+int mmhal_dev_open(const char *path, struct mmhal_dev **out)
+{
+	struct mmedge_caps ucaps;
+	struct mmhal_dev *dev;
+	struct stat st;
+	int fd, ret;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!path)
+		path = MMHAL_DEFAULT_DEV;
+
+	/* O_NOCTTY: a mistyped path to a tty must not become our terminal. */
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto err_close;
+	}
+	if (!S_ISCHR(st.st_mode)) {
+		ret = -ENODEV;
+		goto err_close;
+	}
+
+	/* flags and reserved must be zero. */
+	memset(&ucaps, 0, sizeof(ucaps));
+	ret = mmhal_ioctl(fd, MMEDGE_IOC_QUERY_CAPS, &ucaps);
+	if (ret == -ENOTTY)
+		ret = -ENODEV;	/* a character device, but not ours */
+	if (ret < 0)
+		goto err_close;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev) {
+		ret = -ENOMEM;
+		goto err_close;
+	}
+
+	ret = mmhal_caps_from_uapi(&ucaps, &dev->caps);
+	if (ret < 0)
+		goto err_free;
+
+	dev->fd = fd;
+	*out = dev;
+	return 0;
+
+err_free:
+	free(dev);
+err_close:
+	close(fd);
+	return ret;
+}
+
+void mmhal_dev_close(struct mmhal_dev *dev)
+{
+	if (!dev)
+		return;
+	/* Linux releases the fd even if close() fails; nothing to retry. */
+	close(dev->fd);
+	free(dev);
+}
+
+int mmhal_dev_caps(struct mmhal_dev *dev, struct mmhal_caps *out)
+{
+	if (!out)
+		return -EINVAL;
+	if (!dev) {
+		memset(out, 0, sizeof(*out));
+		return -EINVAL;
+	}
+	*out = dev->caps;
+	return 0;
+}
+
+int mmhal_dev_fd(const struct mmhal_dev *dev)
+{
+	return dev ? dev->fd : -EINVAL;
+}

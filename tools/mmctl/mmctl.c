@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmctl - inspect and tune mmedge devices
+ *
+ *	mmctl [OPTIONS] OBJECT [VERB] [ARGS]
+ *
+ * in the style of ip(8) and devlink(8). Exit codes: 0 success, 1 the
+ * request failed, 2 the command line is wrong.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mmhal.h>
+
+#include "mmctl.h"
+
+/*
+ * The command table. The first row of an object gives its default verb
+ * ("mmctl dev" is "mmctl dev show"). Verbs are plain words: no '/', and
+ * not starting with "mmedge", which introduce a device. Netlink commands
+ * (stats, monitor) join this table later.
+ */
+static const struct mmctl_cmd mmctl_cmds[] = {
+	{
+		.object = "caps",
+		.verb = "show",
+		.handler = mmctl_cmd_caps_show,
+		.args = "[DEV]",
+		.help = "Show what a device can do",
+		.details =
+			"Prints the capabilities the driver reports for DEV (default:\n"
+			"-d, else " MMHAL_DEFAULT_DEV "): interface version, capability\n"
+			"bits and implemented ioctls by name, channel and memory\n"
+			"limits.\n",
+	},
+	{
+		.object = "dev",
+		.verb = "show",
+		.handler = mmctl_cmd_dev_show,
+		.args = "[DEV]",
+		.help = "List mmedge devices",
+		.details =
+			"Lists every /dev/mmedgeN with its driver, location and\n"
+			"interface version, or only DEV (or -d) if given. Exits 1\n"
+			"if there is none or one cannot be read.\n",
+	},
+};
+
+#define MMCTL_NR_CMDS	ARRAY_SIZE(mmctl_cmds)
+
+static const char mmctl_options_help[] =
+	"Options:\n"
+	"  -d, --dev DEV   device: a path, or a name under /dev (default "
+	MMHAL_DEFAULT_DEV ")\n"
+	"  -j, --json      print JSON\n"
+	"  -p, --pretty    indent JSON (with -j)\n"
+	"  -h, --help      show this help; after a command, its help\n"
+	"  -V, --version   show the versions of mmctl and libmmhal\n";
+
+void mmctl_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("mmctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int mmctl_usage_err(const struct mmctl_cmd *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("mmctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (cmd)
+		fprintf(stderr, "\nTry 'mmctl %s %s -h' for help.\n",
+			cmd->object, cmd->verb);
+	else
+		fputs("\nTry 'mmctl -h' for help.\n", stderr);
+	return MMCTL_EXIT_USAGE;
+}
+
+static void mmctl_usage(FILE *fp)
+{
+	size_t i;
+
+	fputs("Usage: mmctl [OPTIONS] OBJECT [VERB] [ARGS]\n"
+	      "       mmctl OBJECT help | mmctl OBJECT VERB -h\n"
+	      "       (without a VERB, an OBJECT's first verb is meant)\n"
+	      "       mmctl -h | -V\n"
+	      "\n"
+	      "Commands:\n", fp);
+	for (i = 0; i < MMCTL_NR_CMDS; i++) {
+		const struct mmctl_cmd *c = &mmctl_cmds[i];
+		char syn[64];
+
+		snprintf(syn, sizeof(syn), "%s %s %s", c->object, c->verb,
+			 c->args);
+		fprintf(fp, "  %-24s %s\n", syn, c->help);
+	}
+	fprintf(fp, "\n%s\n", mmctl_options_help);
+	fputs("Exit status: 0 success, 1 the request failed, 2 usage error.\n",
+	      fp);
+}
+
+/* Prints multi-line @text with every line indented by @indent spaces. */
+static void mmctl_print_indented(FILE *fp, const char *text, int indent)
+{
+	const char *nl;
+
+	while (*text) {
+		nl = strchr(text, '\n');
+		if (!nl)
+			nl = text + strlen(text);
+		fprintf(fp, "%*s%.*s\n", indent, "", (int)(nl - text), text);
+		text = *nl ? nl + 1 : nl;
+	}
+}
+
+void mmctl_cmd_help(const struct mmctl_cmd *cmd, FILE *fp)
+{
+	fprintf(fp, "Usage: mmctl [OPTIONS] %s %s %s\n\n%s.\n", cmd->object,
+		cmd->verb, cmd->args, cmd->help);
+	if (cmd->details) {
+		fputc('\n', fp);
+		mmctl_print_indented(fp, cmd->details, 0);
+	}
+	fprintf(fp, "\n%s", mmctl_options_help);
+}
+
+static const struct mmctl_cmd *mmctl_find(const char *object, const char *verb)
+{
+	size_t i;
+
+	for (i = 0; i < MMCTL_NR_CMDS; i++) {
+		const struct mmctl_cmd *c = &mmctl_cmds[i];
+
+		if (strcmp(c->object, object))
+			continue;
+		if (!verb || !strcmp(c->verb, verb))
+			return c;
+	}
+	return NULL;
+}
+
+/* @def: the object's default command (its first row). */
+static void mmctl_object_help(const struct mmctl_cmd *def, FILE *fp)
+{
+	size_t i;
+
+	fprintf(fp, "Usage: mmctl [OPTIONS] %s [VERB] [ARGS]\n\n"
+		"Verbs (without one, '%s' is meant):\n", def->object,
+		def->verb);
+	for (i = 0; i < MMCTL_NR_CMDS; i++) {
+		const struct mmctl_cmd *c = &mmctl_cmds[i];
+
+		if (strcmp(c->object, def->object))
+			continue;
+		fprintf(fp, "\n  %s %s\n    %s.\n", c->verb, c->args, c->help);
+		if (c->details)
+			mmctl_print_indented(fp, c->details, 4);
+	}
+	fprintf(fp, "\n%s", mmctl_options_help);
+}
+
+const char *mmctl_dev_path(const char *dev, char *buf, size_t len)
+{
+	if (!dev)
+		return MMHAL_DEFAULT_DEV;
+	if (strchr(dev, '/'))
+		return dev;
+	snprintf(buf, len, "/dev/%s", dev);
+	return buf;
+}
+
+static bool mmctl_is_global_opt(const char *a)
+{
+	static const char *const opts[] = {
+		"-d", "--dev", "-j", "--json", "-p", "--pretty", "-jp", "-pj",
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(opts); i++)
+		if (!strcmp(a, opts[i]))
+			return true;
+	return false;
+}
+
+int mmctl_parse_dev_args(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+			 int argc, char **argv, const char **dev, bool *done)
+{
+	int i;
+
+	*dev = ctx->dev;
+	*done = false;
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help") ||
+		    !strcmp(a, "help")) {
+			mmctl_cmd_help(cmd, stdout);
+			*done = true;
+			return MMCTL_EXIT_OK;
+		}
+		if (a[0] == '-' && a[1] && mmctl_is_global_opt(a))
+			return mmctl_usage_err(cmd,
+				"%s %s: '%s' goes before the object: mmctl %s %s %s ...",
+				cmd->object, cmd->verb, a, a, cmd->object,
+				cmd->verb);
+		if (a[0] == '-' && a[1])
+			return mmctl_usage_err(cmd, "%s %s: unknown option '%s'",
+					       cmd->object, cmd->verb, a);
+		if (*dev)
+			return mmctl_usage_err(cmd,
+				"%s %s: more than one device given ('%s' and '%s')",
+				cmd->object, cmd->verb, *dev, a);
+		if (!a[0])
+			return mmctl_usage_err(cmd, "%s %s: empty device name",
+					       cmd->object, cmd->verb);
+		*dev = a;
+	}
+	return MMCTL_EXIT_OK;
+}
+
+int mmctl_open_err(const char *path, int err)
+{
+	const char *base = strrchr(path, '/');
+	const char *hint = NULL;
+
+	base = base ? base + 1 : path;
+	switch (-err) {
+	case ENOENT:
+		if (!strncmp(base, "mmedge", 6))
+			hint = "is mmedge.ko loaded? try: insmod mmedge.ko";
+		else
+			hint = "check the path; list devices with: mmctl dev show";
+		break;
+	case EACCES:
+	case EPERM:
+		hint = "run as root, or give your user access to /dev/mmedge*";
+		break;
+	case ENODEV:
+	case EISDIR:
+	case ENOTDIR:
+		hint = "check the path; list devices with: mmctl dev show";
+		break;
+	case EPROTO:
+		hint = "mmedge.ko and mmctl do not match; install them together";
+		break;
+	}
+	if (hint)
+		mmctl_err("cannot open %s: %s (%s)", path, mmhal_strerror(err),
+			  hint);
+	else
+		mmctl_err("cannot open %s: %s", path, mmhal_strerror(err));
+	return MMCTL_EXIT_RUNTIME;
+}
+
+void mmctl_json_begin(struct mmctl_ctx *ctx)
+{
+	json_init(&ctx->jw, stdout, ctx->pretty);
+}
+
+int mmctl_json_end(struct mmctl_ctx *ctx)
+{
+	if (json_finish(&ctx->jw) < 0) {
+		mmctl_err("internal error: malformed JSON output");
+		return MMCTL_EXIT_RUNTIME;
+	}
+	return MMCTL_EXIT_OK;
+}
+
+/* Runs OBJECT [VERB] [ARGS]. */
+static int mmctl_dispatch(struct mmctl_ctx *ctx, int argc, char **argv)
+{
+	const struct mmctl_cmd *cmd, *def;
+	const char *object = argv[0];
+	const char *verb = argc > 1 ? argv[1] : NULL;
+
+	if (!strcmp(object, "help")) {
+		mmctl_usage(stdout);
+		return MMCTL_EXIT_OK;
+	}
+	def = mmctl_find(object, NULL);
+	if (!def)
+		return mmctl_usage_err(NULL, "unknown object '%s'", object);
+
+	if (verb && (!strcmp(verb, "help") || !strcmp(verb, "-h") ||
+		     !strcmp(verb, "--help"))) {
+		mmctl_object_help(def, stdout);
+		return MMCTL_EXIT_OK;
+	}
+
+	/*
+	 * "mmctl caps", "mmctl caps -h" and "mmctl caps DEV" run the default
+	 * verb. A DEV is told from a verb by a '/' or the mmedge prefix.
+	 */
+	if (!verb || verb[0] == '-' || strchr(verb, '/') ||
+	    !strncmp(verb, "mmedge", 6))
+		return def->handler(ctx, def, argc - 1, argv + 1);
+
+	cmd = mmctl_find(object, verb);
+	if (!cmd) {
+		fflush(stdout);
+		fprintf(stderr, "mmctl: unknown command '%s %s'\n"
+			"Try 'mmctl %s help' for its verbs.\n",
+			object, verb, object);
+		return MMCTL_EXIT_USAGE;
+	}
+	return cmd->handler(ctx, cmd, argc - 2, argv + 2);
+}
+
+/* Like coreutils' close_stdout(): a failed write is an error. */
+static int mmctl_close_stdout(int ret)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		mmctl_err("write error: %s", strerror(errno));
+		return MMCTL_EXIT_RUNTIME;
+	}
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "dev", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "pretty", no_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mmctl_ctx ctx = { 0 };
+	int opt;
+
+	opterr = 0;
+	/* '+': options end at the object, so each command parses its own. */
+	while ((opt = getopt_long(argc, argv, "+:d:jphV", longopts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 'd':
+			if (!optarg[0])
+				return mmctl_usage_err(NULL,
+						       "-d: empty device name");
+			ctx.dev = optarg;
+			break;
+		case 'j':
+			ctx.json = true;
+			break;
+		case 'p':
+			ctx.pretty = true;
+			break;
+		case 'h':
+			mmctl_usage(stdout);
+			return mmctl_close_stdout(MMCTL_EXIT_OK);
+		case 'V':
+			printf("mmctl %s (libmmhal %s)\n", MMHAL_VERSION_STRING,
+			       mmhal_version());
+			return mmctl_close_stdout(MMCTL_EXIT_OK);
+		case ':':
+			return mmctl_usage_err(NULL,
+					       "option '%s' needs an argument",
+					       argv[optind - 1]);
+		default:
+			if (optopt)
+				return mmctl_usage_err(NULL,
+						       "unknown option '-%c'",
+						       optopt);
+			return mmctl_usage_err(NULL, "unknown option '%s'",
+					       argv[optind - 1]);
+		}
+	}
+
+	if (ctx.pretty && !ctx.json)
+		return mmctl_usage_err(NULL, "-p only makes sense with -j");
+	if (optind >= argc)
+		return mmctl_usage_err(NULL, "missing command");
+
+	return mmctl_close_stdout(mmctl_dispatch(&ctx, argc - optind,
+						 argv + optind));
+}
