@@ -8,8 +8,10 @@
 #include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/kref.h>
+#include <linux/mutex.h>
 #include <linux/platform_device.h>
 #include <linux/rwsem.h>
+#include <linux/xarray.h>
 
 #define MMEDGE_DRV_NAME		"mmedge"
 
@@ -25,6 +27,12 @@
  * @lock: see below.
  * @alive: false once the platform device is unbound; ioctls then fail
  *	with -ENODEV.
+ * @dma_dev: the device buffers are allocated and mapped for (the
+ *	platform device); buffers hold a reference on it.
+ * @nr_bufs: live buffers allocated through this instance.
+ * @buf_bytes: bytes of those buffers.
+ * @nr_imports: live imports of foreign dma-bufs.
+ * @next_buf_id: last buffer id handed out.
  */
 struct mmedge_dev {
 	struct device dev;
@@ -36,6 +44,12 @@ struct mmedge_dev {
 	/* Protects @alive and @pdev against ioctls racing with unbind. */
 	struct rw_semaphore lock;
 	bool alive;
+
+	struct device *dma_dev;
+	atomic_t nr_bufs;
+	atomic64_t buf_bytes;
+	atomic_t nr_imports;
+	atomic64_t next_buf_id;
 };
 
 /**
@@ -43,10 +57,31 @@ struct mmedge_dev {
  * @ref: reference count; the file holds one, and objects created through
  *	the file (buffers, channels) hold one each, so they may outlive it.
  * @mdev: the instance; this context holds a reference on @mdev->dev.
+ * @mem_used: bytes of buffers allocated through this file and still
+ *	alive, charged against the file_mem_limit_mb parameter.
+ * @imports_lock: see below.
+ * @imports: foreign dma-bufs imported through this file, by import id;
+ *	they end with the file.
  */
 struct mmedge_file {
 	struct kref ref;
 	struct mmedge_dev *mdev;
+	atomic64_t mem_used;
+
+	/* Protects @imports: lookup, insert and removal as one step. */
+	struct mutex imports_lock;
+	struct xarray imports;
+};
+
+/**
+ * struct mmedge_ioctl_ctx - what a handler leaves for after copy_to_user
+ * @install_file: a file to install as @install_fd once the result has
+ *	reached userspace (house rule: an fd becomes visible only then).
+ * @install_fd: the reserved fd number.
+ */
+struct mmedge_ioctl_ctx {
+	struct file *install_file;
+	int install_fd;
 };
 
 static inline struct mmedge_dev *to_mmedge_dev(struct device *dev)
@@ -58,5 +93,23 @@ void mmedge_file_get(struct mmedge_file *mf);
 void mmedge_file_put(struct mmedge_file *mf);
 
 long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+
+/* Limits, from module parameters (mmedge_main.c). */
+u64 mmedge_mem_limit(void);
+u64 mmedge_file_mem_limit(void);
+extern atomic64_t mmedge_mem_used;
+
+/* mmedge_buf.c */
+int mmedge_ioctl_buf_alloc(struct mmedge_file *mf, void *data,
+			   struct mmedge_ioctl_ctx *ctx);
+int mmedge_ioctl_buf_info(struct mmedge_file *mf, void *data,
+			  struct mmedge_ioctl_ctx *ctx);
+int mmedge_ioctl_buf_sync(struct mmedge_file *mf, void *data,
+			  struct mmedge_ioctl_ctx *ctx);
+int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
+			    struct mmedge_ioctl_ctx *ctx);
+int mmedge_ioctl_buf_release(struct mmedge_file *mf, void *data,
+			     struct mmedge_ioctl_ctx *ctx);
+void mmedge_file_release_imports(struct mmedge_file *mf);
 
 #endif /* _MMEDGE_DRV_H */

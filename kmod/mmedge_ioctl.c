@@ -7,16 +7,20 @@
  * handler on the kernel copy and copies back at most the caller's size.
  */
 
+#include <linux/dma-buf.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/ioctl.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
+#include <uapi/linux/dma-buf.h>
 
 #include "mmedge_drv.h"
 #include "mmedge_uapi.h"
 
-typedef int (*mmedge_ioctl_fn)(struct mmedge_file *mf, void *data);
+typedef int (*mmedge_ioctl_fn)(struct mmedge_file *mf, void *data,
+			       struct mmedge_ioctl_ctx *ctx);
 
 /*
  * MMEDGE_IOC_QUERY_CAPS: report the API version, the implemented ioctls,
@@ -25,7 +29,8 @@ typedef int (*mmedge_ioctl_fn)(struct mmedge_file *mf, void *data);
  * Errors:
  *  -EINVAL: flags has unknown bits or reserved is not zero.
  */
-static int mmedge_ioctl_query_caps(struct mmedge_file *mf, void *data)
+static int mmedge_ioctl_query_caps(struct mmedge_file *mf, void *data,
+				   struct mmedge_ioctl_ctx *ctx)
 {
 	struct mmedge_dev *mdev = mf->mdev;
 	struct mmedge_caps *caps = data;
@@ -38,12 +43,14 @@ static int mmedge_ioctl_query_caps(struct mmedge_file *mf, void *data)
 		return ret;
 
 	caps->api_version = MMEDGE_API_VERSION;
-	caps->caps = mdev->virtual ? MMEDGE_CAP_VIRTUAL : 0;
+	caps->caps = MMEDGE_CAP_BUFFERS | MMEDGE_CAP_CONTIG;
+	if (mdev->virtual)
+		caps->caps |= MMEDGE_CAP_VIRTUAL;
 	caps->ioctls = mmedge_ioctl_mask();
 	caps->instance = mdev->id;
 	caps->max_channels = 0;
-	caps->max_buffer_size = 0;
-	caps->mem_limit = 0;
+	caps->max_buffer_size = mmedge_file_mem_limit();
+	caps->mem_limit = mmedge_mem_limit();
 	strscpy(caps->driver, MMEDGE_DRV_NAME, sizeof(caps->driver));
 	snprintf(caps->bus_info, sizeof(caps->bus_info), "platform:%s",
 		 dev_name(&mdev->pdev->dev));
@@ -52,15 +59,27 @@ static int mmedge_ioctl_query_caps(struct mmedge_file *mf, void *data)
 
 static const mmedge_ioctl_fn mmedge_ioctl_fns[MMEDGE_IOCTL_NR_MAX] = {
 	[_IOC_NR(MMEDGE_IOC_QUERY_CAPS)] = mmedge_ioctl_query_caps,
+	[_IOC_NR(MMEDGE_IOC_BUF_ALLOC)] = mmedge_ioctl_buf_alloc,
+	[_IOC_NR(MMEDGE_IOC_BUF_INFO)] = mmedge_ioctl_buf_info,
+	[_IOC_NR(MMEDGE_IOC_BUF_SYNC)] = mmedge_ioctl_buf_sync,
+	[_IOC_NR(MMEDGE_IOC_BUF_IMPORT)] = mmedge_ioctl_buf_import,
+	[_IOC_NR(MMEDGE_IOC_BUF_RELEASE)] = mmedge_ioctl_buf_release,
 };
 
 /* Largest kernel-side argument; the stack buffer below must hold it. */
 #define MMEDGE_IOCTL_MAX_KSIZE	sizeof(struct mmedge_caps)
 
+static_assert(sizeof(struct mmedge_buf_alloc) <= MMEDGE_IOCTL_MAX_KSIZE);
+static_assert(sizeof(struct mmedge_buf_info) <= MMEDGE_IOCTL_MAX_KSIZE);
+static_assert(sizeof(struct mmedge_buf_sync) <= MMEDGE_IOCTL_MAX_KSIZE);
+static_assert(sizeof(struct mmedge_buf_import) <= MMEDGE_IOCTL_MAX_KSIZE);
+static_assert(sizeof(struct mmedge_buf_release) <= MMEDGE_IOCTL_MAX_KSIZE);
+
 long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct mmedge_file *mf = file->private_data;
 	struct mmedge_dev *mdev = mf->mdev;
+	struct mmedge_ioctl_ctx ctx = { .install_fd = -1 };
 	const struct mmedge_ioctl_info *info;
 	void __user *uarg = (void __user *)arg;
 	u8 kdata[MMEDGE_IOCTL_MAX_KSIZE] __aligned(8);
@@ -68,6 +87,16 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	int ret;
 
 	BUILD_BUG_ON(sizeof(struct mmedge_caps) != MMEDGE_CAPS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct mmedge_buf_alloc) != MMEDGE_BUF_ALLOC_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct mmedge_buf_info) != MMEDGE_BUF_INFO_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct mmedge_buf_sync) != MMEDGE_BUF_SYNC_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct mmedge_buf_import) !=
+		     MMEDGE_BUF_IMPORT_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct mmedge_buf_release) !=
+		     MMEDGE_BUF_RELEASE_SIZE_VER0);
+	BUILD_BUG_ON(MMEDGE_BUF_SYNC_READ != DMA_BUF_SYNC_READ);
+	BUILD_BUG_ON(MMEDGE_BUF_SYNC_WRITE != DMA_BUF_SYNC_WRITE);
+	BUILD_BUG_ON(MMEDGE_BUF_SYNC_END != DMA_BUF_SYNC_END);
 
 	ret = mmedge_ioctl_lookup(cmd, &info);
 	if (ret)
@@ -88,7 +117,7 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	down_read(&mdev->lock);
 	if (mdev->alive)
-		ret = mmedge_ioctl_fns[_IOC_NR(cmd)](mf, kdata);
+		ret = mmedge_ioctl_fns[_IOC_NR(cmd)](mf, kdata, &ctx);
 	else
 		ret = -ENODEV;
 	up_read(&mdev->lock);
@@ -96,7 +125,15 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return ret;
 
 	if ((_IOC_DIR(cmd) & _IOC_READ) &&
-	    copy_to_user(uarg, kdata, min(usize, ksize)))
+	    copy_to_user(uarg, kdata, min(usize, ksize))) {
+		/* The fd was never visible; dropping the file frees it all. */
+		if (ctx.install_file) {
+			put_unused_fd(ctx.install_fd);
+			fput(ctx.install_file);
+		}
 		return -EFAULT;
+	}
+	if (ctx.install_file)
+		fd_install(ctx.install_fd, ctx.install_file);
 	return 0;
 }

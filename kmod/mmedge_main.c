@@ -8,6 +8,7 @@
  * creates virtual instances.
  */
 
+#include <linux/dma-mapping.h>
 #include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
@@ -27,6 +28,30 @@ module_param(nr_virtual, int, 0444);
 MODULE_PARM_DESC(nr_virtual,
 		 "Virtual instances to create: -1 = one if the device tree has no mmedge node (default), 0..4 = that many");
 
+static unsigned int mem_limit_mb = 1024;
+module_param(mem_limit_mb, uint, 0644);
+MODULE_PARM_DESC(mem_limit_mb,
+		 "Cap on the memory of all mmedge buffers together, MiB (default 1024)");
+
+static unsigned int file_mem_limit_mb = 256;
+module_param(file_mem_limit_mb, uint, 0644);
+MODULE_PARM_DESC(file_mem_limit_mb,
+		 "Cap on the buffers allocated through one open file, MiB; also the largest buffer (default 256)");
+
+/* Bytes of all live buffers, charged against mem_limit_mb. */
+atomic64_t mmedge_mem_used = ATOMIC64_INIT(0);
+
+u64 mmedge_mem_limit(void)
+{
+	return (u64)READ_ONCE(mem_limit_mb) << 20;
+}
+
+u64 mmedge_file_mem_limit(void)
+{
+	return min_t(u64, (u64)READ_ONCE(file_mem_limit_mb) << 20,
+		     mmedge_mem_limit());
+}
+
 static dev_t mmedge_devt;
 static struct class *mmedge_class;
 static DEFINE_IDA(mmedge_ida);
@@ -41,6 +66,10 @@ static void mmedge_file_release(struct kref *ref)
 {
 	struct mmedge_file *mf = container_of(ref, struct mmedge_file, ref);
 
+	WARN_ON(!xa_empty(&mf->imports));
+	WARN_ON(atomic64_read(&mf->mem_used));
+	xa_destroy(&mf->imports);
+	mutex_destroy(&mf->imports_lock);
 	put_device(&mf->mdev->dev);
 	kfree(mf);
 }
@@ -71,13 +100,19 @@ static int mmedge_open(struct inode *inode, struct file *file)
 
 	kref_init(&mf->ref);
 	mf->mdev = mdev;
+	mutex_init(&mf->imports_lock);
+	xa_init_flags(&mf->imports, XA_FLAGS_ALLOC1);
 	file->private_data = mf;
 	return nonseekable_open(inode, file);
 }
 
 static int mmedge_release(struct inode *inode, struct file *file)
 {
-	mmedge_file_put(file->private_data);
+	struct mmedge_file *mf = file->private_data;
+
+	/* Imports end with the file; buffers may keep the context alive. */
+	mmedge_file_release_imports(mf);
+	mmedge_file_put(mf);
 	return 0;
 }
 
@@ -109,7 +144,60 @@ static struct attribute *mmedge_dev_attrs[] = {
 	&dev_attr_api_version.attr,
 	NULL,
 };
-ATTRIBUTE_GROUPS(mmedge_dev);
+
+static const struct attribute_group mmedge_dev_group = {
+	.attrs = mmedge_dev_attrs,
+};
+
+static ssize_t buffers_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&to_mmedge_dev(dev)->nr_bufs));
+}
+static DEVICE_ATTR_RO(buffers);
+
+static ssize_t buffer_bytes_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n",
+			  atomic64_read(&to_mmedge_dev(dev)->buf_bytes));
+}
+static DEVICE_ATTR_RO(buffer_bytes);
+
+static ssize_t imports_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%d\n",
+			  atomic_read(&to_mmedge_dev(dev)->nr_imports));
+}
+static DEVICE_ATTR_RO(imports);
+
+static ssize_t mem_used_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&mmedge_mem_used));
+}
+static DEVICE_ATTR_RO(mem_used);
+
+/* /sys/class/mmedge/mmedgeN/stats/: live counters of this instance. */
+static struct attribute *mmedge_stats_attrs[] = {
+	&dev_attr_buffers.attr,
+	&dev_attr_buffer_bytes.attr,
+	&dev_attr_imports.attr,
+	&dev_attr_mem_used.attr,
+	NULL,
+};
+
+static const struct attribute_group mmedge_stats_group = {
+	.name = "stats",
+	.attrs = mmedge_stats_attrs,
+};
+
+static const struct attribute_group *mmedge_dev_groups[] = {
+	&mmedge_dev_group,
+	&mmedge_stats_group,
+	NULL,
+};
 
 static void mmedge_dev_release(struct device *dev)
 {
@@ -135,9 +223,16 @@ static int mmedge_probe(struct platform_device *pdev)
 	}
 	mdev->id = ret;
 	mdev->pdev = pdev;
+	mdev->dma_dev = &pdev->dev;
 	mdev->virtual = !pdev->dev.of_node;
 	init_rwsem(&mdev->lock);
 	mdev->alive = true;
+
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret) {
+		dev_err(&pdev->dev, "no usable DMA mask: %d\n", ret);
+		goto err_free_id;
+	}
 
 	/* From here on put_device() frees mdev and its id. */
 	device_initialize(&mdev->dev);
@@ -170,6 +265,8 @@ err_put_device:
 	put_device(&mdev->dev);
 	return ret;
 
+err_free_id:
+	ida_free(&mmedge_ida, mdev->id);
 err_free_mdev:
 	kfree(mdev);
 	return ret;
@@ -227,10 +324,14 @@ static int mmedge_create_virtual(void)
 	}
 
 	for (i = 0; i < n; i++) {
+		struct platform_device_info info = {
+			.name = MMEDGE_DRV_NAME,
+			.id = i,
+			.dma_mask = DMA_BIT_MASK(64),
+		};
 		struct platform_device *pdev;
 
-		pdev = platform_device_register_simple(MMEDGE_DRV_NAME, i,
-						       NULL, 0);
+		pdev = platform_device_register_full(&info);
 		if (IS_ERR(pdev)) {
 			pr_err("mmedge: cannot create virtual instance %d: %ld\n",
 			       i, PTR_ERR(pdev));
@@ -246,6 +347,10 @@ static int __init mmedge_init(void)
 {
 	int ret;
 
+	if (!mem_limit_mb || !file_mem_limit_mb) {
+		pr_err("mmedge: mem_limit_mb and file_mem_limit_mb must be > 0\n");
+		return -EINVAL;
+	}
 	if (nr_virtual < -1 || nr_virtual > MMEDGE_MAX_VIRTUAL) {
 		pr_err("mmedge: nr_virtual=%d out of range -1..%d\n",
 		       nr_virtual, MMEDGE_MAX_VIRTUAL);

@@ -7,8 +7,10 @@
  */
 
 #include <linux/errno.h>
+#include <linux/fcntl.h>
 #include <linux/ioctl.h>
 #include <linux/kernel.h>
+#include <linux/minmax.h>
 
 #include "mmedge_uapi.h"
 
@@ -18,7 +20,42 @@ const struct mmedge_ioctl_info mmedge_ioctls[MMEDGE_IOCTL_NR_MAX] = {
 		.min_size = MMEDGE_CAPS_SIZE_VER0,
 		.name = "QUERY_CAPS",
 	},
+	[_IOC_NR(MMEDGE_IOC_BUF_ALLOC)] = {
+		.cmd = MMEDGE_IOC_BUF_ALLOC,
+		.min_size = MMEDGE_BUF_ALLOC_SIZE_VER0,
+		.name = "BUF_ALLOC",
+	},
+	[_IOC_NR(MMEDGE_IOC_BUF_INFO)] = {
+		.cmd = MMEDGE_IOC_BUF_INFO,
+		.min_size = MMEDGE_BUF_INFO_SIZE_VER0,
+		.name = "BUF_INFO",
+	},
+	[_IOC_NR(MMEDGE_IOC_BUF_SYNC)] = {
+		.cmd = MMEDGE_IOC_BUF_SYNC,
+		.min_size = MMEDGE_BUF_SYNC_SIZE_VER0,
+		.name = "BUF_SYNC",
+	},
+	[_IOC_NR(MMEDGE_IOC_BUF_IMPORT)] = {
+		.cmd = MMEDGE_IOC_BUF_IMPORT,
+		.min_size = MMEDGE_BUF_IMPORT_SIZE_VER0,
+		.name = "BUF_IMPORT",
+	},
+	[_IOC_NR(MMEDGE_IOC_BUF_RELEASE)] = {
+		.cmd = MMEDGE_IOC_BUF_RELEASE,
+		.min_size = MMEDGE_BUF_RELEASE_SIZE_VER0,
+		.name = "BUF_RELEASE",
+	},
 };
+
+static bool mmedge_all_zero(const u64 *v, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (v[i])
+			return false;
+	return true;
+}
 
 /**
  * mmedge_ioctl_lookup() - find the table entry for an ioctl command
@@ -71,12 +108,166 @@ u64 mmedge_ioctl_mask(void)
  */
 int mmedge_caps_check(const struct mmedge_caps *caps)
 {
-	unsigned int i;
-
 	if (caps->flags & ~MMEDGE_CAPS_FLAGS_VALID)
 		return -EINVAL;
-	for (i = 0; i < ARRAY_SIZE(caps->reserved); i++)
-		if (caps->reserved[i])
-			return -EINVAL;
+	if (!mmedge_all_zero(caps->reserved, ARRAY_SIZE(caps->reserved)))
+		return -EINVAL;
 	return 0;
+}
+
+/**
+ * mmedge_buf_alloc_check() - validate an allocation request
+ * @a: kernel copy of the request
+ * @max_size: largest buffer allowed (the per-file cap)
+ * @page_shift: PAGE_SHIFT (a parameter so tests can vary it)
+ * @alloc_size: set to the size rounded up to pages
+ *
+ * Return: 0; -EINVAL for size 0, a size that overflows when rounded,
+ * unknown flags, an unknown cache mode, fd_flags other than O_CLOEXEC and
+ * an access mode, non-zero reserved fields; -ENOMEM above @max_size.
+ */
+int mmedge_buf_alloc_check(const struct mmedge_buf_alloc *a, u64 max_size,
+			   unsigned int page_shift, u64 *alloc_size)
+{
+	u64 mask = (1ULL << page_shift) - 1;
+
+	if (!a->size || a->size > U64_MAX - mask)
+		return -EINVAL;
+	if (a->flags & ~MMEDGE_BUF_FLAGS_VALID)
+		return -EINVAL;
+	if ((a->flags & MMEDGE_BUF_CACHE_MASK) > MMEDGE_BUF_CACHE_UNCACHED)
+		return -EINVAL;
+	if (a->fd_flags & ~MMEDGE_BUF_FD_FLAGS_VALID)
+		return -EINVAL;
+	if ((a->fd_flags & O_ACCMODE) == O_ACCMODE)
+		return -EINVAL;
+	if (!mmedge_all_zero(a->reserved, ARRAY_SIZE(a->reserved)))
+		return -EINVAL;
+	*alloc_size = (a->size + mask) & ~mask;
+	if (*alloc_size > max_size)
+		return -ENOMEM;
+	return 0;
+}
+
+/**
+ * mmedge_buf_info_check() - validate the input fields of a buffer query
+ * @info: kernel copy of the request
+ *
+ * Return: 0, or -EINVAL for non-zero flags, pad or reserved fields.
+ */
+int mmedge_buf_info_check(const struct mmedge_buf_info *info)
+{
+	if (info->flags || info->pad)
+		return -EINVAL;
+	if (!mmedge_all_zero(info->reserved, ARRAY_SIZE(info->reserved)))
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * mmedge_buf_sync_check() - validate a ranged sync request
+ * @s: kernel copy of the request
+ * @buf_size: size of the buffer it names
+ *
+ * Return: 0, or -EINVAL for unknown flags, len 0, a range that overflows
+ * or ends past @buf_size, non-zero reserved fields.
+ */
+int mmedge_buf_sync_check(const struct mmedge_buf_sync *s, u64 buf_size)
+{
+	if (s->flags & ~MMEDGE_BUF_SYNC_FLAGS_VALID)
+		return -EINVAL;
+	if (!(s->flags & MMEDGE_BUF_SYNC_RW))
+		return -EINVAL;
+	if (!s->len || s->offset > U64_MAX - s->len)
+		return -EINVAL;
+	if (s->offset + s->len > buf_size)
+		return -EINVAL;
+	if (!mmedge_all_zero(s->reserved, ARRAY_SIZE(s->reserved)))
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * mmedge_buf_import_check() - validate the input fields of an import
+ * @imp: kernel copy of the request
+ *
+ * Return: 0, or -EINVAL for non-zero flags, pad or reserved fields.
+ */
+int mmedge_buf_import_check(const struct mmedge_buf_import *imp)
+{
+	if (imp->flags || imp->pad)
+		return -EINVAL;
+	if (!mmedge_all_zero(imp->reserved, ARRAY_SIZE(imp->reserved)))
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * mmedge_buf_release_check() - validate a release request
+ * @rel: kernel copy of the request
+ *
+ * Return: 0, or -EINVAL for non-zero flags, pad or reserved fields.
+ */
+int mmedge_buf_release_check(const struct mmedge_buf_release *rel)
+{
+	if (rel->flags || rel->pad)
+		return -EINVAL;
+	if (!mmedge_all_zero(rel->reserved, ARRAY_SIZE(rel->reserved)))
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * mmedge_range_clip() - the part of [@off, @off + @len) inside a segment
+ * @seg_start: offset of the segment in the buffer
+ * @seg_len: length of the segment
+ * @off: start of the range in the buffer
+ * @len: length of the range (no overflow: checked by the caller)
+ *
+ * Return: offset inside the segment and length of the overlap; len 0 if
+ * they do not overlap.
+ */
+struct mmedge_range mmedge_range_clip(u64 seg_start, u64 seg_len, u64 off,
+				      u64 len)
+{
+	struct mmedge_range r = { 0, 0 };
+	u64 start = max(seg_start, off);
+	u64 end = min(seg_start + seg_len, off + len);
+
+	if (start < end) {
+		r.off = start - seg_start;
+		r.len = end - start;
+	}
+	return r;
+}
+
+/**
+ * mmedge_charge() - account @bytes against a cap, all or nothing
+ * @used: the counter
+ * @bytes: bytes to add
+ * @limit: the cap
+ *
+ * Safe against concurrent callers: the counter never exceeds @limit.
+ *
+ * Return: 0, or -ENOMEM if @used + @bytes would exceed @limit.
+ */
+int mmedge_charge(atomic64_t *used, u64 bytes, u64 limit)
+{
+	s64 old = atomic64_read(used);
+
+	do {
+		if (bytes > limit || (u64)old > limit - bytes)
+			return -ENOMEM;
+	} while (!atomic64_try_cmpxchg(used, &old, old + bytes));
+	return 0;
+}
+
+/**
+ * mmedge_uncharge() - give back what mmedge_charge() took
+ * @used: the counter
+ * @bytes: bytes to subtract
+ */
+void mmedge_uncharge(atomic64_t *used, u64 bytes)
+{
+	atomic64_sub(bytes, used);
 }

@@ -7,6 +7,7 @@
 #ifndef _MMEDGE_UAPI_H
 #define _MMEDGE_UAPI_H
 
+#include <linux/atomic.h>
 #include <linux/types.h>
 #include <linux/mmedge.h>
 
@@ -24,12 +25,33 @@ struct mmedge_ioctl_info {
 };
 
 /* Number of slots in the ioctl table, indexed by _IOC_NR(). */
-#define MMEDGE_IOCTL_NR_MAX	1
+#define MMEDGE_IOCTL_NR_MAX	6
 
 extern const struct mmedge_ioctl_info mmedge_ioctls[MMEDGE_IOCTL_NR_MAX];
 
 int mmedge_ioctl_lookup(unsigned int cmd, const struct mmedge_ioctl_info **info);
 u64 mmedge_ioctl_mask(void);
 int mmedge_caps_check(const struct mmedge_caps *caps);
+int mmedge_buf_alloc_check(const struct mmedge_buf_alloc *a, u64 max_size,
+			   unsigned int page_shift, u64 *alloc_size);
+int mmedge_buf_info_check(const struct mmedge_buf_info *info);
+int mmedge_buf_sync_check(const struct mmedge_buf_sync *s, u64 buf_size);
+int mmedge_buf_import_check(const struct mmedge_buf_import *imp);
+int mmedge_buf_release_check(const struct mmedge_buf_release *rel);
+
+/**
+ * struct mmedge_range - a byte range clipped to a segment
+ * @off: offset inside the segment.
+ * @len: bytes; 0 if the range misses the segment.
+ */
+struct mmedge_range {
+	u64 off;
+	u64 len;
+};
+
+struct mmedge_range mmedge_range_clip(u64 seg_start, u64 seg_len, u64 off,
+				      u64 len);
+int mmedge_charge(atomic64_t *used, u64 bytes, u64 limit);
+void mmedge_uncharge(atomic64_t *used, u64 bytes);
 
 #endif /* _MMEDGE_UAPI_H */

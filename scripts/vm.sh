@@ -86,7 +86,10 @@ for m in $order; do insmod /lib/modules/$KVER/\$m || echo "init: insmod \$m fail
 mount -t 9p -o trans=virtio,version=9p2000.L,ro hostroot /host || echo "init: no host root"
 mkdir -p /tmp/results
 mount -t 9p -o trans=virtio,version=9p2000.L results /tmp/results || echo "init: no results share"
+# A project under /tmp would be hidden by the guest's /tmp: keep its view.
+case "$ROOT" in /tmp/*) mkdir -p /proj && mount --bind "/host$ROOT" /proj ;; esac
 for d in dev proc sys tmp; do mount --rbind /\$d /host/\$d; done
+case "$ROOT" in /tmp/*) mkdir -p "/host$ROOT" && mount --bind /proj "/host$ROOT" ;; esac
 # The host's modprobe finds this kernel's modules.
 mount --bind /lib/modules/$KVER /host/lib/modules/$KVER 2>/dev/null ||
 	echo "init: /lib/modules/$KVER missing on the host root"
@@ -144,11 +147,12 @@ run) script="$1"; shift ;;
 esac
 
 RES="$VM/results-$mode"
+[ "$mode" = run ] && RES="$VM/results-run-$$"
 rm -rf "$RES"
 mkdir -p "$RES"
 printf '%q ' "$script" "$@" > "$RES/.script"
 
-console="$VM/console-$mode.log"
+console="$RES.console.log"
 echo "vm: booting $KVER ($accel, ${MEM}M) for $mode" >&2
 start=$(date +%s)
 timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 \

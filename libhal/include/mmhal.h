@@ -56,9 +56,16 @@ extern "C" {
 
 /* Bits of mmhal_caps.caps; same values as the driver's MMEDGE_CAP_*. */
 #define MMHAL_CAP_VIRTUAL	(1ULL << 0)	/* no hardware behind it */
+#define MMHAL_CAP_BUFFERS	(1ULL << 1)	/* buffers can be allocated */
+#define MMHAL_CAP_CONTIG	(1ULL << 2)	/* contiguous buffers */
 
 /* Bit numbers of mmhal_caps.ioctls (the driver's _IOC_NR of each ioctl). */
 #define MMHAL_IOCTL_QUERY_CAPS	0
+#define MMHAL_IOCTL_BUF_ALLOC	1
+#define MMHAL_IOCTL_BUF_INFO	2
+#define MMHAL_IOCTL_BUF_SYNC	3
+#define MMHAL_IOCTL_BUF_IMPORT	4
+#define MMHAL_IOCTL_BUF_RELEASE	5
 
 /*
  * Device layer

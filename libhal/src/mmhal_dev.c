@@ -17,6 +17,11 @@
 
 /* The HAL's constants mirror the uapi's; catch drift at compile time. */
 static_assert(MMHAL_CAP_VIRTUAL == MMEDGE_CAP_VIRTUAL, "cap bit drift");
+static_assert(MMHAL_CAP_BUFFERS == MMEDGE_CAP_BUFFERS, "cap bit drift");
+static_assert(MMHAL_CAP_CONTIG == MMEDGE_CAP_CONTIG, "cap bit drift");
+static_assert(MMHAL_IOCTL_BUF_ALLOC == _IOC_NR(MMEDGE_IOC_BUF_ALLOC), "nr drift");
+static_assert(MMHAL_IOCTL_BUF_RELEASE == _IOC_NR(MMEDGE_IOC_BUF_RELEASE),
+	      "nr drift");
 static_assert(MMHAL_IOCTL_QUERY_CAPS == _IOC_NR(MMEDGE_IOC_QUERY_CAPS),
 	      "ioctl number drift");
 static_assert(MMHAL_DRIVER_LEN == MMEDGE_NAME_LEN, "driver name length");

@@ -22,10 +22,17 @@ static const struct {
 
 static const char *const mmhal_cap_names[] = {
 	[0] = "virtual",		/* MMHAL_CAP_VIRTUAL */
+	[1] = "buffers",		/* MMHAL_CAP_BUFFERS */
+	[2] = "contig",			/* MMHAL_CAP_CONTIG */
 };
 
 static const char *const mmhal_ioctl_names[] = {
 	[_IOC_NR(MMEDGE_IOC_QUERY_CAPS)] = "QUERY_CAPS",
+	[_IOC_NR(MMEDGE_IOC_BUF_ALLOC)] = "BUF_ALLOC",
+	[_IOC_NR(MMEDGE_IOC_BUF_INFO)] = "BUF_INFO",
+	[_IOC_NR(MMEDGE_IOC_BUF_SYNC)] = "BUF_SYNC",
+	[_IOC_NR(MMEDGE_IOC_BUF_IMPORT)] = "BUF_IMPORT",
+	[_IOC_NR(MMEDGE_IOC_BUF_RELEASE)] = "BUF_RELEASE",
 };
 
 const char *mmhal_strerror(int err)
