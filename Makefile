@@ -5,6 +5,7 @@
 #   make            module, libhal, tools, selftests (installs deps first)
 #   make check      host tests + lint, KUnit on UML, kselftests in QEMU
 #   make demo       boot the VM, load the module, show what it does
+#   make bench      benchmarks in the VM (ratios measured in one run)
 #
 # KDIR=<kernel build dir> builds the module against another kernel.
 
@@ -41,9 +42,12 @@ check: all
 demo: all
 	@scripts/vm.sh demo
 
+bench: all
+	@scripts/bench.sh
+
 clean:
 	@kdir=$(if $(KDIR),$(KDIR),$(KDIR_SH)); \
 	[ ! -d $$kdir ] || $(MAKE) -C $$kdir M=$(CURDIR) CONFIG_MMEDGE=m clean
 	rm -rf $(BUILD)/libhal $(BUILD)/tools $(BUILD)/selftests $(BUILD)/vm
 
-.PHONY: all deps module libhal tools selftests check demo clean
+.PHONY: all deps module libhal tools selftests check demo bench clean

@@ -6,10 +6,11 @@
 
 #include <kunit/test.h>
 #include <linux/fcntl.h>
+#include <linux/sizes.h>
 
 #include "mmedge_uapi.h"
 
-#define MIB	(1ULL << 20)
+#define MIB	SZ_1M
 
 struct mmedge_alloc_case {
 	const char *desc;
