@@ -28,8 +28,17 @@ fi
 echo "ok 1 insmod mmedge.ko" > "$RES/load.tap"
 echo 0 > "$RES/load.rc"
 
+# Peers for the buffer tests: a DRM importer/exporter with fences, and a
+# V4L2 capture device. The buffer test reloads vivid with allocators=1 for
+# its dma-contig cases, and unloads and reloads mmedge (from MMEDGE_KO).
+modprobe vgem || echo "guest: modprobe vgem failed"
+modprobe vivid n_devs=1 || echo "guest: modprobe vivid failed"
+
 run libhal_dev "$B/libhal/tests/mmhal_dev_test" /dev/mmedge0
 run mmctl tools/tests/mmctl_cli_test.sh "$B/tools/mmctl"
+
+run mmedge_buf_selftest "$B/selftests/mmedge_buf_test"
+modprobe -r vivid vgem 2>/dev/null
 
 # Last: it unloads and reloads the module.
 run mmedge_selftest "$B/selftests/mmedge_test"

@@ -196,8 +196,9 @@ struct mmedge_buf_info {
  *	(same values and meaning as DMA_BUF_IOCTL_SYNC).
  * @offset: in: first byte.
  * @len: in: bytes, > 0; @offset + @len <= buffer size.
- * @synced: out: bytes cache maintenance covered (the range widened to
- *	cache lines, once per mapping that needed it).
+ * @synced: out: bytes cache maintenance was asked for: the range clipped
+ *	to each DMA segment, summed over every mapped attachment (0 for a
+ *	buffer no device has mapped).
  * @reserved: must be zero.
  *
  * Like DMA_BUF_IOCTL_SYNC, but only [@offset, @offset + @len) is made
@@ -283,5 +284,394 @@ struct mmedge_buf_release {
 #define MMEDGE_IOC_BUF_SYNC	_IOWR(MMEDGE_IOC_MAGIC, 0x03, struct mmedge_buf_sync)
 #define MMEDGE_IOC_BUF_IMPORT	_IOWR(MMEDGE_IOC_MAGIC, 0x04, struct mmedge_buf_import)
 #define MMEDGE_IOC_BUF_RELEASE	_IOW(MMEDGE_IOC_MAGIC, 0x05, struct mmedge_buf_release)
+
+/*
+ * Channels
+ *
+ * A channel is a DMA stream. A capture channel moves frames from a source
+ * (camera, microphone, IMU; virtual ones on a virtual instance) into
+ * buffers that userspace queues (mmedge buffers or imported dma-bufs) and
+ * dequeues when filled, like V4L2 streaming I/O. All channels of an
+ * instance share one DMA engine, arbitrated by weight (see
+ * Documentation/arbiter.rst).
+ */
+
+#define MMEDGE_CAP_CHANNELS		_BITULL(3)
+
+/* mmedge_chan_create.dir */
+#define MMEDGE_CHAN_CAPTURE		0	/* device to memory */
+
+/* mmedge_src_config.type */
+#define MMEDGE_SRC_CAMERA		1
+#define MMEDGE_SRC_MIC			2
+#define MMEDGE_SRC_IMU			3
+
+/* Camera pixel formats: V4L2 fourcc codes */
+#define MMEDGE_FMT_GREY		0x59455247	/* 'GREY' */
+#define MMEDGE_FMT_RGB24	0x33424752	/* 'RGB3' */
+#define MMEDGE_FMT_NV12		0x3231564e	/* 'NV12' */
+/* Microphone sample format */
+#define MMEDGE_FMT_S16LE	0x454c3631	/* '16LE' */
+/* IMU sample format: struct mmedge_imu_sample */
+#define MMEDGE_FMT_IMU6		0x36554d49	/* 'IMU6' */
+
+/* mmedge_src_config.signal for the microphone */
+#define MMEDGE_SIGNAL_TONE		0
+#define MMEDGE_SIGNAL_CHIRP		1
+
+/**
+ * struct mmedge_src_config - what a source produces
+ * @type: MMEDGE_SRC_*.
+ * @fourcc: MMEDGE_FMT_*: GREY, RGB24 or NV12 for a camera, S16LE for a
+ *	microphone, IMU6 for an IMU.
+ * @width: camera: pixels per line (even for NV12), 16..4096.
+ * @height: camera: lines (even for NV12), 16..4096.
+ * @rate_num: frames (camera) or samples (microphone, IMU) per
+ *	@rate_den seconds.
+ * @rate_den: see @rate_num; > 0.
+ * @period: microphone and IMU: samples per buffer; camera: 0.
+ * @signal: microphone: MMEDGE_SIGNAL_*; others: 0.
+ *
+ * Virtual sources fill frames with patterns that carry their sequence
+ * number (Documentation/userspace-api/mmedge-channels.rst).
+ */
+struct mmedge_src_config {
+	__u32 type;
+	__u32 fourcc;
+	__u32 width;
+	__u32 height;
+	__u32 rate_num;
+	__u32 rate_den;
+	__u32 period;
+	__u32 signal;
+};
+
+/* mmedge_chan_create.class and mmedge_chan_config.class */
+#define MMEDGE_CLASS_BEST_EFFORT	0
+#define MMEDGE_CLASS_LATENCY		1
+
+#define MMEDGE_WEIGHT_MIN		1
+#define MMEDGE_WEIGHT_DEFAULT		100
+#define MMEDGE_WEIGHT_MAX		10000
+
+/* mmedge_chan_create.overrun: a frame is due and no buffer is queued */
+#define MMEDGE_OVERRUN_DROP_NEWEST	0	/* the new frame is dropped */
+#define MMEDGE_OVERRUN_DROP_OLDEST	1	/* the oldest filled buffer is reused */
+
+/**
+ * struct mmedge_chan_create - create a channel
+ * @dir: MMEDGE_CHAN_CAPTURE.
+ * @flags: must be zero.
+ * @src: the source.
+ * @weight: MMEDGE_WEIGHT_MIN..MAX; 0 means MMEDGE_WEIGHT_DEFAULT. Above
+ *	the default needs CAP_SYS_NICE.
+ * @class: MMEDGE_CLASS_*; LATENCY needs CAP_SYS_NICE and a @cap.
+ * @cap: rate cap in bytes per second; 0 = none.
+ * @segment: bytes per arbitration segment; 0 = the instance default
+ *	(4096); 64..1 MiB, a multiple of 64.
+ * @overrun: MMEDGE_OVERRUN_*.
+ * @id: out: channel id, for the other channel ioctls.
+ * @frame_size: out: bytes of data per frame.
+ * @meta_offset: out: where in a buffer the struct mmedge_frame_meta
+ *	record goes (after the data, 64-byte aligned); a queued buffer must
+ *	hold @meta_offset + sizeof(struct mmedge_frame_meta) bytes.
+ * @reserved: must be zero.
+ *
+ * First published size: 96 bytes.
+ */
+struct mmedge_chan_create {
+	__u32 dir;
+	__u32 flags;
+	struct mmedge_src_config src;
+	__u32 weight;
+	__u32 class;
+	__u64 cap;
+	__u32 segment;
+	__u32 overrun;
+	__u32 id;
+	__u32 frame_size;
+	__u32 meta_offset;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+#define MMEDGE_CHAN_CREATE_SIZE_VER0	96
+
+/* mmedge_chan_config.set: which fields to apply */
+#define MMEDGE_CHAN_SET_WEIGHT		_BITUL(0)
+#define MMEDGE_CHAN_SET_CLASS		_BITUL(1)
+#define MMEDGE_CHAN_SET_CAP		_BITUL(2)
+#define MMEDGE_CHAN_SET_VALID		(MMEDGE_CHAN_SET_WEIGHT | \
+					 MMEDGE_CHAN_SET_CLASS | \
+					 MMEDGE_CHAN_SET_CAP)
+
+/**
+ * struct mmedge_chan_config - change a channel's arbitration settings
+ * @id: in: channel id.
+ * @set: in: MMEDGE_CHAN_SET_* bits: the fields to change; 0 only reads.
+ * @weight: in/out: the weight; takes effect from the next segment.
+ * @class: in/out: MMEDGE_CLASS_*.
+ * @cap: in/out: bytes per second, 0 = none.
+ * @reserved: must be zero.
+ *
+ * Out: the channel's settings after the change.
+ *
+ * First published size: 40 bytes.
+ */
+struct mmedge_chan_config {
+	__u32 id;
+	__u32 set;
+	__u32 weight;
+	__u32 class;
+	__u64 cap;
+	__u64 reserved[2];
+};
+
+#define MMEDGE_CHAN_CONFIG_SIZE_VER0	40
+
+/**
+ * struct mmedge_chan_destroy - destroy a channel
+ * @id: channel id.
+ * @flags: must be zero.
+ *
+ * Queued buffers complete with MMEDGE_FRAME_ERROR, and their fences
+ * signal with -ECANCELED.
+ */
+struct mmedge_chan_destroy {
+	__u32 id;
+	__u32 flags;
+	__u64 reserved;
+};
+
+#define MMEDGE_CHAN_DESTROY_SIZE_VER0	16
+
+/* mmedge_qbuf.flags */
+#define MMEDGE_QBUF_FENCE		_BITUL(0)	/* return an out-fence */
+#define MMEDGE_QBUF_FLAGS_VALID		MMEDGE_QBUF_FENCE
+
+/**
+ * struct mmedge_qbuf - queue an empty buffer on a channel
+ * @chan: channel id.
+ * @fd: dma-buf fd (an mmedge buffer, or one imported into this file).
+ * @flags: MMEDGE_QBUF_*.
+ * @fence_fd: out: with MMEDGE_QBUF_FENCE, a sync_file fd that signals
+ *	when the buffer is filled (with an error status if the transfer
+ *	fails or the channel is destroyed); else -1. The same fence is
+ *	added to the dma-buf's reservation object as a write fence.
+ * @cookie: in: returned unchanged by MMEDGE_IOC_DQBUF.
+ * @reserved: must be zero.
+ *
+ * First published size: 40 bytes.
+ */
+struct mmedge_qbuf {
+	__u32 chan;
+	__s32 fd;
+	__u32 flags;
+	__s32 fence_fd;
+	__u64 cookie;
+	__u64 reserved[2];
+};
+
+#define MMEDGE_QBUF_SIZE_VER0		40
+
+/* mmedge_frame_meta.flags and mmedge_dqbuf.frame_flags */
+#define MMEDGE_FRAME_ERROR		_BITUL(0) /* transfer failed or cancelled */
+#define MMEDGE_FRAME_DROPPED_BEFORE	_BITUL(1) /* frames were dropped since the last */
+#define MMEDGE_FRAME_TS_SOF_SOURCE	_BITUL(2) /* SOF stamp is the source's exposure start */
+
+/**
+ * struct mmedge_timestamps - when a frame was taken and delivered
+ * @sof_raw: free-running counter at start of frame (exposure / first
+ *	sample).
+ * @eof_raw: counter at end of frame (the last segment's DMA done).
+ * @sof_mono: @sof_raw as CLOCK_MONOTONIC ns.
+ * @eof_mono: @eof_raw as CLOCK_MONOTONIC ns.
+ * @sof_boot: @sof_raw as CLOCK_BOOTTIME ns.
+ * @eof_boot: @eof_raw as CLOCK_BOOTTIME ns.
+ */
+struct mmedge_timestamps {
+	__u64 sof_raw;
+	__u64 eof_raw;
+	__u64 sof_mono;
+	__u64 eof_mono;
+	__u64 sof_boot;
+	__u64 eof_boot;
+};
+
+#define MMEDGE_META_MAGIC		0x4154454d45474445ULL /* "EDGEMETA" */
+#define MMEDGE_META_VERSION		1
+
+/**
+ * struct mmedge_frame_meta - in-band record written after a frame's data
+ * @magic: MMEDGE_META_MAGIC.
+ * @version: MMEDGE_META_VERSION.
+ * @size: sizeof(struct mmedge_frame_meta) of the writer.
+ * @chan: channel id.
+ * @flags: MMEDGE_FRAME_*.
+ * @sequence: frame number on the channel, from 0; gaps mean drops.
+ * @bytesused: bytes of data in the frame.
+ * @ts: the frame's timestamps, equal to those of the dequeue.
+ * @dropped: frames dropped on the channel so far.
+ * @reserved: zero.
+ *
+ * Written at mmedge_chan_create.meta_offset with the data, so a device
+ * reading the buffer (NPU, GPU) sees the stamp without a syscall.
+ */
+struct mmedge_frame_meta {
+	__u64 magic;
+	__u32 version;
+	__u32 size;
+	__u32 chan;
+	__u32 flags;
+	__u64 sequence;
+	__u64 bytesused;
+	struct mmedge_timestamps ts;
+	__u64 dropped;
+	__u64 reserved[2];
+};
+
+/* mmedge_dqbuf.flags */
+#define MMEDGE_DQBUF_NONBLOCK		_BITUL(0)
+#define MMEDGE_DQBUF_FLAGS_VALID	MMEDGE_DQBUF_NONBLOCK
+
+/**
+ * struct mmedge_dqbuf - dequeue a filled buffer
+ * @chan: in: channel id.
+ * @flags: in: MMEDGE_DQBUF_NONBLOCK: -EAGAIN if none is ready.
+ * @timeout_ms: in: blocking wait limit; 0 = forever; -ETIMEDOUT after.
+ * @frame_flags: out: MMEDGE_FRAME_*.
+ * @cookie: out: from MMEDGE_IOC_QBUF.
+ * @sequence: out: frame number.
+ * @bytesused: out: bytes of data.
+ * @ts: out: timestamps.
+ * @dropped: out: frames dropped on the channel so far.
+ * @reserved: must be zero.
+ *
+ * poll() on the mmedge fd reports POLLIN when any channel of the file
+ * has a filled buffer.
+ *
+ * First published size: 112 bytes.
+ */
+struct mmedge_dqbuf {
+	__u32 chan;
+	__u32 flags;
+	__u32 timeout_ms;
+	__u32 frame_flags;
+	__u64 cookie;
+	__u64 sequence;
+	__u64 bytesused;
+	struct mmedge_timestamps ts;
+	__u64 dropped;
+	__u64 reserved[2];
+};
+
+#define MMEDGE_DQBUF_SIZE_VER0		112
+
+/* Buckets of mmedge_chan_stats.wait_hist: queue wait < 2^(i+10) ns */
+#define MMEDGE_WAIT_BUCKETS		16
+
+/**
+ * struct mmedge_chan_stats - a channel's counters
+ * @id: in: channel id.
+ * @flags: in: must be zero.
+ * @bytes: out: bytes moved.
+ * @segments: out: segments moved.
+ * @frames: out: frames completed.
+ * @dropped: out: frames dropped (overrun).
+ * @errors: out: frames completed with an error.
+ * @bw_ewma: out: achieved bandwidth, bytes/s, exponentially weighted.
+ * @weight: out: current weight.
+ * @class: out: current class.
+ * @cap: out: current cap.
+ * @wait_hist: out: histogram of segment queue waits (time from a segment
+ *	becoming ready to its transfer starting): bucket i counts waits
+ *	below 2^(i + 10) ns, the last bucket everything longer.
+ * @reserved: must be zero.
+ *
+ * First published size: 208 bytes.
+ */
+struct mmedge_chan_stats {
+	__u32 id;
+	__u32 flags;
+	__u64 bytes;
+	__u64 segments;
+	__u64 frames;
+	__u64 dropped;
+	__u64 errors;
+	__u64 bw_ewma;
+	__u32 weight;
+	__u32 class;
+	__u64 cap;
+	__u64 wait_hist[MMEDGE_WAIT_BUCKETS];
+	__u64 reserved[1];
+};
+
+#define MMEDGE_CHAN_STATS_SIZE_VER0	208
+
+/**
+ * struct mmedge_bus_config - the soft engine's bus model
+ * @set: in: 1 to set @bandwidth (needs CAP_SYS_ADMIN), 0 to read.
+ * @flags: must be zero.
+ * @bandwidth: in/out: modelled bus bandwidth, bytes/s (1 MB/s .. 100 GB/s).
+ * @reserved: must be zero.
+ */
+struct mmedge_bus_config {
+	__u32 set;
+	__u32 flags;
+	__u64 bandwidth;
+	__u64 reserved[2];
+};
+
+#define MMEDGE_BUS_CONFIG_SIZE_VER0	32
+
+#define MMEDGE_XTS_MAX_SAMPLES		16
+
+/**
+ * struct mmedge_xts_sample - one (system, counter, system) sandwich
+ * @sys_before: CLOCK_MONOTONIC ns read just before the counter.
+ * @raw: the free-running counter.
+ * @sys_after: CLOCK_MONOTONIC ns read just after.
+ * @boot_offset: CLOCK_BOOTTIME - CLOCK_MONOTONIC at that moment, ns.
+ */
+struct mmedge_xts_sample {
+	__u64 sys_before;
+	__u64 raw;
+	__u64 sys_after;
+	__u64 boot_offset;
+};
+
+/**
+ * struct mmedge_xts - cross-timestamp the hardware counter
+ * @n_samples: in: 1..MMEDGE_XTS_MAX_SAMPLES.
+ * @flags: in: must be zero.
+ * @counter_hz: out: the counter's calibrated frequency.
+ * @mult: out: ns = (raw * mult) >> shift (relative to a base pair).
+ * @shift: out: see @mult.
+ * @counter_bits: out: the counter wraps at 2^counter_bits.
+ * @samples: out: the sandwiches, like PTP_SYS_OFFSET_EXTENDED.
+ * @reserved: must be zero.
+ */
+struct mmedge_xts {
+	__u32 n_samples;
+	__u32 flags;
+	__u64 counter_hz;
+	__u32 mult;
+	__u32 shift;
+	__u32 counter_bits;
+	__u32 pad;
+	struct mmedge_xts_sample samples[MMEDGE_XTS_MAX_SAMPLES];
+	__u64 reserved[2];
+};
+
+#define MMEDGE_XTS_SIZE_VER0		560
+
+#define MMEDGE_IOC_CHAN_CREATE	_IOWR(MMEDGE_IOC_MAGIC, 0x06, struct mmedge_chan_create)
+#define MMEDGE_IOC_CHAN_CONFIG	_IOWR(MMEDGE_IOC_MAGIC, 0x07, struct mmedge_chan_config)
+#define MMEDGE_IOC_CHAN_DESTROY	_IOW(MMEDGE_IOC_MAGIC, 0x08, struct mmedge_chan_destroy)
+#define MMEDGE_IOC_QBUF		_IOWR(MMEDGE_IOC_MAGIC, 0x09, struct mmedge_qbuf)
+#define MMEDGE_IOC_DQBUF	_IOWR(MMEDGE_IOC_MAGIC, 0x0a, struct mmedge_dqbuf)
+#define MMEDGE_IOC_CHAN_STATS	_IOWR(MMEDGE_IOC_MAGIC, 0x0b, struct mmedge_chan_stats)
+#define MMEDGE_IOC_BUS_CONFIG	_IOWR(MMEDGE_IOC_MAGIC, 0x0c, struct mmedge_bus_config)
+#define MMEDGE_IOC_XTS		_IOWR(MMEDGE_IOC_MAGIC, 0x0d, struct mmedge_xts)
 
 #endif /* _UAPI_LINUX_MMEDGE_H */
