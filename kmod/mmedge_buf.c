@@ -889,6 +889,25 @@ int mmedge_ioctl_buf_release(struct mmedge_file *mf, void *data,
 	return 0;
 }
 
+/**
+ * mmedge_buf_usable() - may this file target @dmabuf with a channel?
+ * @mf: the file
+ * @dmabuf: the buffer
+ *
+ * Return: true for an mmedge buffer or a buffer this file imported.
+ */
+bool mmedge_buf_usable(struct mmedge_file *mf, struct dma_buf *dmabuf)
+{
+	bool ret;
+
+	if (mmedge_is_ours(dmabuf))
+		return true;
+	mutex_lock(&mf->imports_lock);
+	ret = mmedge_find_import(mf, dmabuf);
+	mutex_unlock(&mf->imports_lock);
+	return ret;
+}
+
 /* The file is closing: end all its imports. */
 void mmedge_file_release_imports(struct mmedge_file *mf)
 {

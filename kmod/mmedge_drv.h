@@ -7,11 +7,14 @@
 
 #include <linux/cdev.h>
 #include <linux/device.h>
+#include <linux/dma-buf.h>
 #include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/platform_device.h>
 #include <linux/rwsem.h>
 #include <linux/xarray.h>
+
+#include "mmedge_chan.h"
 
 #define MMEDGE_DRV_NAME		"mmedge"
 
@@ -33,6 +36,7 @@
  * @buf_bytes: bytes of those buffers.
  * @nr_imports: live imports of foreign dma-bufs.
  * @next_buf_id: last buffer id handed out.
+ * @eng: the DMA engine, arbiter and channels.
  */
 struct mmedge_dev {
 	struct device dev;
@@ -50,6 +54,8 @@ struct mmedge_dev {
 	atomic64_t buf_bytes;
 	atomic_t nr_imports;
 	atomic64_t next_buf_id;
+
+	struct mmedge_engine eng;
 };
 
 /**
@@ -62,6 +68,8 @@ struct mmedge_dev {
  * @imports_lock: see below.
  * @imports: foreign dma-bufs imported through this file, by import id;
  *	they end with the file.
+ * @done_events: bumped when a channel of this file completes a frame or
+ *	goes away; blocked dequeues wait for it to change.
  */
 struct mmedge_file {
 	struct kref ref;
@@ -71,6 +79,8 @@ struct mmedge_file {
 	/* Protects @imports: lookup, insert and removal as one step. */
 	struct mutex imports_lock;
 	struct xarray imports;
+
+	atomic_t done_events;
 };
 
 /**
@@ -111,5 +121,25 @@ int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
 int mmedge_ioctl_buf_release(struct mmedge_file *mf, void *data,
 			     struct mmedge_ioctl_ctx *ctx);
 void mmedge_file_release_imports(struct mmedge_file *mf);
+bool mmedge_buf_usable(struct mmedge_file *mf, struct dma_buf *dmabuf);
+
+/* mmedge_chan.c */
+int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
+			     struct mmedge_ioctl_ctx *ctx);
+int mmedge_ioctl_chan_config(struct mmedge_file *mf, void *data,
+			     struct mmedge_ioctl_ctx *ctx);
+int mmedge_ioctl_chan_destroy(struct mmedge_file *mf, void *data,
+			      struct mmedge_ioctl_ctx *ctx);
+int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
+		      struct mmedge_ioctl_ctx *ctx);
+int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
+		       struct mmedge_ioctl_ctx *ctx);
+int mmedge_ioctl_chan_stats(struct mmedge_file *mf, void *data,
+			    struct mmedge_ioctl_ctx *ctx);
+int mmedge_ioctl_bus_config(struct mmedge_file *mf, void *data,
+			    struct mmedge_ioctl_ctx *ctx);
+int mmedge_ioctl_xts(struct mmedge_file *mf, void *data,
+		     struct mmedge_ioctl_ctx *ctx);
+void mmedge_engine_wake_waiters(struct mmedge_engine *eng);
 
 #endif /* _MMEDGE_DRV_H */

@@ -43,12 +43,12 @@ static int mmedge_ioctl_query_caps(struct mmedge_file *mf, void *data,
 		return ret;
 
 	caps->api_version = MMEDGE_API_VERSION;
-	caps->caps = MMEDGE_CAP_BUFFERS | MMEDGE_CAP_CONTIG;
+	caps->caps = MMEDGE_CAP_BUFFERS | MMEDGE_CAP_CONTIG | MMEDGE_CAP_CHANNELS;
 	if (mdev->virtual)
 		caps->caps |= MMEDGE_CAP_VIRTUAL;
 	caps->ioctls = mmedge_ioctl_mask();
 	caps->instance = mdev->id;
-	caps->max_channels = 0;
+	caps->max_channels = MMEDGE_MAX_CHANS;
 	caps->max_buffer_size = mmedge_file_mem_limit();
 	caps->mem_limit = mmedge_mem_limit();
 	strscpy(caps->driver, MMEDGE_DRV_NAME, sizeof(caps->driver));
@@ -64,16 +64,28 @@ static const mmedge_ioctl_fn mmedge_ioctl_fns[MMEDGE_IOCTL_NR_MAX] = {
 	[_IOC_NR(MMEDGE_IOC_BUF_SYNC)] = mmedge_ioctl_buf_sync,
 	[_IOC_NR(MMEDGE_IOC_BUF_IMPORT)] = mmedge_ioctl_buf_import,
 	[_IOC_NR(MMEDGE_IOC_BUF_RELEASE)] = mmedge_ioctl_buf_release,
+	[_IOC_NR(MMEDGE_IOC_CHAN_CREATE)] = mmedge_ioctl_chan_create,
+	[_IOC_NR(MMEDGE_IOC_CHAN_CONFIG)] = mmedge_ioctl_chan_config,
+	[_IOC_NR(MMEDGE_IOC_CHAN_DESTROY)] = mmedge_ioctl_chan_destroy,
+	[_IOC_NR(MMEDGE_IOC_QBUF)] = mmedge_ioctl_qbuf,
+	[_IOC_NR(MMEDGE_IOC_DQBUF)] = mmedge_ioctl_dqbuf,
+	[_IOC_NR(MMEDGE_IOC_CHAN_STATS)] = mmedge_ioctl_chan_stats,
+	[_IOC_NR(MMEDGE_IOC_BUS_CONFIG)] = mmedge_ioctl_bus_config,
+	[_IOC_NR(MMEDGE_IOC_XTS)] = mmedge_ioctl_xts,
 };
 
 /* Largest kernel-side argument; the stack buffer below must hold it. */
-#define MMEDGE_IOCTL_MAX_KSIZE	sizeof(struct mmedge_caps)
+#define MMEDGE_IOCTL_MAX_KSIZE	sizeof(struct mmedge_xts)
 
 static_assert(sizeof(struct mmedge_buf_alloc) <= MMEDGE_IOCTL_MAX_KSIZE);
 static_assert(sizeof(struct mmedge_buf_info) <= MMEDGE_IOCTL_MAX_KSIZE);
 static_assert(sizeof(struct mmedge_buf_sync) <= MMEDGE_IOCTL_MAX_KSIZE);
 static_assert(sizeof(struct mmedge_buf_import) <= MMEDGE_IOCTL_MAX_KSIZE);
 static_assert(sizeof(struct mmedge_buf_release) <= MMEDGE_IOCTL_MAX_KSIZE);
+static_assert(sizeof(struct mmedge_caps) <= MMEDGE_IOCTL_MAX_KSIZE);
+static_assert(sizeof(struct mmedge_chan_create) <= MMEDGE_IOCTL_MAX_KSIZE);
+static_assert(sizeof(struct mmedge_dqbuf) <= MMEDGE_IOCTL_MAX_KSIZE);
+static_assert(sizeof(struct mmedge_chan_stats) <= MMEDGE_IOCTL_MAX_KSIZE);
 
 long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {

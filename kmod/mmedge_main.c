@@ -110,16 +110,25 @@ static int mmedge_release(struct inode *inode, struct file *file)
 {
 	struct mmedge_file *mf = file->private_data;
 
-	/* Imports end with the file; buffers may keep the context alive. */
+	/* Channels and imports end with the file; buffers may keep the
+	 * context alive.
+	 */
+	mmedge_file_destroy_chans(mf);
 	mmedge_file_release_imports(mf);
 	mmedge_file_put(mf);
 	return 0;
+}
+
+static __poll_t mmedge_poll(struct file *file, poll_table *wait)
+{
+	return mmedge_chan_poll(file->private_data, file, wait);
 }
 
 static const struct file_operations mmedge_fops = {
 	.owner = THIS_MODULE,
 	.open = mmedge_open,
 	.release = mmedge_release,
+	.poll = mmedge_poll,
 	.unlocked_ioctl = mmedge_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = no_llseek,
@@ -247,12 +256,18 @@ static int mmedge_probe(struct platform_device *pdev)
 		goto err_put_device;
 	}
 
+	ret = mmedge_engine_init(&mdev->eng, mdev);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot start the DMA engine: %d\n", ret);
+		goto err_put_device;
+	}
+
 	cdev_init(&mdev->cdev, &mmedge_fops);
 	mdev->cdev.owner = THIS_MODULE;
 	ret = cdev_device_add(&mdev->cdev, &mdev->dev);
 	if (ret) {
 		dev_err(&pdev->dev, "cannot add char device: %d\n", ret);
-		goto err_put_device;
+		goto err_stop_engine;
 	}
 
 	platform_set_drvdata(pdev, mdev);
@@ -261,6 +276,8 @@ static int mmedge_probe(struct platform_device *pdev)
 		 MMEDGE_API_VERSION);
 	return 0;
 
+err_stop_engine:
+	mmedge_engine_fini(&mdev->eng);
 err_put_device:
 	put_device(&mdev->dev);
 	return ret;
@@ -276,6 +293,9 @@ static int mmedge_remove(struct platform_device *pdev)
 {
 	struct mmedge_dev *mdev = platform_get_drvdata(pdev);
 
+	/* Blocked dequeues hold the lock for read: wake them first. */
+	mmedge_engine_wake_waiters(&mdev->eng);
+
 	/* Open files keep mdev; make their ioctls fail from now on. */
 	down_write(&mdev->lock);
 	mdev->alive = false;
@@ -283,6 +303,7 @@ static int mmedge_remove(struct platform_device *pdev)
 	up_write(&mdev->lock);
 
 	cdev_device_del(&mdev->cdev, &mdev->dev);
+	mmedge_engine_fini(&mdev->eng);
 	put_device(&mdev->dev);
 	return 0;
 }

@@ -45,6 +45,46 @@ const struct mmedge_ioctl_info mmedge_ioctls[MMEDGE_IOCTL_NR_MAX] = {
 		.min_size = MMEDGE_BUF_RELEASE_SIZE_VER0,
 		.name = "BUF_RELEASE",
 	},
+	[_IOC_NR(MMEDGE_IOC_CHAN_CREATE)] = {
+		.cmd = MMEDGE_IOC_CHAN_CREATE,
+		.min_size = MMEDGE_CHAN_CREATE_SIZE_VER0,
+		.name = "CHAN_CREATE",
+	},
+	[_IOC_NR(MMEDGE_IOC_CHAN_CONFIG)] = {
+		.cmd = MMEDGE_IOC_CHAN_CONFIG,
+		.min_size = MMEDGE_CHAN_CONFIG_SIZE_VER0,
+		.name = "CHAN_CONFIG",
+	},
+	[_IOC_NR(MMEDGE_IOC_CHAN_DESTROY)] = {
+		.cmd = MMEDGE_IOC_CHAN_DESTROY,
+		.min_size = MMEDGE_CHAN_DESTROY_SIZE_VER0,
+		.name = "CHAN_DESTROY",
+	},
+	[_IOC_NR(MMEDGE_IOC_QBUF)] = {
+		.cmd = MMEDGE_IOC_QBUF,
+		.min_size = MMEDGE_QBUF_SIZE_VER0,
+		.name = "QBUF",
+	},
+	[_IOC_NR(MMEDGE_IOC_DQBUF)] = {
+		.cmd = MMEDGE_IOC_DQBUF,
+		.min_size = MMEDGE_DQBUF_SIZE_VER0,
+		.name = "DQBUF",
+	},
+	[_IOC_NR(MMEDGE_IOC_CHAN_STATS)] = {
+		.cmd = MMEDGE_IOC_CHAN_STATS,
+		.min_size = MMEDGE_CHAN_STATS_SIZE_VER0,
+		.name = "CHAN_STATS",
+	},
+	[_IOC_NR(MMEDGE_IOC_BUS_CONFIG)] = {
+		.cmd = MMEDGE_IOC_BUS_CONFIG,
+		.min_size = MMEDGE_BUS_CONFIG_SIZE_VER0,
+		.name = "BUS_CONFIG",
+	},
+	[_IOC_NR(MMEDGE_IOC_XTS)] = {
+		.cmd = MMEDGE_IOC_XTS,
+		.min_size = MMEDGE_XTS_SIZE_VER0,
+		.name = "XTS",
+	},
 };
 
 static bool mmedge_all_zero(const u64 *v, unsigned int n)

@@ -25,7 +25,7 @@ struct mmedge_ioctl_info {
 };
 
 /* Number of slots in the ioctl table, indexed by _IOC_NR(). */
-#define MMEDGE_IOCTL_NR_MAX	6
+#define MMEDGE_IOCTL_NR_MAX	14
 
 extern const struct mmedge_ioctl_info mmedge_ioctls[MMEDGE_IOCTL_NR_MAX];
 

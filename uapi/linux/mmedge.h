@@ -315,6 +315,31 @@ struct mmedge_buf_release {
 /* IMU sample format: struct mmedge_imu_sample */
 #define MMEDGE_FMT_IMU6		0x36554d49	/* 'IMU6' */
 
+/**
+ * struct mmedge_imu_sample - one IMU6 record, 24 bytes, little-endian
+ * @index: the sample's index on the channel: seq * period + k for
+ *	record k of frame seq.
+ * @ax: acceleration, x axis, signed, 16384 = 1 g.
+ * @ay: acceleration, y axis.
+ * @az: acceleration, z axis.
+ * @gx: angular rate, x axis, signed.
+ * @gy: angular rate, y axis.
+ * @gz: angular rate, z axis.
+ * @reserved: zero.
+ *
+ * The axis values are two's complement s16 stored little-endian.
+ */
+struct mmedge_imu_sample {
+	__le64 index;
+	__le16 ax;
+	__le16 ay;
+	__le16 az;
+	__le16 gx;
+	__le16 gy;
+	__le16 gz;
+	__le32 reserved;
+};
+
 /* mmedge_src_config.signal for the microphone */
 #define MMEDGE_SIGNAL_TONE		0
 #define MMEDGE_SIGNAL_CHIRP		1

@@ -1,0 +1,1095 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmedge: channels, the soft DMA engine, hardware timestamps and fences.
+ *
+ * A capture channel turns frames of a source into filled buffers. On a
+ * virtual instance each source is paced by an hrtimer: at every period a
+ * frame becomes due and is stamped (start of frame) with the free-running
+ * counter. The engine thread then moves the frame into the channel's
+ * next queued buffer in segments; the arbiter decides, segment by
+ * segment, which channel goes next, and the soft engine paces the copies
+ * to a modelled bus bandwidth so contention is real. When the last
+ * segment lands, the frame is stamped again (end of frame), the in-band
+ * record is written after the data, the buffer's fence signals and the
+ * buffer waits for MMEDGE_IOC_DQBUF.
+ */
+
+#include <linux/delay.h>
+#include <linux/dma-buf.h>
+#include <linux/dma-fence.h>
+#include <linux/dma-resv.h>
+#include <linux/file.h>
+#include <linux/ktime.h>
+#include <linux/log2.h>
+#include <linux/poll.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/sync_file.h>
+#include <linux/timekeeping.h>
+#include <linux/timex.h>
+
+#include "mmedge_chan.h"
+#include "mmedge_drv.h"
+#include "mmedge_src.h"
+#include "mmedge_uapi.h"
+
+#define MMEDGE_SEGMENT_DEFAULT		4096
+#define MMEDGE_SEGMENT_MIN		64
+#define MMEDGE_SEGMENT_MAX		SZ_1M
+#define MMEDGE_BUS_DEFAULT		(200ULL * 1000 * 1000)
+#define MMEDGE_BUS_MIN			(1000ULL * 1000)
+#define MMEDGE_BUS_MAX			(100ULL * 1000 * 1000 * 1000)
+#define MMEDGE_BURST_NS			(2 * NSEC_PER_MSEC)
+#define MMEDGE_ANCHOR_NS		NSEC_PER_SEC
+/* The engine sleeps once it is this far ahead of the modelled bus. */
+#define MMEDGE_PACE_SLACK_NS		(500 * NSEC_PER_USEC)
+
+static unsigned long long bus_bandwidth = MMEDGE_BUS_DEFAULT;
+module_param(bus_bandwidth, ullong, 0444);
+MODULE_PARM_DESC(bus_bandwidth,
+		 "Soft engine: modelled bus bandwidth at load, bytes/s (default 200000000)");
+
+/**
+ * struct mmedge_qb - a buffer queued on a channel
+ * @node: in the channel's queued or done list.
+ * @dmabuf: the buffer (referenced).
+ * @map: its kernel mapping.
+ * @cookie: userspace's tag.
+ * @fence: signalled when the buffer is filled.
+ * @flags: MMEDGE_FRAME_* of the frame it holds.
+ * @sequence: frame number.
+ * @bytesused: bytes of data.
+ * @ts: the frame's timestamps.
+ * @dropped: the channel's drop count when the frame completed.
+ */
+struct mmedge_qb {
+	struct list_head node;
+	struct dma_buf *dmabuf;
+	struct iosys_map map;
+	u64 cookie;
+	struct dma_fence *fence;
+	u32 flags;
+	u64 sequence;
+	u64 bytesused;
+	struct mmedge_timestamps ts;
+	u64 dropped;
+};
+
+/**
+ * struct mmedge_chan - a channel
+ * @eng: the engine it belongs to.
+ * @mf: the file that created it (not referenced: it dies with the file).
+ * @id: channel id, unique in the instance.
+ * @node: in mmedge_engine.chans.
+ * @src: the source configuration.
+ * @frame_bytes: data bytes per frame.
+ * @meta_offset: where the in-band record goes.
+ * @segment: bytes per arbitration segment.
+ * @overrun: MMEDGE_OVERRUN_*.
+ * @period_ns: time between frames.
+ * @arb: the arbiter's view.
+ * @queued: empty buffers, in order.
+ * @done: filled buffers waiting for dequeue.
+ * @cur: the buffer being filled.
+ * @cur_off: bytes of the current frame moved so far.
+ * @cur_seq: the current frame's number.
+ * @cur_sof_raw: its start-of-frame counter value.
+ * @frame_pending: a frame is due or in progress.
+ * @seg_ready_ns: when the next segment became ready (for the wait
+ *	histogram).
+ * @seq_next: number of the next frame.
+ * @drop_mark: frames were dropped since the last completed one.
+ * @streaming: the timer runs (started by the first queued buffer).
+ * @timer: paces the virtual source.
+ * @frames_due: frames the timer produced that the engine has not taken
+ *	(under mmedge_engine.irq_lock).
+ * @due_raw: counter value when the first of them became due.
+ * @due_ns: CLOCK_MONOTONIC then.
+ * @fence_lock: the fences' lock.
+ * @fence_seqno: last fence seqno.
+ * @bytes: stats: bytes moved.
+ * @segments: stats: segments moved.
+ * @frames: stats: frames completed.
+ * @dropped: stats: frames dropped.
+ * @errors: stats: frames completed with an error.
+ * @bw_ewma: stats: achieved bandwidth.
+ * @bw_bytes: bytes since @bw_start_ns.
+ * @bw_start_ns: start of the current bandwidth window.
+ * @wait_hist: stats: segment queue-wait histogram.
+ */
+struct mmedge_chan {
+	struct mmedge_engine *eng;
+	struct mmedge_file *mf;
+	u32 id;
+	struct list_head node;
+	struct mmedge_src_config src;
+	u64 frame_bytes;
+	u32 meta_offset;
+	u32 segment;
+	u32 overrun;
+	u64 period_ns;
+	struct mmedge_arb_chan arb;
+
+	struct list_head queued;
+	struct list_head done;
+	struct mmedge_qb *cur;
+	u64 cur_off;
+	u64 cur_seq;
+	u64 cur_sof_raw;
+	bool frame_pending;
+	u64 seg_ready_ns;
+	u64 seq_next;
+	bool drop_mark;
+	bool streaming;
+
+	struct hrtimer timer;
+	unsigned int frames_due;
+	u64 due_raw;
+	u64 due_ns;
+
+	/* Protects the fences' state (dma_fence's own lock). */
+	spinlock_t fence_lock;
+	u64 fence_seqno;
+
+	u64 bytes;
+	u64 segments;
+	u64 frames;
+	u64 dropped;
+	u64 errors;
+	u64 bw_ewma;
+	u64 bw_bytes;
+	u64 bw_start_ns;
+	u64 wait_hist[MMEDGE_WAIT_BUCKETS];
+};
+
+static u64 mmedge_counter_read(const struct mmedge_engine *eng)
+{
+	if (!eng->counter_hz || eng->counter_hz == NSEC_PER_SEC)
+		return ktime_get_raw_ns();
+	return get_cycles();
+}
+
+/* Anchor the counter conversion on a (mono, counter, mono) sandwich. */
+static void mmedge_engine_anchor(struct mmedge_engine *eng)
+{
+	u64 before, raw, after;
+
+	lockdep_assert_held(&eng->lock);
+	before = ktime_get_ns();
+	raw = mmedge_counter_read(eng);
+	after = ktime_get_ns();
+	mmedge_ts_anchor(&eng->tc_mono, raw, before + (after - before) / 2);
+	eng->boot_offset = ktime_to_ns(ktime_mono_to_any(0, TK_OFFS_BOOT));
+}
+
+static void mmedge_engine_calibrate(struct mmedge_engine *eng)
+{
+	u64 t0, r0, t1, r1, hz;
+
+	eng->counter_hz = 0;
+	r0 = get_cycles();
+	t0 = ktime_get_raw_ns();
+	usleep_range(20000, 21000);
+	r1 = get_cycles();
+	t1 = ktime_get_raw_ns();
+	hz = r1 > r0 ? mmedge_ts_hz(r1 - r0, t1 - t0) : 0;
+	if (!hz || mmedge_ts_calc(&eng->tc_mono, hz, 64)) {
+		/* No usable cycle counter: use the raw monotonic clock. */
+		hz = NSEC_PER_SEC;
+		mmedge_ts_calc(&eng->tc_mono, hz, 64);
+	}
+	eng->counter_hz = hz;
+}
+
+static const char *mmedge_fence_driver_name(struct dma_fence *fence)
+{
+	return "mmedge";
+}
+
+static const char *mmedge_fence_timeline_name(struct dma_fence *fence)
+{
+	return "mmedge-chan";
+}
+
+static const struct dma_fence_ops mmedge_fence_ops = {
+	.get_driver_name = mmedge_fence_driver_name,
+	.get_timeline_name = mmedge_fence_timeline_name,
+};
+
+/* Give @qb a new unsignalled fence, added to its buffer as a write fence. */
+static int mmedge_qb_arm_fence(struct mmedge_chan *ch, struct mmedge_qb *qb)
+{
+	struct dma_fence *fence;
+	int ret;
+
+	fence = kzalloc(sizeof(*fence), GFP_KERNEL);
+	if (!fence)
+		return -ENOMEM;
+	dma_fence_init(fence, &mmedge_fence_ops, &ch->fence_lock,
+		       ch->eng->fence_ctx + ch->id, ++ch->fence_seqno);
+
+	ret = dma_resv_lock_interruptible(qb->dmabuf->resv, NULL);
+	if (ret)
+		goto err_put;
+	ret = dma_resv_reserve_fences(qb->dmabuf->resv, 1);
+	if (!ret)
+		dma_resv_add_fence(qb->dmabuf->resv, fence,
+				   DMA_RESV_USAGE_WRITE);
+	dma_resv_unlock(qb->dmabuf->resv);
+	if (ret)
+		goto err_put;
+
+	if (qb->fence)
+		dma_fence_put(qb->fence);
+	qb->fence = fence;
+	return 0;
+
+err_put:
+	dma_fence_put(fence);
+	return ret;
+}
+
+static void mmedge_qb_free(struct mmedge_qb *qb, int error)
+{
+	if (qb->fence) {
+		if (!dma_fence_is_signaled(qb->fence)) {
+			dma_fence_set_error(qb->fence, error);
+			dma_fence_signal(qb->fence);
+		}
+		dma_fence_put(qb->fence);
+	}
+	dma_buf_vunmap(qb->dmabuf, &qb->map);
+	dma_buf_put(qb->dmabuf);
+	kfree(qb);
+}
+
+static struct mmedge_chan *mmedge_chan_find(struct mmedge_engine *eng, u32 id)
+{
+	struct mmedge_chan *ch;
+
+	lockdep_assert_held(&eng->lock);
+	list_for_each_entry(ch, &eng->chans, node)
+		if (ch->id == id)
+			return ch;
+	return NULL;
+}
+
+static struct mmedge_chan *mmedge_chan_find_own(struct mmedge_file *mf, u32 id)
+{
+	struct mmedge_chan *ch = mmedge_chan_find(&mf->mdev->eng, id);
+
+	return ch && ch->mf == mf ? ch : NULL;
+}
+
+static enum hrtimer_restart mmedge_chan_timer(struct hrtimer *t)
+{
+	struct mmedge_chan *ch = container_of(t, struct mmedge_chan, timer);
+	struct mmedge_engine *eng = ch->eng;
+	u64 raw = mmedge_counter_read(eng);
+	unsigned long flags;
+
+	spin_lock_irqsave(&eng->irq_lock, flags);
+	if (!ch->frames_due) {
+		ch->due_raw = raw;
+		ch->due_ns = ktime_get_ns();
+	}
+	ch->frames_due++;
+	eng->kick = true;
+	spin_unlock_irqrestore(&eng->irq_lock, flags);
+	wake_up(&eng->wq);
+
+	hrtimer_forward_now(t, ns_to_ktime(ch->period_ns));
+	return HRTIMER_RESTART;
+}
+
+static void mmedge_chan_stats_segment(struct mmedge_chan *ch, u64 len,
+				      u64 wait_ns, u64 now)
+{
+	unsigned int b = 0;
+
+	if (wait_ns >= 1024)
+		b = min_t(unsigned int, ilog2(wait_ns) - 9,
+			  MMEDGE_WAIT_BUCKETS - 1);
+	ch->wait_hist[b]++;
+	ch->bytes += len;
+	ch->segments++;
+
+	ch->bw_bytes += len;
+	if (now - ch->bw_start_ns >= 100 * NSEC_PER_MSEC) {
+		u64 inst = mul_u64_u64_div_u64(ch->bw_bytes, NSEC_PER_SEC,
+					       now - ch->bw_start_ns);
+
+		ch->bw_ewma = ch->bw_ewma ? (ch->bw_ewma * 7 + inst) / 8 : inst;
+		ch->bw_bytes = 0;
+		ch->bw_start_ns = now;
+	}
+}
+
+static void mmedge_chan_complete(struct mmedge_chan *ch, u32 flags)
+{
+	struct mmedge_engine *eng = ch->eng;
+	struct mmedge_qb *qb = ch->cur;
+	struct mmedge_frame_meta *meta;
+	u64 eof_raw = mmedge_counter_read(eng);
+
+	lockdep_assert_held(&eng->lock);
+
+	qb->flags = flags | MMEDGE_FRAME_TS_SOF_SOURCE;
+	if (ch->drop_mark)
+		qb->flags |= MMEDGE_FRAME_DROPPED_BEFORE;
+	qb->sequence = ch->cur_seq;
+	qb->bytesused = ch->cur_off;
+	qb->ts.sof_raw = ch->cur_sof_raw;
+	qb->ts.eof_raw = eof_raw;
+	qb->ts.sof_mono = mmedge_ts_to_ns(&eng->tc_mono, ch->cur_sof_raw);
+	qb->ts.eof_mono = mmedge_ts_to_ns(&eng->tc_mono, eof_raw);
+	qb->ts.sof_boot = qb->ts.sof_mono + eng->boot_offset;
+	qb->ts.eof_boot = qb->ts.eof_mono + eng->boot_offset;
+	qb->dropped = ch->dropped;
+
+	meta = qb->map.vaddr + ch->meta_offset;
+	memset(meta, 0, sizeof(*meta));
+	meta->magic = MMEDGE_META_MAGIC;
+	meta->version = MMEDGE_META_VERSION;
+	meta->size = sizeof(*meta);
+	meta->chan = ch->id;
+	meta->flags = qb->flags;
+	meta->sequence = qb->sequence;
+	meta->bytesused = qb->bytesused;
+	meta->ts = qb->ts;
+	meta->dropped = qb->dropped;
+
+	list_add_tail(&qb->node, &ch->done);
+	ch->frames++;
+	if (flags & MMEDGE_FRAME_ERROR)
+		ch->errors++;
+	if (flags & MMEDGE_FRAME_ERROR)
+		dma_fence_set_error(qb->fence, -EIO);
+	dma_fence_signal(qb->fence);
+
+	ch->cur = NULL;
+	ch->frame_pending = false;
+	ch->drop_mark = false;
+	mmedge_arb_set_backlogged(&eng->arb, &ch->arb, false);
+	atomic_inc(&ch->mf->done_events);
+	wake_up_interruptible(&eng->done_wq);
+}
+
+/* Take frames the timers made due; give each pending frame a buffer. */
+static void mmedge_engine_absorb(struct mmedge_engine *eng)
+{
+	struct mmedge_chan *ch;
+
+	lockdep_assert_held(&eng->lock);
+
+	list_for_each_entry(ch, &eng->chans, node) {
+		unsigned int due;
+		u64 due_raw, due_ns;
+
+		spin_lock_irq(&eng->irq_lock);
+		due = ch->frames_due;
+		due_raw = ch->due_raw;
+		due_ns = ch->due_ns;
+		ch->frames_due = 0;
+		spin_unlock_irq(&eng->irq_lock);
+
+		if (due && ch->frame_pending) {
+			/* Still moving the last frame: the new ones are lost. */
+			ch->dropped += due;
+			ch->seq_next += due;
+			ch->drop_mark = true;
+		} else if (due) {
+			ch->dropped += due - 1;
+			ch->seq_next += due - 1;
+			ch->drop_mark |= due > 1;
+			ch->frame_pending = true;
+			ch->cur_seq = ch->seq_next++;
+			ch->cur_sof_raw = due_raw;
+			ch->seg_ready_ns = due_ns;
+			ch->cur_off = 0;
+		}
+
+		if (ch->frame_pending && !ch->cur) {
+			struct mmedge_qb *qb = NULL;
+
+			if (!list_empty(&ch->queued)) {
+				qb = list_first_entry(&ch->queued,
+						      struct mmedge_qb, node);
+			} else if (ch->overrun == MMEDGE_OVERRUN_DROP_OLDEST &&
+				   !list_empty(&ch->done)) {
+				qb = list_first_entry(&ch->done,
+						      struct mmedge_qb, node);
+				if (mmedge_qb_arm_fence(ch, qb))
+					qb = NULL;
+				else
+					ch->dropped++;
+			}
+			if (qb) {
+				list_del(&qb->node);
+				ch->cur = qb;
+			} else {
+				ch->dropped++;
+				ch->drop_mark = true;
+				ch->frame_pending = false;
+			}
+		}
+		mmedge_arb_set_backlogged(&eng->arb, &ch->arb, ch->cur);
+	}
+}
+
+/* Move one segment of @ch's current frame. */
+static void mmedge_engine_serve(struct mmedge_engine *eng,
+				struct mmedge_chan *ch, u64 now)
+{
+	u64 len = min_t(u64, ch->segment, ch->frame_bytes - ch->cur_off);
+	u64 start = max(now, eng->bus_free_ns);
+
+	lockdep_assert_held(&eng->lock);
+
+	mmedge_src_fill(&ch->src, ch->cur_seq, ch->cur_off,
+			ch->cur->map.vaddr + ch->cur_off, len);
+	mmedge_arb_charge(&eng->arb, &ch->arb, len);
+	mmedge_chan_stats_segment(ch, len, start > ch->seg_ready_ns ?
+				  start - ch->seg_ready_ns : 0, now);
+
+	eng->bus_free_ns = start + div64_u64(len * NSEC_PER_SEC, eng->bandwidth);
+	ch->seg_ready_ns = eng->bus_free_ns;
+	ch->cur_off += len;
+	if (ch->cur_off == ch->frame_bytes)
+		mmedge_chan_complete(ch, 0);
+}
+
+static int mmedge_engine_thread(void *data)
+{
+	struct mmedge_engine *eng = data;
+	u64 last_anchor = 0;
+
+	while (!kthread_should_stop()) {
+		struct mmedge_arb_chan *ac;
+		u64 now, wait = 0, ahead = 0;
+
+		spin_lock_irq(&eng->irq_lock);
+		eng->kick = false;
+		spin_unlock_irq(&eng->irq_lock);
+
+		mutex_lock(&eng->lock);
+		now = ktime_get_ns();
+		if (now - last_anchor >= MMEDGE_ANCHOR_NS) {
+			mmedge_engine_anchor(eng);
+			last_anchor = now;
+		}
+		mmedge_engine_absorb(eng);
+		ac = mmedge_arb_pick(&eng->arb, now, &wait);
+		if (ac) {
+			mmedge_engine_serve(eng, container_of(ac, struct mmedge_chan,
+							      arb), now);
+			if (eng->bus_free_ns > now + MMEDGE_PACE_SLACK_NS)
+				ahead = eng->bus_free_ns - now;
+		}
+		mutex_unlock(&eng->lock);
+
+		if (ac) {
+			/* Keep pace with the modelled bus. */
+			if (ahead) {
+				ktime_t until = ns_to_ktime(now + ahead);
+
+				set_current_state(TASK_INTERRUPTIBLE);
+				schedule_hrtimeout_range(&until, 50 * NSEC_PER_USEC,
+							 HRTIMER_MODE_ABS);
+			}
+			cond_resched();
+			continue;
+		}
+		wait_event_interruptible_timeout(eng->wq,
+						 READ_ONCE(eng->kick) ||
+						 kthread_should_stop(),
+						 wait ? nsecs_to_jiffies(wait) + 1 :
+						 HZ);
+	}
+	return 0;
+}
+
+int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev)
+{
+	eng->mdev = mdev;
+	mutex_init(&eng->lock);
+	spin_lock_init(&eng->irq_lock);
+	init_waitqueue_head(&eng->wq);
+	init_waitqueue_head(&eng->done_wq);
+	INIT_LIST_HEAD(&eng->chans);
+	mmedge_arb_init(&eng->arb, MMEDGE_BURST_NS);
+	eng->bandwidth = clamp_t(u64, bus_bandwidth, MMEDGE_BUS_MIN,
+				 MMEDGE_BUS_MAX);
+	eng->fence_ctx = dma_fence_context_alloc(MMEDGE_MAX_CHANS + 1);
+	mmedge_engine_calibrate(eng);
+	mutex_lock(&eng->lock);
+	mmedge_engine_anchor(eng);
+	mutex_unlock(&eng->lock);
+
+	eng->thread = kthread_run(mmedge_engine_thread, eng, "mmedge%d-eng",
+				  mdev->id);
+	if (IS_ERR(eng->thread))
+		return PTR_ERR(eng->thread);
+	return 0;
+}
+
+/* The instance goes: wake every waiter and stop the engine thread. */
+void mmedge_engine_fini(struct mmedge_engine *eng)
+{
+	WRITE_ONCE(eng->dying, true);
+	wake_up_all(&eng->done_wq);
+	kthread_stop(eng->thread);
+}
+
+void mmedge_engine_wake_waiters(struct mmedge_engine *eng)
+{
+	WRITE_ONCE(eng->dying, true);
+	wake_up_all(&eng->done_wq);
+}
+
+static void mmedge_chan_destroy(struct mmedge_chan *ch)
+{
+	struct mmedge_engine *eng = ch->eng;
+	struct mmedge_qb *qb, *tmp;
+
+	lockdep_assert_held(&eng->lock);
+
+	hrtimer_cancel(&ch->timer);
+	mmedge_arb_remove(&eng->arb, &ch->arb);
+	list_del(&ch->node);
+	if (ch->cur) {
+		ch->errors++;
+		mmedge_qb_free(ch->cur, -ECANCELED);
+	}
+	list_for_each_entry_safe(qb, tmp, &ch->queued, node)
+		mmedge_qb_free(qb, -ECANCELED);
+	list_for_each_entry_safe(qb, tmp, &ch->done, node)
+		mmedge_qb_free(qb, -ECANCELED);
+	atomic_inc(&ch->mf->done_events);
+	kfree(ch);
+	wake_up_interruptible(&eng->done_wq);
+}
+
+void mmedge_file_destroy_chans(struct mmedge_file *mf)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_chan *ch, *tmp;
+
+	mutex_lock(&eng->lock);
+	list_for_each_entry_safe(ch, tmp, &eng->chans, node)
+		if (ch->mf == mf)
+			mmedge_chan_destroy(ch);
+	mutex_unlock(&eng->lock);
+}
+
+__poll_t mmedge_chan_poll(struct mmedge_file *mf, struct file *file,
+			  poll_table *wait)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_chan *ch;
+	__poll_t mask = 0;
+
+	poll_wait(file, &eng->done_wq, wait);
+	if (READ_ONCE(eng->dying))
+		return EPOLLERR;
+	mutex_lock(&eng->lock);
+	list_for_each_entry(ch, &eng->chans, node)
+		if (ch->mf == mf && !list_empty(&ch->done))
+			mask |= EPOLLIN | EPOLLRDNORM;
+	mutex_unlock(&eng->lock);
+	return mask;
+}
+
+/* Weight above the default and the latency class need CAP_SYS_NICE. */
+static int mmedge_chan_check_perm(u32 weight, u32 class)
+{
+	if ((weight > MMEDGE_WEIGHT_DEFAULT || class == MMEDGE_CLASS_LATENCY) &&
+	    !capable(CAP_SYS_NICE))
+		return -EPERM;
+	return 0;
+}
+
+/*
+ * MMEDGE_IOC_CHAN_CREATE: create a capture channel on a source.
+ *
+ * Errors:
+ *  -EINVAL: unknown dir or flags, bad source config, weight/class/cap
+ *	     out of range (latency without a cap), bad segment or overrun,
+ *	     reserved set.
+ *  -EPERM:  weight above the default or latency class without
+ *	     CAP_SYS_NICE.
+ *  -ENOSPC: the instance has MMEDGE_MAX_CHANS channels.
+ *  -ENOMEM: out of memory.
+ */
+int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
+			     struct mmedge_ioctl_ctx *ctx)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_chan_create *c = data;
+	struct mmedge_chan *ch, *o;
+	u32 weight = c->weight ? c->weight : MMEDGE_WEIGHT_DEFAULT;
+	u32 segment = c->segment ? c->segment : MMEDGE_SEGMENT_DEFAULT;
+	u64 id_mask = 0;
+	int ret;
+
+	if (c->dir != MMEDGE_CHAN_CAPTURE || c->flags || c->pad ||
+	    c->reserved[0] || c->reserved[1])
+		return -EINVAL;
+	ret = mmedge_src_check(&c->src);
+	if (ret)
+		return ret;
+	ret = mmedge_arb_check_config(weight, c->class, c->cap);
+	if (ret)
+		return ret;
+	if (segment < MMEDGE_SEGMENT_MIN || segment > MMEDGE_SEGMENT_MAX ||
+	    segment % 64)
+		return -EINVAL;
+	if (c->overrun > MMEDGE_OVERRUN_DROP_OLDEST)
+		return -EINVAL;
+	ret = mmedge_chan_check_perm(weight, c->class);
+	if (ret)
+		return ret;
+
+	ch = kzalloc(sizeof(*ch), GFP_KERNEL_ACCOUNT);
+	if (!ch)
+		return -ENOMEM;
+	ch->eng = eng;
+	ch->mf = mf;
+	ch->src = c->src;
+	ch->frame_bytes = mmedge_src_frame_bytes(&c->src);
+	ch->meta_offset = ALIGN(ch->frame_bytes, 64);
+	ch->segment = segment;
+	ch->overrun = c->overrun;
+	ch->period_ns = mmedge_src_period_ns(&c->src);
+	ch->arb.weight = weight;
+	ch->arb.class = c->class;
+	ch->arb.cap = c->cap;
+	INIT_LIST_HEAD(&ch->queued);
+	INIT_LIST_HEAD(&ch->done);
+	spin_lock_init(&ch->fence_lock);
+	hrtimer_init(&ch->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
+	ch->timer.function = mmedge_chan_timer;
+
+	mutex_lock(&eng->lock);
+	list_for_each_entry(o, &eng->chans, node)
+		id_mask |= BIT_ULL(o->id - 1);
+	if (id_mask == U64_MAX) {
+		mutex_unlock(&eng->lock);
+		kfree(ch);
+		return -ENOSPC;
+	}
+	ch->id = ffz(id_mask) + 1;
+	ch->bw_start_ns = ktime_get_ns();
+	mmedge_arb_add(&eng->arb, &ch->arb, ch->bw_start_ns);
+	list_add_tail(&ch->node, &eng->chans);
+	mutex_unlock(&eng->lock);
+
+	c->weight = weight;
+	c->segment = segment;
+	c->id = ch->id;
+	c->frame_size = ch->frame_bytes;
+	c->meta_offset = ch->meta_offset;
+	return 0;
+}
+
+/*
+ * MMEDGE_IOC_CHAN_CONFIG: read or change a channel's weight, class and
+ * cap. Any file of the instance may do it (the operator's tool tunes
+ * channels it did not create); changes apply from the next segment.
+ *
+ * Errors:
+ *  -ENOENT: no channel with that id.
+ *  -EINVAL: unknown set bits, value out of range, latency without cap,
+ *	     reserved set.
+ *  -EPERM:  weight above the default or latency class without
+ *	     CAP_SYS_NICE.
+ */
+int mmedge_ioctl_chan_config(struct mmedge_file *mf, void *data,
+			     struct mmedge_ioctl_ctx *ctx)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_chan_config *c = data;
+	struct mmedge_chan *ch;
+	u32 weight, class;
+	u64 cap;
+	int ret = 0;
+
+	if (c->set & ~MMEDGE_CHAN_SET_VALID || c->reserved[0] || c->reserved[1])
+		return -EINVAL;
+
+	mutex_lock(&eng->lock);
+	ch = mmedge_chan_find(eng, c->id);
+	if (!ch) {
+		ret = -ENOENT;
+		goto out;
+	}
+	weight = c->set & MMEDGE_CHAN_SET_WEIGHT ? c->weight : ch->arb.weight;
+	class = c->set & MMEDGE_CHAN_SET_CLASS ? c->class : ch->arb.class;
+	cap = c->set & MMEDGE_CHAN_SET_CAP ? c->cap : ch->arb.cap;
+	if (c->set) {
+		ret = mmedge_arb_check_config(weight, class, cap);
+		if (ret)
+			goto out;
+		/* Only raising needs the privilege, not keeping a raise. */
+		if ((weight > MMEDGE_WEIGHT_DEFAULT && weight > ch->arb.weight) ||
+		    (class == MMEDGE_CLASS_LATENCY &&
+		     ch->arb.class != MMEDGE_CLASS_LATENCY)) {
+			ret = mmedge_chan_check_perm(weight, class);
+			if (ret)
+				goto out;
+		}
+		if (cap != ch->arb.cap)
+			ch->arb.budget = min_t(s64, ch->arb.budget, 0);
+		ch->arb.weight = weight;
+		ch->arb.class = class;
+		ch->arb.cap = cap;
+	}
+	c->weight = ch->arb.weight;
+	c->class = ch->arb.class;
+	c->cap = ch->arb.cap;
+out:
+	mutex_unlock(&eng->lock);
+	return ret;
+}
+
+/*
+ * MMEDGE_IOC_CHAN_DESTROY: destroy a channel of this file; its buffers
+ * complete with an error and their fences signal with -ECANCELED.
+ *
+ * Errors:
+ *  -ENOENT: no channel with that id in this file.
+ *  -EINVAL: flags or reserved set.
+ */
+int mmedge_ioctl_chan_destroy(struct mmedge_file *mf, void *data,
+			      struct mmedge_ioctl_ctx *ctx)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_chan_destroy *d = data;
+	struct mmedge_chan *ch;
+	int ret = 0;
+
+	if (d->flags || d->reserved)
+		return -EINVAL;
+	mutex_lock(&eng->lock);
+	ch = mmedge_chan_find_own(mf, d->id);
+	if (ch)
+		mmedge_chan_destroy(ch);
+	else
+		ret = -ENOENT;
+	mutex_unlock(&eng->lock);
+	return ret;
+}
+
+static bool mmedge_chan_holds(struct mmedge_engine *eng, struct dma_buf *db)
+{
+	struct mmedge_chan *ch;
+	struct mmedge_qb *qb;
+
+	lockdep_assert_held(&eng->lock);
+	list_for_each_entry(ch, &eng->chans, node) {
+		if (ch->cur && ch->cur->dmabuf == db)
+			return true;
+		list_for_each_entry(qb, &ch->queued, node)
+			if (qb->dmabuf == db)
+				return true;
+		list_for_each_entry(qb, &ch->done, node)
+			if (qb->dmabuf == db)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * MMEDGE_IOC_QBUF: queue an empty buffer on a channel of this file. The
+ * first queued buffer starts the source.
+ *
+ * Errors:
+ *  -ENOENT: no channel with that id in this file.
+ *  -EBADF:  fd is not open.
+ *  -EINVAL: not a dma-buf, or a foreign one this file did not import;
+ *	     unknown flags, reserved set; a buffer without a CPU mapping.
+ *  -ENOSPC: the buffer is smaller than meta_offset + the in-band record.
+ *  -EBUSY:  the buffer is already queued (or filled and not dequeued).
+ *  -ENOMEM, -EMFILE: no memory or fd for the fence.
+ */
+int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
+		      struct mmedge_ioctl_ctx *ctx)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_qbuf *q = data;
+	struct sync_file *sync = NULL;
+	struct mmedge_chan *ch;
+	struct dma_buf *dmabuf;
+	struct mmedge_qb *qb;
+	int ret, fd = -1;
+
+	q->fence_fd = -1;
+	if (q->flags & ~MMEDGE_QBUF_FLAGS_VALID || q->reserved[0] ||
+	    q->reserved[1])
+		return -EINVAL;
+	dmabuf = dma_buf_get(q->fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	if (!mmedge_buf_usable(mf, dmabuf)) {
+		dma_buf_put(dmabuf);
+		return -EINVAL;
+	}
+
+	qb = kzalloc(sizeof(*qb), GFP_KERNEL_ACCOUNT);
+	if (!qb) {
+		dma_buf_put(dmabuf);
+		return -ENOMEM;
+	}
+	qb->dmabuf = dmabuf;
+	qb->cookie = q->cookie;
+	ret = dma_buf_vmap(dmabuf, &qb->map);
+	if (ret) {
+		dma_buf_put(dmabuf);
+		kfree(qb);
+		return ret;
+	}
+	if (qb->map.is_iomem) {
+		ret = -EINVAL;
+		goto err_free;
+	}
+
+	mutex_lock(&eng->lock);
+	ch = mmedge_chan_find_own(mf, q->chan);
+	if (!ch) {
+		ret = -ENOENT;
+		goto err_unlock;
+	}
+	if (dmabuf->size < ch->meta_offset + sizeof(struct mmedge_frame_meta)) {
+		ret = -ENOSPC;
+		goto err_unlock;
+	}
+	if (mmedge_chan_holds(eng, dmabuf)) {
+		ret = -EBUSY;
+		goto err_unlock;
+	}
+	ret = mmedge_qb_arm_fence(ch, qb);
+	if (ret)
+		goto err_unlock;
+	if (q->flags & MMEDGE_QBUF_FENCE) {
+		fd = get_unused_fd_flags(O_CLOEXEC);
+		if (fd < 0) {
+			ret = fd;
+			goto err_unlock;
+		}
+		sync = sync_file_create(qb->fence);
+		if (!sync) {
+			put_unused_fd(fd);
+			ret = -ENOMEM;
+			goto err_unlock;
+		}
+	}
+	list_add_tail(&qb->node, &ch->queued);
+	if (!ch->streaming) {
+		ch->streaming = true;
+		hrtimer_start(&ch->timer, ns_to_ktime(ch->period_ns),
+			      HRTIMER_MODE_REL_SOFT);
+	}
+	mutex_unlock(&eng->lock);
+
+	spin_lock_irq(&eng->irq_lock);
+	eng->kick = true;
+	spin_unlock_irq(&eng->irq_lock);
+	wake_up(&eng->wq);
+
+	if (sync) {
+		q->fence_fd = fd;
+		ctx->install_file = sync->file;
+		ctx->install_fd = fd;
+	}
+	return 0;
+
+err_unlock:
+	mutex_unlock(&eng->lock);
+err_free:
+	mmedge_qb_free(qb, -ECANCELED);
+	return ret;
+}
+
+static struct mmedge_qb *mmedge_chan_take_done(struct mmedge_file *mf, u32 id,
+					       int *err)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_chan *ch;
+	struct mmedge_qb *qb = NULL;
+
+	mutex_lock(&eng->lock);
+	ch = mmedge_chan_find_own(mf, id);
+	if (!ch) {
+		*err = -ENOENT;
+	} else if (!list_empty(&ch->done)) {
+		qb = list_first_entry(&ch->done, struct mmedge_qb, node);
+		list_del(&qb->node);
+	} else {
+		*err = -EAGAIN;
+	}
+	mutex_unlock(&eng->lock);
+	return qb;
+}
+
+/*
+ * MMEDGE_IOC_DQBUF: dequeue the oldest filled buffer of a channel of this
+ * file, with its sequence number and timestamps.
+ *
+ * Errors:
+ *  -ENOENT:    no channel with that id in this file (or it was destroyed
+ *		while waiting).
+ *  -EINVAL:    unknown flags, reserved set.
+ *  -EAGAIN:    MMEDGE_DQBUF_NONBLOCK and nothing filled.
+ *  -ETIMEDOUT: nothing filled within timeout_ms.
+ *  -ERESTARTSYS: a signal arrived.
+ *  -ENODEV:    the instance went away while waiting.
+ */
+int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
+		       struct mmedge_ioctl_ctx *ctx)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_dqbuf *d = data;
+	struct mmedge_qb *qb;
+	long left;
+	int err = 0;
+
+	if (d->flags & ~MMEDGE_DQBUF_FLAGS_VALID || d->reserved[0] ||
+	    d->reserved[1])
+		return -EINVAL;
+
+	left = d->timeout_ms ? msecs_to_jiffies(d->timeout_ms) :
+			       MAX_SCHEDULE_TIMEOUT;
+	for (;;) {
+		/* Read before looking, so a completion in between is seen. */
+		int seen = atomic_read(&mf->done_events);
+
+		qb = mmedge_chan_take_done(mf, d->chan, &err);
+		if (qb || err != -EAGAIN || d->flags & MMEDGE_DQBUF_NONBLOCK)
+			break;
+		left = wait_event_interruptible_timeout(eng->done_wq,
+							READ_ONCE(eng->dying) ||
+							atomic_read(&mf->done_events) != seen,
+							left);
+		if (left < 0)
+			return left;
+		if (READ_ONCE(eng->dying))
+			return -ENODEV;
+		if (!left)
+			return -ETIMEDOUT;
+	}
+	if (!qb)
+		return err;
+
+	d->frame_flags = qb->flags;
+	d->cookie = qb->cookie;
+	d->sequence = qb->sequence;
+	d->bytesused = qb->bytesused;
+	d->ts = qb->ts;
+	d->dropped = qb->dropped;
+	mmedge_qb_free(qb, 0);
+	return 0;
+}
+
+/*
+ * MMEDGE_IOC_CHAN_STATS: a channel's counters (any channel of the
+ * instance).
+ *
+ * Errors:
+ *  -ENOENT: no channel with that id.
+ *  -EINVAL: flags or reserved set.
+ */
+int mmedge_ioctl_chan_stats(struct mmedge_file *mf, void *data,
+			    struct mmedge_ioctl_ctx *ctx)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_chan_stats *st = data;
+	struct mmedge_chan *ch;
+	int ret = 0;
+
+	if (st->flags || st->reserved[0])
+		return -EINVAL;
+	mutex_lock(&eng->lock);
+	ch = mmedge_chan_find(eng, st->id);
+	if (ch) {
+		st->bytes = ch->bytes;
+		st->segments = ch->segments;
+		st->frames = ch->frames;
+		st->dropped = ch->dropped;
+		st->errors = ch->errors;
+		st->bw_ewma = ch->bw_ewma;
+		st->weight = ch->arb.weight;
+		st->class = ch->arb.class;
+		st->cap = ch->arb.cap;
+		memcpy(st->wait_hist, ch->wait_hist, sizeof(st->wait_hist));
+	} else {
+		ret = -ENOENT;
+	}
+	mutex_unlock(&eng->lock);
+	return ret;
+}
+
+/*
+ * MMEDGE_IOC_BUS_CONFIG: read or set the soft engine's modelled bus
+ * bandwidth.
+ *
+ * Errors:
+ *  -EINVAL: set not 0/1, bandwidth out of range, flags/reserved set.
+ *  -EPERM:  setting without CAP_SYS_ADMIN.
+ */
+int mmedge_ioctl_bus_config(struct mmedge_file *mf, void *data,
+			    struct mmedge_ioctl_ctx *ctx)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_bus_config *b = data;
+
+	if (b->set > 1 || b->flags || b->reserved[0] || b->reserved[1])
+		return -EINVAL;
+	if (b->set) {
+		if (b->bandwidth < MMEDGE_BUS_MIN || b->bandwidth > MMEDGE_BUS_MAX)
+			return -EINVAL;
+		if (!capable(CAP_SYS_ADMIN))
+			return -EPERM;
+	}
+	mutex_lock(&eng->lock);
+	if (b->set)
+		eng->bandwidth = b->bandwidth;
+	b->bandwidth = eng->bandwidth;
+	mutex_unlock(&eng->lock);
+	return 0;
+}
+
+/*
+ * MMEDGE_IOC_XTS: cross-timestamp the hardware counter against
+ * CLOCK_MONOTONIC (and BOOTTIME through boot_offset).
+ *
+ * Errors:
+ *  -EINVAL: n_samples 0 or above MMEDGE_XTS_MAX_SAMPLES, flags/reserved
+ *	     set.
+ */
+int mmedge_ioctl_xts(struct mmedge_file *mf, void *data,
+		     struct mmedge_ioctl_ctx *ctx)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_xts *x = data;
+	unsigned int i;
+
+	if (!x->n_samples || x->n_samples > MMEDGE_XTS_MAX_SAMPLES ||
+	    x->flags || x->pad || x->reserved[0] || x->reserved[1])
+		return -EINVAL;
+	x->counter_hz = eng->counter_hz;
+	x->mult = eng->tc_mono.mult;
+	x->shift = eng->tc_mono.shift;
+	x->counter_bits = 64;
+	for (i = 0; i < x->n_samples; i++) {
+		struct mmedge_xts_sample *s = &x->samples[i];
+		unsigned long flags;
+
+		local_irq_save(flags);
+		s->sys_before = ktime_get_ns();
+		s->raw = mmedge_counter_read(eng);
+		s->sys_after = ktime_get_ns();
+		local_irq_restore(flags);
+		s->boot_offset = ktime_to_ns(ktime_mono_to_any(0, TK_OFFS_BOOT));
+	}
+	return 0;
+}
