@@ -49,6 +49,41 @@ module_param(bus_bandwidth, ullong, 0444);
 MODULE_PARM_DESC(bus_bandwidth,
 		 "Soft engine: modelled bus bandwidth at load, bytes/s (default 200000000)");
 
+/* Fault injection for tests, like vivid's error-injection controls. */
+static unsigned int inject_drop_every;
+module_param(inject_drop_every, uint, 0644);
+MODULE_PARM_DESC(inject_drop_every,
+		 "Test: the source drops every Nth frame of each channel (0 = off)");
+
+static unsigned int inject_error_every;
+module_param(inject_error_every, uint, 0644);
+MODULE_PARM_DESC(inject_error_every,
+		 "Test: every Nth frame of each channel completes with a transfer error (0 = off)");
+
+static unsigned int inject_corrupt_every;
+module_param(inject_corrupt_every, uint, 0644);
+MODULE_PARM_DESC(inject_corrupt_every,
+		 "Test: every Nth frame of each channel is silently corrupted (0 = off)");
+
+static unsigned int inject_stall_ms;
+module_param(inject_stall_ms, uint, 0644);
+MODULE_PARM_DESC(inject_stall_ms,
+		 "Test: the engine stalls this long once, then the parameter resets to 0");
+
+static bool adaptive;
+module_param(adaptive, bool, 0644);
+MODULE_PARM_DESC(adaptive,
+		 "Adaptive arbitration: move camera channels' weights toward their measured demand (default off)");
+
+#define MMEDGE_ADAPT_PERIOD_NS		(200 * NSEC_PER_MSEC)
+#define MMEDGE_ADAPT_HYSTERESIS		25	/* permille */
+#define MMEDGE_ADAPT_STEP		50	/* permille per period */
+
+static bool mmedge_inject(unsigned int every, u64 seq)
+{
+	return every && (seq + 1) % every == 0;
+}
+
 /**
  * struct mmedge_qb - a buffer queued on a channel
  * @node: in the channel's queued or done list.
@@ -407,6 +442,12 @@ static void mmedge_engine_absorb(struct mmedge_engine *eng)
 			ch->cur_sof_raw = due_raw;
 			ch->seg_ready_ns = due_ns;
 			ch->cur_off = 0;
+			if (mmedge_inject(READ_ONCE(inject_drop_every),
+					  ch->cur_seq)) {
+				ch->dropped++;
+				ch->drop_mark = true;
+				ch->frame_pending = false;
+			}
 		}
 
 		if (ch->frame_pending && !ch->cur) {
@@ -437,6 +478,50 @@ static void mmedge_engine_absorb(struct mmedge_engine *eng)
 	}
 }
 
+/*
+ * Adaptive mode: the camera channels' share of the weights moves toward
+ * clamp(0.3 + 0.7 x their bandwidth share, 0.2, 0.8), by at most
+ * MMEDGE_ADAPT_STEP per period and only past MMEDGE_ADAPT_HYSTERESIS.
+ * Latency-class channels are left alone.
+ */
+static void mmedge_engine_adapt(struct mmedge_engine *eng)
+{
+	u64 img_bw = 0, tot_bw = 0, w_img = 0, w_oth = 0, w_new;
+	struct mmedge_chan *ch;
+	u32 cur, target, next;
+
+	lockdep_assert_held(&eng->lock);
+
+	list_for_each_entry(ch, &eng->chans, node) {
+		if (!ch->streaming || ch->arb.class != MMEDGE_CLASS_BEST_EFFORT)
+			continue;
+		tot_bw += ch->bw_ewma;
+		if (ch->src.type == MMEDGE_SRC_CAMERA) {
+			img_bw += ch->bw_ewma;
+			w_img += ch->arb.weight;
+		} else {
+			w_oth += ch->arb.weight;
+		}
+	}
+	if (!w_img || !w_oth)
+		return;
+	cur = div64_u64(w_img * 1000, w_img + w_oth);
+	target = mmedge_arb_adapt_share(img_bw, tot_bw);
+	next = mmedge_arb_adapt_step(cur, target, MMEDGE_ADAPT_HYSTERESIS,
+				     MMEDGE_ADAPT_STEP);
+	if (next == cur)
+		return;
+	w_new = div64_u64((u64)next * w_oth, 1000 - next);
+	list_for_each_entry(ch, &eng->chans, node) {
+		if (!ch->streaming || ch->arb.class != MMEDGE_CLASS_BEST_EFFORT ||
+		    ch->src.type != MMEDGE_SRC_CAMERA)
+			continue;
+		ch->arb.weight = clamp_t(u64, div64_u64(ch->arb.weight * w_new,
+							w_img),
+					 MMEDGE_WEIGHT_MIN, MMEDGE_WEIGHT_MAX);
+	}
+}
+
 /* Move one segment of @ch's current frame. */
 static void mmedge_engine_serve(struct mmedge_engine *eng,
 				struct mmedge_chan *ch, u64 now)
@@ -455,14 +540,19 @@ static void mmedge_engine_serve(struct mmedge_engine *eng,
 	eng->bus_free_ns = start + div64_u64(len * NSEC_PER_SEC, eng->bandwidth);
 	ch->seg_ready_ns = eng->bus_free_ns;
 	ch->cur_off += len;
-	if (ch->cur_off == ch->frame_bytes)
-		mmedge_chan_complete(ch, 0);
+	if (ch->cur_off < ch->frame_bytes)
+		return;
+	if (mmedge_inject(READ_ONCE(inject_corrupt_every), ch->cur_seq))
+		memset(ch->cur->map.vaddr, 0xa5, min_t(u64, ch->frame_bytes, 64));
+	mmedge_chan_complete(ch, mmedge_inject(READ_ONCE(inject_error_every),
+					       ch->cur_seq) ?
+			     MMEDGE_FRAME_ERROR : 0);
 }
 
 static int mmedge_engine_thread(void *data)
 {
 	struct mmedge_engine *eng = data;
-	u64 last_anchor = 0;
+	u64 last_anchor = 0, last_adapt = 0;
 
 	while (!kthread_should_stop()) {
 		struct mmedge_arb_chan *ac;
@@ -472,11 +562,21 @@ static int mmedge_engine_thread(void *data)
 		eng->kick = false;
 		spin_unlock_irq(&eng->irq_lock);
 
+		if (READ_ONCE(inject_stall_ms)) {
+			msleep(xchg(&inject_stall_ms, 0));
+			continue;
+		}
+
 		mutex_lock(&eng->lock);
 		now = ktime_get_ns();
 		if (now - last_anchor >= MMEDGE_ANCHOR_NS) {
 			mmedge_engine_anchor(eng);
 			last_anchor = now;
+		}
+		if (READ_ONCE(adaptive) &&
+		    now - last_adapt >= MMEDGE_ADAPT_PERIOD_NS) {
+			mmedge_engine_adapt(eng);
+			last_adapt = now;
 		}
 		mmedge_engine_absorb(eng);
 		ac = mmedge_arb_pick(&eng->arb, now, &wait);

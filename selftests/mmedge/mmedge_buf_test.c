@@ -2298,6 +2298,76 @@ TEST_F(v4l2, buffer_too_small)
 }
 
 /*
+ * The reverse direction with V4L2: a buffer vivid allocated (MMAP) and
+ * exported with VIDIOC_EXPBUF is imported into mmedge, attached to and
+ * mapped for the mmedge device, and ends with its release.
+ */
+TEST(v4l2_expbuf_import)
+{
+	struct v4l2_requestbuffers rb;
+	struct v4l2_exportbuffer eb;
+	struct mmedge_buf_import imp;
+	struct mmedge_buf_info info;
+	struct mmedge_buf_release rel;
+	struct v4l2_format fmt;
+	int fd, video;
+
+	fd = open("/dev/mmedge0", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		SKIP(return, "/dev/mmedge0 not present");
+	video = open_vivid_capture();
+	if (video < 0) {
+		close(fd);
+		SKIP(return, "no vivid capture device");
+	}
+	memset(&fmt, 0, sizeof(fmt));
+	fmt.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+	ASSERT_EQ(0, xioctl(video, VIDIOC_G_FMT, &fmt));
+
+	memset(&rb, 0, sizeof(rb));
+	rb.count = 2;
+	rb.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+	rb.memory = V4L2_MEMORY_MMAP;
+	ASSERT_EQ(0, xioctl(video, VIDIOC_REQBUFS, &rb));
+	memset(&eb, 0, sizeof(eb));
+	eb.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+	eb.index = 0;
+	eb.flags = O_RDWR | O_CLOEXEC;
+	ASSERT_EQ(0, xioctl(video, VIDIOC_EXPBUF, &eb));
+
+	ASSERT_EQ(0, buf_import(fd, eb.fd, &imp));
+	EXPECT_NE(0, imp.id);
+	EXPECT_LE(fmt.fmt.pix.sizeimage, imp.size);
+	EXPECT_LT(0, imp.nr_segments);
+
+	memset(&info, 0, sizeof(info));
+	info.fd = eb.fd;
+	ASSERT_EQ(0, xioctl(fd, MMEDGE_IOC_BUF_INFO, &info));
+	EXPECT_TRUE(info.info_flags & MMEDGE_BUF_INFO_IMPORTED);
+	EXPECT_FALSE(info.info_flags & MMEDGE_BUF_INFO_OURS);
+	EXPECT_EQ(imp.id, info.id);
+	EXPECT_LE(1, info.nr_attachments);
+
+	/* A second import of the same V4L2 buffer into this file. */
+	EXPECT_EQ(-EEXIST, buf_import(fd, eb.fd, &imp));
+
+	memset(&rel, 0, sizeof(rel));
+	rel.id = info.id;
+	EXPECT_EQ(0, xioctl(fd, MMEDGE_IOC_BUF_RELEASE, &rel));
+	memset(&info, 0, sizeof(info));
+	info.fd = eb.fd;
+	EXPECT_EQ(-EINVAL, xioctl(fd, MMEDGE_IOC_BUF_INFO, &info));
+
+	close(eb.fd);
+	memset(&rb, 0, sizeof(rb));
+	rb.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+	rb.memory = V4L2_MEMORY_MMAP;
+	EXPECT_EQ(0, xioctl(video, VIDIOC_REQBUFS, &rb));
+	close(video);
+	close(fd);
+}
+
+/*
  * 7. Lifetime.
  */
 
