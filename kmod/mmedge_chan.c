@@ -96,6 +96,8 @@ static bool mmedge_inject(unsigned int every, u64 seq)
  * @bytesused: bytes of data.
  * @ts: the frame's timestamps.
  * @dropped: the channel's drop count when the frame completed.
+ * @att: attachment to the dmaengine back end's device, if there is one.
+ * @dsgt: the buffer mapped for it.
  */
 struct mmedge_qb {
 	struct list_head node;
@@ -108,6 +110,8 @@ struct mmedge_qb {
 	u64 bytesused;
 	struct mmedge_timestamps ts;
 	u64 dropped;
+	struct dma_buf_attachment *att;
+	struct sg_table *dsgt;
 };
 
 /**
@@ -293,7 +297,12 @@ static void mmedge_qb_free(struct mmedge_qb *qb, int error)
 		}
 		dma_fence_put(qb->fence);
 	}
-	dma_buf_vunmap(qb->dmabuf, &qb->map);
+	if (qb->dsgt)
+		dma_buf_unmap_attachment(qb->att, qb->dsgt, DMA_FROM_DEVICE);
+	if (qb->att)
+		dma_buf_detach(qb->dmabuf, qb->att);
+	if (qb->map.vaddr)
+		dma_buf_vunmap(qb->dmabuf, &qb->map);
 	dma_buf_put(qb->dmabuf);
 	kfree(qb);
 }
@@ -529,17 +538,35 @@ static void mmedge_engine_serve(struct mmedge_engine *eng,
 	u64 len = min_t(u64, ch->segment, ch->frame_bytes - ch->cur_off);
 	u64 start = max(now, eng->bus_free_ns);
 
+	u32 error = 0;
+
 	lockdep_assert_held(&eng->lock);
 
-	mmedge_src_fill(&ch->src, ch->cur_seq, ch->cur_off,
-			ch->cur->map.vaddr + ch->cur_off, len);
+	if (ch->cur->dsgt) {
+		/* dmaengine back end: produce, then let the DMA engine move it. */
+		mmedge_src_fill(&ch->src, ch->cur_seq, ch->cur_off,
+				eng->dmaeng.bounce, len);
+		if (mmedge_dmaeng_copy(&eng->dmaeng, ch->cur->dsgt, ch->cur_off,
+				       len))
+			error = MMEDGE_FRAME_ERROR;
+		eng->bus_free_ns = ktime_get_ns();
+	} else {
+		mmedge_src_fill(&ch->src, ch->cur_seq, ch->cur_off,
+				ch->cur->map.vaddr + ch->cur_off, len);
+	}
 	mmedge_arb_charge(&eng->arb, &ch->arb, len);
 	mmedge_chan_stats_segment(ch, len, start > ch->seg_ready_ns ?
 				  start - ch->seg_ready_ns : 0, now);
 
-	eng->bus_free_ns = start + div64_u64(len * NSEC_PER_SEC, eng->bandwidth);
+	if (!ch->cur->dsgt)
+		eng->bus_free_ns = start + div64_u64(len * NSEC_PER_SEC,
+						     eng->bandwidth);
 	ch->seg_ready_ns = eng->bus_free_ns;
 	ch->cur_off += len;
+	if (error) {
+		mmedge_chan_complete(ch, error);
+		return;
+	}
 	if (ch->cur_off < ch->frame_bytes)
 		return;
 	if (mmedge_inject(READ_ONCE(inject_corrupt_every), ch->cur_seq))
@@ -611,6 +638,8 @@ static int mmedge_engine_thread(void *data)
 
 int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev)
 {
+	int ret;
+
 	eng->mdev = mdev;
 	mutex_init(&eng->lock);
 	spin_lock_init(&eng->irq_lock);
@@ -626,10 +655,17 @@ int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev)
 	mmedge_engine_anchor(eng);
 	mutex_unlock(&eng->lock);
 
+	ret = mmedge_dmaeng_init(&eng->dmaeng, mdev->dma_dev,
+				 MMEDGE_SEGMENT_MAX);
+	if (ret)
+		return ret;
+
 	eng->thread = kthread_run(mmedge_engine_thread, eng, "mmedge%d-eng",
 				  mdev->id);
-	if (IS_ERR(eng->thread))
+	if (IS_ERR(eng->thread)) {
+		mmedge_dmaeng_fini(&eng->dmaeng);
 		return PTR_ERR(eng->thread);
+	}
 	return 0;
 }
 
@@ -639,6 +675,7 @@ void mmedge_engine_fini(struct mmedge_engine *eng)
 	WRITE_ONCE(eng->dying, true);
 	wake_up_all(&eng->done_wq);
 	kthread_stop(eng->thread);
+	mmedge_dmaeng_fini(&eng->dmaeng);
 }
 
 void mmedge_engine_wake_waiters(struct mmedge_engine *eng)
@@ -944,6 +981,7 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 	qb->cookie = q->cookie;
 	ret = dma_buf_vmap(dmabuf, &qb->map);
 	if (ret) {
+		iosys_map_clear(&qb->map);
 		dma_buf_put(dmabuf);
 		kfree(qb);
 		return ret;
@@ -951,6 +989,20 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 	if (qb->map.is_iomem) {
 		ret = -EINVAL;
 		goto err_free;
+	}
+	if (mmedge_dmaeng_dev(&eng->dmaeng)) {
+		qb->att = dma_buf_attach(dmabuf, mmedge_dmaeng_dev(&eng->dmaeng));
+		if (IS_ERR(qb->att)) {
+			ret = PTR_ERR(qb->att);
+			qb->att = NULL;
+			goto err_free;
+		}
+		qb->dsgt = dma_buf_map_attachment(qb->att, DMA_FROM_DEVICE);
+		if (IS_ERR(qb->dsgt)) {
+			ret = PTR_ERR(qb->dsgt);
+			qb->dsgt = NULL;
+			goto err_free;
+		}
 	}
 
 	mutex_lock(&eng->lock);

@@ -17,6 +17,7 @@
 #include <linux/mmedge.h>
 
 #include "mmedge_arb.h"
+#include "mmedge_dmaeng.h"
 #include "mmedge_ts.h"
 
 #define MMEDGE_MAX_CHANS		64
@@ -42,6 +43,8 @@ struct mmedge_file;
  * @boot_offset: CLOCK_BOOTTIME - CLOCK_MONOTONIC at the last anchor.
  * @counter_hz: calibrated counter frequency.
  * @fence_ctx: dma-fence context base; one context per channel id.
+ * @dmaeng: the dmaengine back end; without a channel the soft engine's
+ *	CPU copies and bus model are used.
  */
 struct mmedge_engine {
 	struct mmedge_dev *mdev;
@@ -67,6 +70,7 @@ struct mmedge_engine {
 	u64 boot_offset;
 	u64 counter_hz;
 	u64 fence_ctx;
+	struct mmedge_dmaeng dmaeng;
 };
 
 int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev);

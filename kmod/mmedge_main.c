@@ -14,6 +14,7 @@
 #include <linux/idr.h>
 #include <linux/module.h>
 #include <linux/of.h>
+#include <linux/of_reserved_mem.h>
 #include <linux/platform_device.h>
 #include <linux/slab.h>
 #include <linux/mmedge.h>
@@ -243,6 +244,16 @@ static int mmedge_probe(struct platform_device *pdev)
 		goto err_free_id;
 	}
 
+	/* A reusable (CMA) memory-region backs contiguous buffers. */
+	if (IS_ENABLED(CONFIG_OF_RESERVED_MEM) && pdev->dev.of_node) {
+		ret = of_reserved_mem_device_init(&pdev->dev);
+		if (ret && ret != -ENODEV) {
+			dev_err(&pdev->dev, "cannot use memory-region: %d\n",
+				ret);
+			goto err_free_id;
+		}
+	}
+
 	/* From here on put_device() frees mdev and its id. */
 	device_initialize(&mdev->dev);
 	mdev->dev.class = mmedge_class;
@@ -279,6 +290,7 @@ static int mmedge_probe(struct platform_device *pdev)
 err_stop_engine:
 	mmedge_engine_fini(&mdev->eng);
 err_put_device:
+	of_reserved_mem_device_release(&pdev->dev);
 	put_device(&mdev->dev);
 	return ret;
 
@@ -304,6 +316,7 @@ static int mmedge_remove(struct platform_device *pdev)
 
 	cdev_device_del(&mdev->cdev, &mdev->dev);
 	mmedge_engine_fini(&mdev->eng);
+	of_reserved_mem_device_release(&pdev->dev);
 	put_device(&mdev->dev);
 	return 0;
 }
