@@ -30,6 +30,7 @@
 
 #include "mmedge_chan.h"
 #include "mmedge_drv.h"
+#include "mmedge_nl.h"
 #include "mmedge_src.h"
 #include "mmedge_uapi.h"
 
@@ -37,12 +38,12 @@
 #define MMEDGE_SEGMENT_MIN		64
 #define MMEDGE_SEGMENT_MAX		SZ_1M
 #define MMEDGE_BUS_DEFAULT		(200ULL * 1000 * 1000)
-#define MMEDGE_BUS_MIN			(1000ULL * 1000)
-#define MMEDGE_BUS_MAX			(100ULL * 1000 * 1000 * 1000)
 #define MMEDGE_BURST_NS			(2 * NSEC_PER_MSEC)
 #define MMEDGE_ANCHOR_NS		NSEC_PER_SEC
 /* The engine sleeps once it is this far ahead of the modelled bus. */
 #define MMEDGE_PACE_SLACK_NS		(500 * NSEC_PER_USEC)
+/* At most 10 drop events per second per channel. */
+#define MMEDGE_DROP_EVENT_NS		(100 * NSEC_PER_MSEC)
 
 static unsigned long long bus_bandwidth = MMEDGE_BUS_DEFAULT;
 module_param(bus_bandwidth, ullong, 0444);
@@ -119,6 +120,7 @@ struct mmedge_qb {
  * @eng: the engine it belongs to.
  * @mf: the file that created it (not referenced: it dies with the file).
  * @id: channel id, unique in the instance.
+ * @name: channel name, unique in the instance.
  * @node: in mmedge_engine.chans.
  * @src: the source configuration.
  * @frame_bytes: data bytes per frame.
@@ -155,11 +157,14 @@ struct mmedge_qb {
  * @bw_bytes: bytes since @bw_start_ns.
  * @bw_start_ns: start of the current bandwidth window.
  * @wait_hist: stats: segment queue-wait histogram.
+ * @drops_reported: drops announced on netlink so far.
+ * @drop_event_ns: when the last drop event went out.
  */
 struct mmedge_chan {
 	struct mmedge_engine *eng;
 	struct mmedge_file *mf;
 	u32 id;
+	char name[MMEDGE_NAME_LEN];
 	struct list_head node;
 	struct mmedge_src_config src;
 	u64 frame_bytes;
@@ -199,7 +204,27 @@ struct mmedge_chan {
 	u64 bw_bytes;
 	u64 bw_start_ns;
 	u64 wait_hist[MMEDGE_WAIT_BUCKETS];
+	u64 drops_reported;
+	u64 drop_event_ns;
 };
+
+static void mmedge_chan_info_fill(const struct mmedge_chan *ch,
+				  struct mmedge_chan_info *ci)
+{
+	ci->id = ch->id;
+	strscpy(ci->name, ch->name, sizeof(ci->name));
+	ci->src_type = ch->src.type;
+	ci->weight = ch->arb.weight;
+	ci->class = ch->arb.class;
+	ci->cap = ch->arb.cap;
+	ci->bytes = ch->bytes;
+	ci->segments = ch->segments;
+	ci->frames = ch->frames;
+	ci->dropped = ch->dropped;
+	ci->errors = ch->errors;
+	ci->bw = ch->bw_ewma;
+	memcpy(ci->wait_hist, ch->wait_hist, sizeof(ci->wait_hist));
+}
 
 static u64 mmedge_counter_read(const struct mmedge_engine *eng)
 {
@@ -318,6 +343,18 @@ static struct mmedge_chan *mmedge_chan_find(struct mmedge_engine *eng, u32 id)
 	return NULL;
 }
 
+static struct mmedge_chan *mmedge_chan_find_name(struct mmedge_engine *eng,
+						 const char *name)
+{
+	struct mmedge_chan *ch;
+
+	lockdep_assert_held(&eng->lock);
+	list_for_each_entry(ch, &eng->chans, node)
+		if (!strcmp(ch->name, name))
+			return ch;
+	return NULL;
+}
+
 static struct mmedge_chan *mmedge_chan_find_own(struct mmedge_file *mf, u32 id)
 {
 	struct mmedge_chan *ch = mmedge_chan_find(&mf->mdev->eng, id);
@@ -420,7 +457,7 @@ static void mmedge_chan_complete(struct mmedge_chan *ch, u32 flags)
 }
 
 /* Take frames the timers made due; give each pending frame a buffer. */
-static void mmedge_engine_absorb(struct mmedge_engine *eng)
+static void mmedge_engine_absorb(struct mmedge_engine *eng, u64 now)
 {
 	struct mmedge_chan *ch;
 
@@ -484,6 +521,14 @@ static void mmedge_engine_absorb(struct mmedge_engine *eng)
 			}
 		}
 		mmedge_arb_set_backlogged(&eng->arb, &ch->arb, ch->cur);
+
+		if (ch->dropped != ch->drops_reported &&
+		    now - ch->drop_event_ns >= MMEDGE_DROP_EVENT_NS) {
+			mmedge_nl_chan_drop(eng->mdev, ch->id, ch->name,
+					    ch->dropped - ch->drops_reported);
+			ch->drops_reported = ch->dropped;
+			ch->drop_event_ns = now;
+		}
 	}
 }
 
@@ -525,9 +570,16 @@ static void mmedge_engine_adapt(struct mmedge_engine *eng)
 		if (!ch->streaming || ch->arb.class != MMEDGE_CLASS_BEST_EFFORT ||
 		    ch->src.type != MMEDGE_SRC_CAMERA)
 			continue;
+		u32 old = ch->arb.weight;
+		struct mmedge_chan_info ci;
+
 		ch->arb.weight = clamp_t(u64, div64_u64(ch->arb.weight * w_new,
 							w_img),
 					 MMEDGE_WEIGHT_MIN, MMEDGE_WEIGHT_MAX);
+		if (ch->arb.weight == old)
+			continue;
+		mmedge_chan_info_fill(ch, &ci);
+		mmedge_nl_chan_changed(eng->mdev, &ci, old, true);
 	}
 }
 
@@ -590,7 +642,10 @@ static int mmedge_engine_thread(void *data)
 		spin_unlock_irq(&eng->irq_lock);
 
 		if (READ_ONCE(inject_stall_ms)) {
-			msleep(xchg(&inject_stall_ms, 0));
+			unsigned int ms = xchg(&inject_stall_ms, 0);
+
+			msleep(ms);
+			mmedge_nl_engine_stall(eng->mdev, (u64)ms * NSEC_PER_MSEC);
 			continue;
 		}
 
@@ -605,7 +660,7 @@ static int mmedge_engine_thread(void *data)
 			mmedge_engine_adapt(eng);
 			last_adapt = now;
 		}
-		mmedge_engine_absorb(eng);
+		mmedge_engine_absorb(eng, now);
 		ac = mmedge_arb_pick(&eng->arb, now, &wait);
 		if (ac) {
 			mmedge_engine_serve(eng, container_of(ac, struct mmedge_chan,
@@ -647,8 +702,8 @@ int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev)
 	init_waitqueue_head(&eng->done_wq);
 	INIT_LIST_HEAD(&eng->chans);
 	mmedge_arb_init(&eng->arb, MMEDGE_BURST_NS);
-	eng->bandwidth = clamp_t(u64, bus_bandwidth, MMEDGE_BUS_MIN,
-				 MMEDGE_BUS_MAX);
+	eng->bandwidth = clamp_t(u64, bus_bandwidth, MMEDGE_BUS_MIN_BW,
+				 MMEDGE_BUS_MAX_BW);
 	eng->fence_ctx = dma_fence_context_alloc(MMEDGE_MAX_CHANS + 1);
 	mmedge_engine_calibrate(eng);
 	mutex_lock(&eng->lock);
@@ -691,6 +746,8 @@ static void mmedge_chan_destroy(struct mmedge_chan *ch)
 
 	lockdep_assert_held(&eng->lock);
 
+	mmedge_nl_chan_event(eng->mdev, MMEDGE_CMD_CHAN_DEL, ch->id, ch->name,
+			     ch->src.type);
 	hrtimer_cancel(&ch->timer);
 	mmedge_arb_remove(&eng->arb, &ch->arb);
 	list_del(&ch->node);
@@ -756,6 +813,7 @@ static int mmedge_chan_check_perm(u32 weight, u32 class)
  *  -EPERM:  weight above the default or latency class without
  *	     CAP_SYS_NICE.
  *  -ENOSPC: the instance has MMEDGE_MAX_CHANS channels.
+ *  -EEXIST: another channel of the instance has that name.
  *  -ENOMEM: out of memory.
  */
 int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
@@ -772,6 +830,9 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	if (c->dir != MMEDGE_CHAN_CAPTURE || c->flags || c->pad ||
 	    c->reserved[0] || c->reserved[1])
 		return -EINVAL;
+	ret = mmedge_name_check(c->name, sizeof(c->name));
+	if (ret)
+		return ret;
 	ret = mmedge_src_check(&c->src);
 	if (ret)
 		return ret;
@@ -816,6 +877,26 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 		return -ENOSPC;
 	}
 	ch->id = ffz(id_mask) + 1;
+	if (c->name[0]) {
+		strscpy(ch->name, c->name, sizeof(ch->name));
+	} else {
+		static const char * const kind[] = {
+			[MMEDGE_SRC_CAMERA] = "camera",
+			[MMEDGE_SRC_MIC] = "mic",
+			[MMEDGE_SRC_IMU] = "imu",
+		};
+		unsigned int n = 0;
+
+		do {
+			snprintf(ch->name, sizeof(ch->name), "%s%u",
+				 kind[c->src.type], n++);
+		} while (mmedge_chan_find_name(eng, ch->name));
+	}
+	if (mmedge_chan_find_name(eng, ch->name)) {
+		mutex_unlock(&eng->lock);
+		kfree(ch);
+		return -EEXIST;
+	}
 	ch->bw_start_ns = ktime_get_ns();
 	mmedge_arb_add(&eng->arb, &ch->arb, ch->bw_start_ns);
 	list_add_tail(&ch->node, &eng->chans);
@@ -826,7 +907,168 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	c->id = ch->id;
 	c->frame_size = ch->frame_bytes;
 	c->meta_offset = ch->meta_offset;
+	strscpy(c->name, ch->name, sizeof(c->name));
+	mmedge_nl_chan_event(eng->mdev, MMEDGE_CMD_CHAN_NEW, ch->id, ch->name,
+			     ch->src.type);
 	return 0;
+}
+
+/**
+ * mmedge_engine_chan_info() - snapshot a channel's config and stats
+ * @eng: the engine
+ * @pos: take the @pos-th channel (for dumps) if @id is 0 and @name NULL
+ * @id: channel id, or 0
+ * @name: channel name, or NULL
+ * @ci: filled in
+ *
+ * The one source of channel config and stats for ioctl and netlink.
+ *
+ * Return: 0, or -ENOENT.
+ */
+int mmedge_engine_chan_info(struct mmedge_engine *eng, unsigned int pos,
+			    u32 id, const char *name,
+			    struct mmedge_chan_info *ci)
+{
+	struct mmedge_chan *ch, *found = NULL;
+	unsigned int i = 0;
+
+	mutex_lock(&eng->lock);
+	list_for_each_entry(ch, &eng->chans, node) {
+		if (id ? ch->id == id : name ? !strcmp(ch->name, name) :
+		    i++ == pos) {
+			found = ch;
+			break;
+		}
+	}
+	if (found)
+		mmedge_chan_info_fill(found, ci);
+	mutex_unlock(&eng->lock);
+	return found ? 0 : -ENOENT;
+}
+
+unsigned int mmedge_engine_nr_chans(struct mmedge_engine *eng)
+{
+	struct mmedge_chan *ch;
+	unsigned int n = 0;
+
+	mutex_lock(&eng->lock);
+	list_for_each_entry(ch, &eng->chans, node)
+		n++;
+	mutex_unlock(&eng->lock);
+	return n;
+}
+
+static int mmedge_setting_check(struct mmedge_engine *eng,
+				struct mmedge_chan_setting *st, bool can_nice,
+				struct mmedge_chan **out, const char **why)
+{
+	struct mmedge_chan *ch;
+	u32 weight, class;
+	u64 cap;
+
+	lockdep_assert_held(&eng->lock);
+
+	ch = st->id ? mmedge_chan_find(eng, st->id) :
+		      mmedge_chan_find_name(eng, st->name);
+	if (!ch) {
+		*why = "no such channel";
+		return -ENOENT;
+	}
+	if (st->set & ~MMEDGE_CHAN_SET_VALID) {
+		*why = "unknown settings";
+		return -EINVAL;
+	}
+	weight = st->set & MMEDGE_CHAN_SET_WEIGHT ? st->weight : ch->arb.weight;
+	class = st->set & MMEDGE_CHAN_SET_CLASS ? st->class : ch->arb.class;
+	cap = st->set & MMEDGE_CHAN_SET_CAP ? st->cap : ch->arb.cap;
+	if (weight < MMEDGE_WEIGHT_MIN || weight > MMEDGE_WEIGHT_MAX) {
+		*why = "weight out of range 1..10000";
+		return -EINVAL;
+	}
+	if (class != MMEDGE_CLASS_BEST_EFFORT && class != MMEDGE_CLASS_LATENCY) {
+		*why = "unknown class";
+		return -EINVAL;
+	}
+	if (class == MMEDGE_CLASS_LATENCY && !cap) {
+		*why = "the latency class needs a rate cap";
+		return -EINVAL;
+	}
+	/* Only raising needs the privilege, not keeping a raise. */
+	if (!can_nice && weight > MMEDGE_WEIGHT_DEFAULT &&
+	    weight > ch->arb.weight) {
+		*why = "need CAP_SYS_NICE to raise a weight above 100";
+		return -EPERM;
+	}
+	if (!can_nice && class == MMEDGE_CLASS_LATENCY &&
+	    ch->arb.class != MMEDGE_CLASS_LATENCY) {
+		*why = "need CAP_SYS_NICE for the latency class";
+		return -EPERM;
+	}
+	st->weight = weight;
+	st->class = class;
+	st->cap = cap;
+	*out = ch;
+	return 0;
+}
+
+/**
+ * mmedge_engine_apply() - change several channels' settings atomically
+ * @eng: the engine
+ * @st: the settings; on success each holds the channel's new values
+ * @n: entries in @st
+ * @can_nice: the caller has CAP_SYS_NICE
+ * @bad: on failure, the index of the entry at fault
+ * @why: on failure, a message for the operator
+ *
+ * All entries are checked before any is applied: all or nothing. Changes
+ * apply from the next segment and are announced on the "events" group.
+ *
+ * Return: 0, -ENOENT (no such channel), -EINVAL, -EPERM.
+ */
+int mmedge_engine_apply(struct mmedge_engine *eng,
+			struct mmedge_chan_setting *st, unsigned int n,
+			bool can_nice, unsigned int *bad, const char **why)
+{
+	struct mmedge_chan **chs;
+	struct mmedge_chan_info *ci;
+	unsigned int i;
+	int ret = 0;
+
+	chs = kcalloc(n, sizeof(*chs), GFP_KERNEL);
+	ci = kzalloc(sizeof(*ci), GFP_KERNEL);
+	if (!chs || !ci) {
+		ret = -ENOMEM;
+		*why = "out of memory";
+		goto out;
+	}
+	mutex_lock(&eng->lock);
+	for (i = 0; i < n; i++) {
+		ret = mmedge_setting_check(eng, &st[i], can_nice, &chs[i], why);
+		if (ret) {
+			*bad = i;
+			goto unlock;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct mmedge_chan *ch = chs[i];
+		u32 old = ch->arb.weight;
+
+		if (!st[i].set)
+			continue;
+		if (st[i].cap != ch->arb.cap)
+			ch->arb.budget = min_t(s64, ch->arb.budget, 0);
+		ch->arb.weight = st[i].weight;
+		ch->arb.class = st[i].class;
+		ch->arb.cap = st[i].cap;
+		mmedge_chan_info_fill(ch, ci);
+		mmedge_nl_chan_changed(eng->mdev, ci, old, false);
+	}
+unlock:
+	mutex_unlock(&eng->lock);
+out:
+	kfree(ci);
+	kfree(chs);
+	return ret;
 }
 
 /*
@@ -838,55 +1080,31 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
  *  -ENOENT: no channel with that id.
  *  -EINVAL: unknown set bits, value out of range, latency without cap,
  *	     reserved set.
- *  -EPERM:  weight above the default or latency class without
- *	     CAP_SYS_NICE.
+ *  -EPERM:  raising the weight above 100, or switching to the latency
+ *	     class, without CAP_SYS_NICE.
  */
 int mmedge_ioctl_chan_config(struct mmedge_file *mf, void *data,
 			     struct mmedge_ioctl_ctx *ctx)
 {
-	struct mmedge_engine *eng = &mf->mdev->eng;
 	struct mmedge_chan_config *c = data;
-	struct mmedge_chan *ch;
-	u32 weight, class;
-	u64 cap;
-	int ret = 0;
+	struct mmedge_chan_setting st = {
+		.id = c->id, .set = c->set, .weight = c->weight,
+		.class = c->class, .cap = c->cap,
+	};
+	const char *why;
+	unsigned int bad;
+	int ret;
 
-	if (c->set & ~MMEDGE_CHAN_SET_VALID || c->reserved[0] || c->reserved[1])
-		return -EINVAL;
-
-	mutex_lock(&eng->lock);
-	ch = mmedge_chan_find(eng, c->id);
-	if (!ch) {
-		ret = -ENOENT;
-		goto out;
-	}
-	weight = c->set & MMEDGE_CHAN_SET_WEIGHT ? c->weight : ch->arb.weight;
-	class = c->set & MMEDGE_CHAN_SET_CLASS ? c->class : ch->arb.class;
-	cap = c->set & MMEDGE_CHAN_SET_CAP ? c->cap : ch->arb.cap;
-	if (c->set) {
-		ret = mmedge_arb_check_config(weight, class, cap);
-		if (ret)
-			goto out;
-		/* Only raising needs the privilege, not keeping a raise. */
-		if ((weight > MMEDGE_WEIGHT_DEFAULT && weight > ch->arb.weight) ||
-		    (class == MMEDGE_CLASS_LATENCY &&
-		     ch->arb.class != MMEDGE_CLASS_LATENCY)) {
-			ret = mmedge_chan_check_perm(weight, class);
-			if (ret)
-				goto out;
-		}
-		if (cap != ch->arb.cap)
-			ch->arb.budget = min_t(s64, ch->arb.budget, 0);
-		ch->arb.weight = weight;
-		ch->arb.class = class;
-		ch->arb.cap = cap;
-	}
-	c->weight = ch->arb.weight;
-	c->class = ch->arb.class;
-	c->cap = ch->arb.cap;
-out:
-	mutex_unlock(&eng->lock);
-	return ret;
+	if (c->reserved[0] || c->reserved[1] || !c->id)
+		return c->id ? -EINVAL : -ENOENT;
+	ret = mmedge_engine_apply(&mf->mdev->eng, &st, 1, capable(CAP_SYS_NICE),
+				  &bad, &why);
+	if (ret)
+		return ret;
+	c->weight = st.weight;
+	c->class = st.class;
+	c->cap = st.cap;
+	return 0;
 }
 
 /*
@@ -1153,30 +1371,31 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 int mmedge_ioctl_chan_stats(struct mmedge_file *mf, void *data,
 			    struct mmedge_ioctl_ctx *ctx)
 {
-	struct mmedge_engine *eng = &mf->mdev->eng;
 	struct mmedge_chan_stats *st = data;
-	struct mmedge_chan *ch;
-	int ret = 0;
+	struct mmedge_chan_info *ci;
+	int ret;
 
 	if (st->flags || st->reserved[0])
 		return -EINVAL;
-	mutex_lock(&eng->lock);
-	ch = mmedge_chan_find(eng, st->id);
-	if (ch) {
-		st->bytes = ch->bytes;
-		st->segments = ch->segments;
-		st->frames = ch->frames;
-		st->dropped = ch->dropped;
-		st->errors = ch->errors;
-		st->bw_ewma = ch->bw_ewma;
-		st->weight = ch->arb.weight;
-		st->class = ch->arb.class;
-		st->cap = ch->arb.cap;
-		memcpy(st->wait_hist, ch->wait_hist, sizeof(st->wait_hist));
-	} else {
-		ret = -ENOENT;
+	if (!st->id)
+		return -ENOENT;
+	ci = kzalloc(sizeof(*ci), GFP_KERNEL);
+	if (!ci)
+		return -ENOMEM;
+	ret = mmedge_engine_chan_info(&mf->mdev->eng, 0, st->id, NULL, ci);
+	if (!ret) {
+		st->bytes = ci->bytes;
+		st->segments = ci->segments;
+		st->frames = ci->frames;
+		st->dropped = ci->dropped;
+		st->errors = ci->errors;
+		st->bw_ewma = ci->bw;
+		st->weight = ci->weight;
+		st->class = ci->class;
+		st->cap = ci->cap;
+		memcpy(st->wait_hist, ci->wait_hist, sizeof(st->wait_hist));
 	}
-	mutex_unlock(&eng->lock);
+	kfree(ci);
 	return ret;
 }
 
@@ -1197,17 +1416,33 @@ int mmedge_ioctl_bus_config(struct mmedge_file *mf, void *data,
 	if (b->set > 1 || b->flags || b->reserved[0] || b->reserved[1])
 		return -EINVAL;
 	if (b->set) {
-		if (b->bandwidth < MMEDGE_BUS_MIN || b->bandwidth > MMEDGE_BUS_MAX)
+		if (b->bandwidth < MMEDGE_BUS_MIN_BW || b->bandwidth > MMEDGE_BUS_MAX_BW)
 			return -EINVAL;
 		if (!capable(CAP_SYS_ADMIN))
 			return -EPERM;
 	}
-	mutex_lock(&eng->lock);
 	if (b->set)
-		eng->bandwidth = b->bandwidth;
-	b->bandwidth = eng->bandwidth;
-	mutex_unlock(&eng->lock);
+		mmedge_engine_set_bus(eng, b->bandwidth);
+	b->bandwidth = mmedge_engine_get_bus(eng);
 	return 0;
+}
+
+u64 mmedge_engine_get_bus(struct mmedge_engine *eng)
+{
+	u64 bw;
+
+	mutex_lock(&eng->lock);
+	bw = eng->bandwidth;
+	mutex_unlock(&eng->lock);
+	return bw;
+}
+
+/* The caller checked the range and the privilege. */
+void mmedge_engine_set_bus(struct mmedge_engine *eng, u64 bandwidth)
+{
+	mutex_lock(&eng->lock);
+	eng->bandwidth = bandwidth;
+	mutex_unlock(&eng->lock);
 }
 
 /*

@@ -21,6 +21,58 @@
 #include "mmedge_ts.h"
 
 #define MMEDGE_MAX_CHANS		64
+#define MMEDGE_BUS_MIN_BW		(1000ULL * 1000)
+#define MMEDGE_BUS_MAX_BW		(100ULL * 1000 * 1000 * 1000)
+
+/**
+ * struct mmedge_chan_info - snapshot of a channel's config and stats
+ * @id: channel id.
+ * @name: channel name.
+ * @src_type: MMEDGE_SRC_*.
+ * @weight: weight.
+ * @class: MMEDGE_CLASS_*.
+ * @cap: rate cap, bytes/s.
+ * @bytes: bytes moved.
+ * @segments: segments moved.
+ * @frames: frames completed.
+ * @dropped: frames dropped.
+ * @errors: frames completed with an error.
+ * @bw: achieved bandwidth (EWMA), bytes/s.
+ * @wait_hist: segment queue-wait histogram.
+ */
+struct mmedge_chan_info {
+	u32 id;
+	char name[MMEDGE_NAME_LEN];
+	u32 src_type;
+	u32 weight;
+	u32 class;
+	u64 cap;
+	u64 bytes;
+	u64 segments;
+	u64 frames;
+	u64 dropped;
+	u64 errors;
+	u64 bw;
+	u64 wait_hist[MMEDGE_WAIT_BUCKETS];
+};
+
+/**
+ * struct mmedge_chan_setting - a change to one channel
+ * @id: channel id, or 0 to name it by @name.
+ * @name: channel name when @id is 0.
+ * @set: MMEDGE_CHAN_SET_* bits.
+ * @weight: new weight; out: the weight after the change.
+ * @class: new class; out: the class after.
+ * @cap: new cap; out: the cap after.
+ */
+struct mmedge_chan_setting {
+	u32 id;
+	const char *name;
+	u32 set;
+	u32 weight;
+	u32 class;
+	u64 cap;
+};
 
 struct mmedge_dev;
 struct mmedge_file;
@@ -76,6 +128,15 @@ struct mmedge_engine {
 int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev);
 void mmedge_engine_fini(struct mmedge_engine *eng);
 void mmedge_file_destroy_chans(struct mmedge_file *mf);
+int mmedge_engine_chan_info(struct mmedge_engine *eng, unsigned int pos,
+			    u32 id, const char *name,
+			    struct mmedge_chan_info *ci);
+unsigned int mmedge_engine_nr_chans(struct mmedge_engine *eng);
+int mmedge_engine_apply(struct mmedge_engine *eng,
+			struct mmedge_chan_setting *st, unsigned int n,
+			bool can_nice, unsigned int *bad, const char **why);
+u64 mmedge_engine_get_bus(struct mmedge_engine *eng);
+void mmedge_engine_set_bus(struct mmedge_engine *eng, u64 bandwidth);
 __poll_t mmedge_chan_poll(struct mmedge_file *mf, struct file *file,
 			  poll_table *wait);
 

@@ -17,6 +17,7 @@
 #include "mmedge_chan.h"
 
 #define MMEDGE_DRV_NAME		"mmedge"
+#define MMEDGE_MAX_DEVS		16
 
 /**
  * struct mmedge_dev - one mmedge instance (/dev/mmedgeN)

@@ -20,8 +20,8 @@
 #include <linux/mmedge.h>
 
 #include "mmedge_drv.h"
+#include "mmedge_nl.h"
 
-#define MMEDGE_MAX_DEVS		16
 #define MMEDGE_MAX_VIRTUAL	4
 
 static int nr_virtual = -1;
@@ -54,6 +54,37 @@ u64 mmedge_file_mem_limit(void)
 }
 
 static dev_t mmedge_devt;
+
+/* Protects mmedge_devs: the live instances by id, for netlink. */
+static DEFINE_MUTEX(mmedge_devs_lock);
+static struct mmedge_dev *mmedge_devs[MMEDGE_MAX_DEVS];
+
+/**
+ * mmedge_dev_get() - a live instance by index
+ * @index: N of /dev/mmedgeN
+ *
+ * Return: the instance with a reference (mmedge_dev_put()), or NULL.
+ */
+struct mmedge_dev *mmedge_dev_get(u32 index)
+{
+	struct mmedge_dev *mdev = NULL;
+
+	if (index >= MMEDGE_MAX_DEVS)
+		return NULL;
+	mutex_lock(&mmedge_devs_lock);
+	if (mmedge_devs[index]) {
+		mdev = mmedge_devs[index];
+		get_device(&mdev->dev);
+	}
+	mutex_unlock(&mmedge_devs_lock);
+	return mdev;
+}
+
+void mmedge_dev_put(struct mmedge_dev *mdev)
+{
+	put_device(&mdev->dev);
+}
+
 static struct class *mmedge_class;
 static DEFINE_IDA(mmedge_ida);
 static struct platform_device *mmedge_vdevs[MMEDGE_MAX_VIRTUAL];
@@ -282,6 +313,9 @@ static int mmedge_probe(struct platform_device *pdev)
 	}
 
 	platform_set_drvdata(pdev, mdev);
+	mutex_lock(&mmedge_devs_lock);
+	mmedge_devs[mdev->id] = mdev;
+	mutex_unlock(&mmedge_devs_lock);
 	dev_info(&pdev->dev, "%s instance /dev/%s, api %d\n",
 		 mdev->virtual ? "virtual" : "hardware", dev_name(&mdev->dev),
 		 MMEDGE_API_VERSION);
@@ -304,6 +338,10 @@ err_free_mdev:
 static int mmedge_remove(struct platform_device *pdev)
 {
 	struct mmedge_dev *mdev = platform_get_drvdata(pdev);
+
+	mutex_lock(&mmedge_devs_lock);
+	mmedge_devs[mdev->id] = NULL;
+	mutex_unlock(&mmedge_devs_lock);
 
 	/* Blocked dequeues hold the lock for read: wake them first. */
 	mmedge_engine_wake_waiters(&mdev->eng);
@@ -405,10 +443,16 @@ static int __init mmedge_init(void)
 		goto err_unregister_chrdev;
 	}
 
+	ret = mmedge_nl_init();
+	if (ret) {
+		pr_err("mmedge: cannot register the genetlink family: %d\n", ret);
+		goto err_destroy_class;
+	}
+
 	ret = platform_driver_register(&mmedge_driver);
 	if (ret) {
 		pr_err("mmedge: cannot register platform driver: %d\n", ret);
-		goto err_destroy_class;
+		goto err_nl_exit;
 	}
 
 	ret = mmedge_create_virtual();
@@ -418,6 +462,8 @@ static int __init mmedge_init(void)
 
 err_unregister_driver:
 	platform_driver_unregister(&mmedge_driver);
+err_nl_exit:
+	mmedge_nl_exit();
 err_destroy_class:
 	class_destroy(mmedge_class);
 err_unregister_chrdev:
@@ -429,6 +475,7 @@ static void __exit mmedge_exit(void)
 {
 	mmedge_destroy_virtual();
 	platform_driver_unregister(&mmedge_driver);
+	mmedge_nl_exit();
 	class_destroy(mmedge_class);
 	unregister_chrdev_region(mmedge_devt, MMEDGE_MAX_DEVS);
 	ida_destroy(&mmedge_ida);

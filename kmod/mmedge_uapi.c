@@ -311,3 +311,32 @@ void mmedge_uncharge(atomic64_t *used, u64 bytes)
 {
 	atomic64_sub(bytes, used);
 }
+
+/**
+ * mmedge_name_check() - validate a channel name
+ * @name: the bytes from userspace
+ * @len: the field's size
+ *
+ * Return: 0 for an empty name or one of [a-z0-9_-] characters,
+ * NUL-terminated within @len; -EINVAL otherwise.
+ */
+int mmedge_name_check(const u8 *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		u8 c = name[i];
+
+		if (!c)
+			break;
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-'))
+			return -EINVAL;
+	}
+	if (i == len)
+		return -EINVAL;
+	for (; i < len; i++)
+		if (name[i])
+			return -EINVAL;
+	return 0;
+}

@@ -51,6 +51,7 @@ struct mmedge_range {
 
 struct mmedge_range mmedge_range_clip(u64 seg_start, u64 seg_len, u64 off,
 				      u64 len);
+int mmedge_name_check(const u8 *name, size_t len);
 int mmedge_charge(atomic64_t *used, u64 bytes, u64 limit);
 void mmedge_uncharge(atomic64_t *used, u64 bytes);
 

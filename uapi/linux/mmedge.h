@@ -400,9 +400,13 @@ struct mmedge_src_config {
  * @meta_offset: out: where in a buffer the struct mmedge_frame_meta
  *	record goes (after the data, 64-byte aligned); a queued buffer must
  *	hold @meta_offset + sizeof(struct mmedge_frame_meta) bytes.
+ * @pad: must be zero.
+ * @name: in/out: the channel's name, unique in the instance, for
+ *	operators (mmctl): [a-z0-9_-], NUL-terminated; empty = a name made
+ *	from the source type and a number ("camera0", "mic0", "imu0").
  * @reserved: must be zero.
  *
- * First published size: 96 bytes.
+ * First published size: 112 bytes.
  */
 struct mmedge_chan_create {
 	__u32 dir;
@@ -417,10 +421,11 @@ struct mmedge_chan_create {
 	__u32 frame_size;
 	__u32 meta_offset;
 	__u32 pad;
+	__u8 name[MMEDGE_NAME_LEN];
 	__u64 reserved[2];
 };
 
-#define MMEDGE_CHAN_CREATE_SIZE_VER0	96
+#define MMEDGE_CHAN_CREATE_SIZE_VER0	112
 
 /* mmedge_chan_config.set: which fields to apply */
 #define MMEDGE_CHAN_SET_WEIGHT		_BITUL(0)
@@ -698,5 +703,105 @@ struct mmedge_xts {
 #define MMEDGE_IOC_CHAN_STATS	_IOWR(MMEDGE_IOC_MAGIC, 0x0b, struct mmedge_chan_stats)
 #define MMEDGE_IOC_BUS_CONFIG	_IOWR(MMEDGE_IOC_MAGIC, 0x0c, struct mmedge_bus_config)
 #define MMEDGE_IOC_XTS		_IOWR(MMEDGE_IOC_MAGIC, 0x0d, struct mmedge_xts)
+
+/*
+ * Generic netlink family "mmedge": the management interface (mmctl).
+ *
+ * Commands, each with its attributes; strict validation, errors come with
+ * an extended ack message naming the attribute.
+ *
+ * MMEDGE_CMD_DEV_GET     doit: MMEDGE_A_DEV_INDEX; dumpit: all devices.
+ *                        Reply: DEV_INDEX, DEV_NAME, DEV_VIRTUAL,
+ *                        DEV_BUS_BW, DEV_NR_CHANS.
+ * MMEDGE_CMD_CHAN_GET    doit: DEV_INDEX + CHAN_ID or CHAN_NAME; dumpit:
+ *                        every channel of every device (or of DEV_INDEX).
+ *                        Reply: DEV_INDEX, CHAN_ID, CHAN_NAME,
+ *                        CHAN_SRC_TYPE, CHAN_WEIGHT, CHAN_CLASS,
+ *                        CHAN_CAP, CHAN_STATS (nest).
+ * MMEDGE_CMD_CHAN_SET    DEV_INDEX, CHAN_ID or CHAN_NAME, and any of
+ *                        CHAN_WEIGHT, CHAN_CLASS, CHAN_CAP. Same rules as
+ *                        MMEDGE_IOC_CHAN_CONFIG (CAP_SYS_NICE to raise).
+ * MMEDGE_CMD_CHAN_SET_MULTI  DEV_INDEX and CHAN_LIST: a nest of
+ *                        CHAN_ENTRY nests, each as for CHAN_SET. All are
+ *                        checked first; either all apply or none.
+ * MMEDGE_CMD_BUS_SET     DEV_INDEX, DEV_BUS_BW (CAP_SYS_ADMIN).
+ *
+ * Multicast group "events", notifications (cmd = event):
+ * MMEDGE_CMD_CHAN_NEW / _DEL    DEV_INDEX, CHAN_ID, CHAN_NAME,
+ *                               CHAN_SRC_TYPE
+ * MMEDGE_CMD_CHAN_CHANGED       DEV_INDEX, CHAN_ID, CHAN_NAME,
+ *                               CHAN_WEIGHT, CHAN_CLASS, CHAN_CAP,
+ *                               EVENT_OLD_WEIGHT, EVENT_PID, EVENT_UID
+ *                               (who changed it; EVENT_ADAPTIVE if the
+ *                               adaptive mode did)
+ * MMEDGE_CMD_CHAN_DROP          DEV_INDEX, CHAN_ID, CHAN_NAME,
+ *                               EVENT_DROPPED (drops since the last
+ *                               event; at most 10 events per second per
+ *                               channel)
+ * MMEDGE_CMD_ENGINE_STALL       DEV_INDEX, EVENT_STALL_NS
+ */
+#define MMEDGE_GENL_NAME		"mmedge"
+#define MMEDGE_GENL_VERSION		1
+#define MMEDGE_GENL_MCGRP_EVENTS	"events"
+
+enum mmedge_nl_cmd {
+	MMEDGE_CMD_UNSPEC,
+	MMEDGE_CMD_DEV_GET,
+	MMEDGE_CMD_CHAN_GET,
+	MMEDGE_CMD_CHAN_SET,
+	MMEDGE_CMD_CHAN_SET_MULTI,
+	MMEDGE_CMD_BUS_SET,
+	MMEDGE_CMD_CHAN_NEW,
+	MMEDGE_CMD_CHAN_DEL,
+	MMEDGE_CMD_CHAN_CHANGED,
+	MMEDGE_CMD_CHAN_DROP,
+	MMEDGE_CMD_ENGINE_STALL,
+
+	__MMEDGE_CMD_MAX,
+	MMEDGE_CMD_MAX = __MMEDGE_CMD_MAX - 1
+};
+
+enum mmedge_nl_attr {
+	MMEDGE_A_UNSPEC,
+	MMEDGE_A_PAD,
+	MMEDGE_A_DEV_INDEX,		/* u32 */
+	MMEDGE_A_DEV_NAME,		/* string */
+	MMEDGE_A_DEV_VIRTUAL,		/* u8 */
+	MMEDGE_A_DEV_BUS_BW,		/* u64, bytes/s */
+	MMEDGE_A_DEV_NR_CHANS,		/* u32 */
+	MMEDGE_A_CHAN_ID,		/* u32 */
+	MMEDGE_A_CHAN_NAME,		/* string */
+	MMEDGE_A_CHAN_SRC_TYPE,		/* u32, MMEDGE_SRC_* */
+	MMEDGE_A_CHAN_WEIGHT,		/* u32 */
+	MMEDGE_A_CHAN_CLASS,		/* u32, MMEDGE_CLASS_* */
+	MMEDGE_A_CHAN_CAP,		/* u64, bytes/s */
+	MMEDGE_A_CHAN_STATS,		/* nest, MMEDGE_A_STATS_* */
+	MMEDGE_A_CHAN_LIST,		/* nest of MMEDGE_A_CHAN_ENTRY */
+	MMEDGE_A_CHAN_ENTRY,		/* nest of CHAN_ID/NAME/WEIGHT/... */
+	MMEDGE_A_EVENT_OLD_WEIGHT,	/* u32 */
+	MMEDGE_A_EVENT_PID,		/* u32 */
+	MMEDGE_A_EVENT_UID,		/* u32 */
+	MMEDGE_A_EVENT_ADAPTIVE,	/* flag */
+	MMEDGE_A_EVENT_DROPPED,		/* u64 */
+	MMEDGE_A_EVENT_STALL_NS,	/* u64 */
+
+	__MMEDGE_A_MAX,
+	MMEDGE_A_MAX = __MMEDGE_A_MAX - 1
+};
+
+enum mmedge_nl_stats_attr {
+	MMEDGE_A_STATS_UNSPEC,
+	MMEDGE_A_STATS_PAD,
+	MMEDGE_A_STATS_BYTES,		/* u64 */
+	MMEDGE_A_STATS_SEGMENTS,	/* u64 */
+	MMEDGE_A_STATS_FRAMES,		/* u64 */
+	MMEDGE_A_STATS_DROPPED,		/* u64 */
+	MMEDGE_A_STATS_ERRORS,		/* u64 */
+	MMEDGE_A_STATS_BW,		/* u64, bytes/s (EWMA) */
+	MMEDGE_A_STATS_WAIT_HIST,	/* binary, __u64[MMEDGE_WAIT_BUCKETS] */
+
+	__MMEDGE_A_STATS_MAX,
+	MMEDGE_A_STATS_MAX = __MMEDGE_A_STATS_MAX - 1
+};
 
 #endif /* _UAPI_LINUX_MMEDGE_H */
