@@ -136,7 +136,32 @@ static void mmedge_test_caps_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, offsetof(struct mmedge_caps, reserved), 96);
 }
 
+static void mmedge_test_name_check(struct kunit *test)
+{
+	u8 name[16];
+
+	memset(name, 0, sizeof(name));
+	KUNIT_EXPECT_EQ(test, mmedge_name_check(name, sizeof(name)), 0);
+	memcpy(name, "camera0", 7);
+	KUNIT_EXPECT_EQ(test, mmedge_name_check(name, sizeof(name)), 0);
+	memcpy(name, "front-cam_2", 11);
+	KUNIT_EXPECT_EQ(test, mmedge_name_check(name, sizeof(name)), 0);
+	name[0] = 'C';		/* upper case */
+	KUNIT_EXPECT_EQ(test, mmedge_name_check(name, sizeof(name)), -EINVAL);
+	name[0] = ' ';
+	KUNIT_EXPECT_EQ(test, mmedge_name_check(name, sizeof(name)), -EINVAL);
+	/* Not NUL-terminated within the field. */
+	memset(name, 'a', sizeof(name));
+	KUNIT_EXPECT_EQ(test, mmedge_name_check(name, sizeof(name)), -EINVAL);
+	/* Garbage after the NUL. */
+	memset(name, 0, sizeof(name));
+	name[0] = 'a';
+	name[5] = 'x';
+	KUNIT_EXPECT_EQ(test, mmedge_name_check(name, sizeof(name)), -EINVAL);
+}
+
 static struct kunit_case mmedge_uapi_cases[] = {
+	KUNIT_CASE(mmedge_test_name_check),
 	KUNIT_CASE_PARAM(mmedge_test_ioctl_lookup, mmedge_lookup_gen_params),
 	KUNIT_CASE(mmedge_test_ioctl_table),
 	KUNIT_CASE(mmedge_test_ioctl_mask),
