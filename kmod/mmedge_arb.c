@@ -59,7 +59,7 @@ int mmedge_arb_check_config(u32 weight, u32 class, u64 cap)
 static s64 mmedge_arb_burst(const struct mmedge_arb *arb,
 			    const struct mmedge_arb_chan *ch)
 {
-	/* At least one maximal segment, so a tiny cap still makes progress. */
+	/* At least one byte, so a tiny cap still makes progress. */
 	return max_t(s64, mul_u64_u64_div_u64(ch->cap, arb->burst_ns,
 					      NSEC_PER_SEC), 1);
 }

@@ -147,6 +147,7 @@ struct mmedge_qb {
  * @due_raw: counter value when the first of them became due.
  * @due_ns: CLOCK_MONOTONIC then.
  * @fence_lock: the fences' lock.
+ * @fence_ctx: the channel's dma-fence context.
  * @fence_seqno: last fence seqno.
  * @bytes: stats: bytes moved.
  * @segments: stats: segments moved.
@@ -193,6 +194,7 @@ struct mmedge_chan {
 
 	/* Protects the fences' state (dma_fence's own lock). */
 	spinlock_t fence_lock;
+	u64 fence_ctx;
 	u64 fence_seqno;
 
 	u64 bytes;
@@ -290,7 +292,7 @@ static int mmedge_qb_arm_fence(struct mmedge_chan *ch, struct mmedge_qb *qb)
 	if (!fence)
 		return -ENOMEM;
 	dma_fence_init(fence, &mmedge_fence_ops, &ch->fence_lock,
-		       ch->eng->fence_ctx + ch->id, ++ch->fence_seqno);
+		       ch->fence_ctx, ++ch->fence_seqno);
 
 	ret = dma_resv_lock_interruptible(qb->dmabuf->resv, NULL);
 	if (ret)
@@ -368,18 +370,19 @@ static enum hrtimer_restart mmedge_chan_timer(struct hrtimer *t)
 	struct mmedge_engine *eng = ch->eng;
 	u64 raw = mmedge_counter_read(eng);
 	unsigned long flags;
+	u64 periods;
+
+	/* Periods the timer ran late for are frames the source lost. */
+	periods = hrtimer_forward_now(t, ns_to_ktime(ch->period_ns));
 
 	spin_lock_irqsave(&eng->irq_lock, flags);
-	if (!ch->frames_due) {
-		ch->due_raw = raw;
-		ch->due_ns = ktime_get_ns();
-	}
-	ch->frames_due++;
+	/* The newest frame is the one delivered: it carries this stamp. */
+	ch->due_raw = raw;
+	ch->due_ns = ktime_get_ns();
+	ch->frames_due += max_t(u64, periods, 1);
 	eng->kick = true;
 	spin_unlock_irqrestore(&eng->irq_lock, flags);
 	wake_up(&eng->wq);
-
-	hrtimer_forward_now(t, ns_to_ktime(ch->period_ns));
 	return HRTIMER_RESTART;
 }
 
@@ -396,14 +399,20 @@ static void mmedge_chan_stats_segment(struct mmedge_chan *ch, u64 len,
 	ch->segments++;
 
 	ch->bw_bytes += len;
-	if (now - ch->bw_start_ns >= 100 * NSEC_PER_MSEC) {
-		u64 inst = mul_u64_u64_div_u64(ch->bw_bytes, NSEC_PER_SEC,
-					       now - ch->bw_start_ns);
+}
 
-		ch->bw_ewma = ch->bw_ewma ? (ch->bw_ewma * 7 + inst) / 8 : inst;
-		ch->bw_bytes = 0;
-		ch->bw_start_ns = now;
-	}
+/* Fold the last window into the bandwidth EWMA (idle windows count). */
+static void mmedge_chan_stats_bw(struct mmedge_chan *ch, u64 now)
+{
+	u64 inst;
+
+	if (now - ch->bw_start_ns < 100 * NSEC_PER_MSEC)
+		return;
+	inst = mul_u64_u64_div_u64(ch->bw_bytes, NSEC_PER_SEC,
+				   now - ch->bw_start_ns);
+	ch->bw_ewma = ch->bw_ewma ? (ch->bw_ewma * 7 + inst) / 8 : inst;
+	ch->bw_bytes = 0;
+	ch->bw_start_ns = now;
 }
 
 static void mmedge_chan_complete(struct mmedge_chan *ch, u32 flags)
@@ -506,10 +515,12 @@ static void mmedge_engine_absorb(struct mmedge_engine *eng, u64 now)
 				   !list_empty(&ch->done)) {
 				qb = list_first_entry(&ch->done,
 						      struct mmedge_qb, node);
-				if (mmedge_qb_arm_fence(ch, qb))
+				if (mmedge_qb_arm_fence(ch, qb)) {
 					qb = NULL;
-				else
+				} else {
 					ch->dropped++;
+					ch->drop_mark = true;
+				}
 			}
 			if (qb) {
 				list_del(&qb->node);
@@ -521,6 +532,7 @@ static void mmedge_engine_absorb(struct mmedge_engine *eng, u64 now)
 			}
 		}
 		mmedge_arb_set_backlogged(&eng->arb, &ch->arb, ch->cur);
+		mmedge_chan_stats_bw(ch, now);
 
 		if (ch->dropped != ch->drops_reported &&
 		    now - ch->drop_event_ns >= MMEDGE_DROP_EVENT_NS) {
@@ -682,11 +694,12 @@ static int mmedge_engine_thread(void *data)
 			cond_resched();
 			continue;
 		}
-		wait_event_interruptible_timeout(eng->wq,
-						 READ_ONCE(eng->kick) ||
-						 kthread_should_stop(),
-						 wait ? nsecs_to_jiffies(wait) + 1 :
-						 HZ);
+		/* A capped channel's budget refills at ns resolution. */
+		wait_event_interruptible_hrtimeout(eng->wq,
+						   READ_ONCE(eng->kick) ||
+						   kthread_should_stop(),
+						   ns_to_ktime(wait ? wait :
+							       NSEC_PER_SEC / 10));
 	}
 	return 0;
 }
@@ -704,7 +717,6 @@ int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev)
 	mmedge_arb_init(&eng->arb, MMEDGE_BURST_NS);
 	eng->bandwidth = clamp_t(u64, bus_bandwidth, MMEDGE_BUS_MIN_BW,
 				 MMEDGE_BUS_MAX_BW);
-	eng->fence_ctx = dma_fence_context_alloc(MMEDGE_MAX_CHANS + 1);
 	mmedge_engine_calibrate(eng);
 	mutex_lock(&eng->lock);
 	mmedge_engine_anchor(eng);
@@ -865,6 +877,7 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	INIT_LIST_HEAD(&ch->queued);
 	INIT_LIST_HEAD(&ch->done);
 	spin_lock_init(&ch->fence_lock);
+	ch->fence_ctx = dma_fence_context_alloc(1);
 	hrtimer_init(&ch->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	ch->timer.function = mmedge_chan_timer;
 
@@ -1000,8 +1013,8 @@ static int mmedge_setting_check(struct mmedge_engine *eng,
 		return -EPERM;
 	}
 	if (!can_nice && class == MMEDGE_CLASS_LATENCY &&
-	    ch->arb.class != MMEDGE_CLASS_LATENCY) {
-		*why = "need CAP_SYS_NICE for the latency class";
+	    (ch->arb.class != MMEDGE_CLASS_LATENCY || cap > ch->arb.cap)) {
+		*why = "need CAP_SYS_NICE for the latency class or to raise its cap";
 		return -EPERM;
 	}
 	st->weight = weight;

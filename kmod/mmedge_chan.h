@@ -94,7 +94,6 @@ struct mmedge_file;
  * @tc_mono: counter to CLOCK_MONOTONIC.
  * @boot_offset: CLOCK_BOOTTIME - CLOCK_MONOTONIC at the last anchor.
  * @counter_hz: calibrated counter frequency.
- * @fence_ctx: dma-fence context base; one context per channel id.
  * @dmaeng: the dmaengine back end; without a channel the soft engine's
  *	CPU copies and bus model are used.
  */
@@ -121,7 +120,6 @@ struct mmedge_engine {
 	struct mmedge_tsconv tc_mono;
 	u64 boot_offset;
 	u64 counter_hz;
-	u64 fence_ctx;
 	struct mmedge_dmaeng dmaeng;
 };
 

@@ -319,6 +319,10 @@ static int mmedge_nl_chan_set_doit(struct sk_buff *skb, struct genl_info *info)
 	struct mmedge_chan_setting st;
 	int ret;
 
+	if (!netlink_capable(skb, CAP_NET_ADMIN)) {
+		GENL_SET_ERR_MSG(info, "need CAP_NET_ADMIN to tune channels");
+		return -EPERM;
+	}
 	ret = mmedge_nl_parse_setting(info->attrs, &st, info->extack);
 	if (ret)
 		return ret;
@@ -334,6 +338,10 @@ static int mmedge_nl_chan_set_multi_doit(struct sk_buff *skb,
 	unsigned int n = 0;
 	int rem, ret;
 
+	if (!netlink_capable(skb, CAP_NET_ADMIN)) {
+		GENL_SET_ERR_MSG(info, "need CAP_NET_ADMIN to tune channels");
+		return -EPERM;
+	}
 	if (!info->attrs[MMEDGE_A_CHAN_LIST]) {
 		GENL_SET_ERR_MSG(info, "MMEDGE_A_CHAN_LIST is required");
 		return -EINVAL;
@@ -367,6 +375,10 @@ static int mmedge_nl_bus_set_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct mmedge_dev *mdev;
 
+	if (!netlink_capable(skb, CAP_SYS_ADMIN)) {
+		GENL_SET_ERR_MSG(info, "need CAP_SYS_ADMIN to change the bus model");
+		return -EPERM;
+	}
 	if (!info->attrs[MMEDGE_A_DEV_BUS_BW]) {
 		GENL_SET_ERR_MSG(info, "MMEDGE_A_DEV_BUS_BW is required");
 		return -EINVAL;
@@ -402,7 +414,6 @@ static const struct genl_small_ops mmedge_nl_ops[] = {
 	{
 		.cmd = MMEDGE_CMD_BUS_SET,
 		.doit = mmedge_nl_bus_set_doit,
-		.flags = GENL_ADMIN_PERM,
 	},
 };
 

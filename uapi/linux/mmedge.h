@@ -463,9 +463,11 @@ struct mmedge_chan_config {
  * struct mmedge_chan_destroy - destroy a channel
  * @id: channel id.
  * @flags: must be zero.
+ * @reserved: must be zero.
  *
- * Queued buffers complete with MMEDGE_FRAME_ERROR, and their fences
- * signal with -ECANCELED.
+ * Queued, in-flight and filled-but-not-dequeued buffers are released
+ * (not returned by MMEDGE_IOC_DQBUF); their fences signal with
+ * -ECANCELED.
  */
 struct mmedge_chan_destroy {
 	__u32 id;
@@ -678,6 +680,7 @@ struct mmedge_xts_sample {
  * @mult: out: ns = (raw * mult) >> shift (relative to a base pair).
  * @shift: out: see @mult.
  * @counter_bits: out: the counter wraps at 2^counter_bits.
+ * @pad: must be zero.
  * @samples: out: the sandwiches, like PTP_SYS_OFFSET_EXTENDED.
  * @reserved: must be zero.
  */
@@ -719,8 +722,9 @@ struct mmedge_xts {
  *                        CHAN_SRC_TYPE, CHAN_WEIGHT, CHAN_CLASS,
  *                        CHAN_CAP, CHAN_STATS (nest).
  * MMEDGE_CMD_CHAN_SET    DEV_INDEX, CHAN_ID or CHAN_NAME, and any of
- *                        CHAN_WEIGHT, CHAN_CLASS, CHAN_CAP. Same rules as
- *                        MMEDGE_IOC_CHAN_CONFIG (CAP_SYS_NICE to raise).
+ *                        CHAN_WEIGHT, CHAN_CLASS, CHAN_CAP. Needs
+ *                        CAP_NET_ADMIN, and CAP_SYS_NICE for what
+ *                        MMEDGE_IOC_CHAN_CONFIG needs it for.
  * MMEDGE_CMD_CHAN_SET_MULTI  DEV_INDEX and CHAN_LIST: a nest of
  *                        CHAN_ENTRY nests, each as for CHAN_SET. All are
  *                        checked first; either all apply or none.
