@@ -24,6 +24,14 @@ step "mmctl caps"
 step "mmctl -j dev show"
 "$B/tools/mmctl" -j dev show
 
+step "mmstream -n 10: camera, microphone and IMU streaming, hardware timestamps"
+"$B/tools/mmstream" -n 10
+
+step "instance counters: /sys/class/mmedge/mmedge0/stats/"
+for f in /sys/class/mmedge/mmedge0/stats/*; do
+	[ -f "$f" ] && printf '  %-14s %s\n' "$(basename "$f")" "$(cat "$f")"
+done
+
 step "unloading"
 rmmod mmedge
 echo "mmedge unloaded; /dev/mmedge0 $(test -e /dev/mmedge0 && echo still there || echo gone)"

@@ -23,8 +23,21 @@
  *  - Functions that take no handle (mmhal_strerror(), mmhal_version(),
  *    mmhal_cap_name(), mmhal_ioctl_name()) are thread-safe and return
  *    pointers to static, immutable strings.
+ *  - Buffers (struct mmhal_buf) and channels (struct mmhal_chan) belong
+ *    to the device handle they were made from and share its rule: calls on
+ *    a device handle and on every buffer and channel made from it are
+ *    serialised by the caller, as if they were one object. Free them all
+ *    before closing the device handle.
+ *  - Memory returned by mmhal_buf_map() and the buffer's dma-buf fd
+ *    (mmhal_buf_fd()) may be used from any thread and by other processes
+ *    and devices; bracket CPU access with mmhal_buf_begin_cpu() /
+ *    mmhal_buf_end_cpu() (or mmhal_buf_sync_range()).
+ *  - poll(2) on mmhal_dev_fd() may run in any thread, also while another
+ *    thread calls into the library; POLLIN means some channel of this
+ *    handle has a filled buffer for mmhal_chan_dequeue().
  *  - The library installs no signal handlers and starts no threads. Calls
- *    interrupted by a signal are restarted internally.
+ *    interrupted by a signal are restarted internally (for a blocking
+ *    mmhal_chan_dequeue() the wait starts over). EAGAIN is never retried.
  */
 #ifndef MMHAL_H
 #define MMHAL_H
@@ -58,6 +71,7 @@ extern "C" {
 #define MMHAL_CAP_VIRTUAL	(1ULL << 0)	/* no hardware behind it */
 #define MMHAL_CAP_BUFFERS	(1ULL << 1)	/* buffers can be allocated */
 #define MMHAL_CAP_CONTIG	(1ULL << 2)	/* contiguous buffers */
+#define MMHAL_CAP_CHANNELS	(1ULL << 3)	/* capture channels */
 
 /* Bit numbers of mmhal_caps.ioctls (the driver's _IOC_NR of each ioctl). */
 #define MMHAL_IOCTL_QUERY_CAPS	0
@@ -66,6 +80,14 @@ extern "C" {
 #define MMHAL_IOCTL_BUF_SYNC	3
 #define MMHAL_IOCTL_BUF_IMPORT	4
 #define MMHAL_IOCTL_BUF_RELEASE	5
+#define MMHAL_IOCTL_CHAN_CREATE	6
+#define MMHAL_IOCTL_CHAN_CONFIG	7
+#define MMHAL_IOCTL_CHAN_DESTROY	8
+#define MMHAL_IOCTL_QBUF	9
+#define MMHAL_IOCTL_DQBUF	10
+#define MMHAL_IOCTL_CHAN_STATS	11
+#define MMHAL_IOCTL_BUS_CONFIG	12
+#define MMHAL_IOCTL_XTS		13
 
 /*
  * Device layer
@@ -147,9 +169,646 @@ MMHAL_API int mmhal_dev_caps(struct mmhal_dev *dev, struct mmhal_caps *out);
  * poll(2) and for passing to other APIs, not for issuing mmedge ioctls
  * behind the library's back.
  *
+ * Event loop: poll(2) the descriptor for POLLIN, which the driver reports
+ * while any channel created through @dev has a filled buffer; then call
+ * mmhal_chan_dequeue() with a negative timeout (non-blocking) on each
+ * channel until it returns -EAGAIN. POLLERR means the device is going
+ * away (module unloaded): destroy everything and close @dev.
+ *
  * Return: the descriptor (>= 0), or -EINVAL if @dev is NULL.
  */
 MMHAL_API int mmhal_dev_fd(const struct mmhal_dev *dev);
+
+/**
+ * mmhal_dev_bus_get() - the soft DMA engine's modelled bus bandwidth
+ * @dev: device handle.
+ * @bandwidth: receives bytes per second (0 on failure).
+ *
+ * Return: 0, or -EINVAL (NULL argument), -ENOTTY (driver without it).
+ */
+MMHAL_API int mmhal_dev_bus_get(struct mmhal_dev *dev, uint64_t *bandwidth);
+
+/**
+ * mmhal_dev_bus_set() - change the modelled bus bandwidth
+ * @dev: device handle.
+ * @bandwidth: bytes per second, MMHAL_BUS_MIN..MMHAL_BUS_MAX.
+ *
+ * Return: 0, or -EINVAL (NULL @dev, @bandwidth out of range; checked
+ * before asking the driver), -EPERM (needs CAP_SYS_ADMIN), -ENOTTY.
+ */
+MMHAL_API int mmhal_dev_bus_set(struct mmhal_dev *dev, uint64_t bandwidth);
+
+#define MMHAL_BUS_MIN		1000000ULL		/* 1 MB/s */
+#define MMHAL_BUS_MAX		100000000000ULL		/* 100 GB/s */
+
+#define MMHAL_XTS_MAX_SAMPLES	16
+
+/**
+ * struct mmhal_xts - cross-timestamp of the device's free-running counter
+ * @counter_hz: the counter's calibrated frequency.
+ * @mult: ns = (raw * @mult) >> @shift, relative to a base pair.
+ * @shift: see @mult.
+ * @counter_bits: the counter wraps at 2^@counter_bits.
+ * @n_samples: entries of @samples filled in.
+ * @samples: (CLOCK_MONOTONIC before, counter, CLOCK_MONOTONIC after,
+ *	CLOCK_BOOTTIME - CLOCK_MONOTONIC) sandwiches, like
+ *	PTP_SYS_OFFSET_EXTENDED; the tightest one (smallest
+ *	sys_after - sys_before) is the best estimate.
+ * @reserved: zero.
+ */
+struct mmhal_xts {
+	uint64_t counter_hz;
+	uint32_t mult;
+	uint32_t shift;
+	uint32_t counter_bits;
+	uint32_t n_samples;
+	struct {
+		uint64_t sys_before;
+		uint64_t raw;
+		uint64_t sys_after;
+		uint64_t boot_offset;
+	} samples[MMHAL_XTS_MAX_SAMPLES];
+	uint64_t reserved[4];
+};
+
+/**
+ * mmhal_dev_xts() - read the counter against the system clocks
+ * @dev: device handle.
+ * @n_samples: 1..MMHAL_XTS_MAX_SAMPLES.
+ * @out: filled in on success, zeroed on failure (if not NULL).
+ *
+ * Return: 0, or -EINVAL (NULL argument, @n_samples out of range; checked
+ * before asking the driver), -ENOTTY.
+ */
+MMHAL_API int mmhal_dev_xts(struct mmhal_dev *dev, unsigned int n_samples,
+			    struct mmhal_xts *out);
+
+/*
+ * Buffers
+ *
+ * A buffer is a dma-buf: allocated by mmedge (mmhal_buf_alloc()) or
+ * imported from another driver (mmhal_buf_import()). Either kind can be
+ * queued on a channel of the same device handle. The dma-buf fd can be
+ * handed to V4L2, DRM or an NPU driver.
+ */
+
+struct mmhal_buf;
+
+/* mmhal_buf_params.cache; same values as the driver's MMEDGE_BUF_CACHE_*. */
+#define MMHAL_CACHE_CACHED	0	/* write-back (default) */
+#define MMHAL_CACHE_WC		1	/* write-combined */
+#define MMHAL_CACHE_UNCACHED	2	/* uncached */
+
+/**
+ * struct mmhal_buf_params - how to allocate a buffer
+ * @cache: MMHAL_CACHE_*.
+ * @contiguous: non-zero for physically contiguous memory (one DMA
+ *	segment; needs MMHAL_CAP_CONTIG).
+ * @reserved: zero.
+ */
+struct mmhal_buf_params {
+	uint32_t cache;
+	int contiguous;
+	uint64_t reserved[4];
+};
+
+/**
+ * mmhal_buf_default_params() - cached, not contiguous
+ */
+MMHAL_API struct mmhal_buf_params mmhal_buf_default_params(void);
+
+/**
+ * mmhal_buf_alloc() - allocate a buffer
+ * @dev: device handle.
+ * @size: bytes, > 0; the driver rounds it up to the page size
+ *	(mmhal_buf_size() gives the result).
+ * @params: from mmhal_buf_default_params(), or NULL for the defaults.
+ * @out: receives the handle; set to NULL on failure.
+ *
+ * The buffer's dma-buf fd is opened read-write and close-on-exec.
+ *
+ * Return: 0, or
+ *  -EINVAL  NULL @dev or @out, @size 0, unknown cache mode, non-zero
+ *           reserved fields (all checked before asking the driver);
+ *  -ENOMEM  over max_buffer_size or the memory limits, or out of memory;
+ *  -EMFILE  no free fd; -ENOTTY driver without buffers.
+ */
+MMHAL_API int mmhal_buf_alloc(struct mmhal_dev *dev, uint64_t size,
+			      const struct mmhal_buf_params *params,
+			      struct mmhal_buf **out);
+
+/**
+ * mmhal_buf_import() - use a foreign dma-buf (DRM, V4L2, a heap)
+ * @dev: device handle.
+ * @dmabuf_fd: the dma-buf; the handle keeps its own duplicate, the caller
+ *	still owns @dmabuf_fd.
+ * @out: receives the handle; set to NULL on failure.
+ *
+ * The buffer is attached to the device so channels can fill it.
+ * mmhal_buf_free() ends the import. mmhal_buf_sync_range() does not work
+ * on imported buffers; use mmhal_buf_begin_cpu() / mmhal_buf_end_cpu().
+ *
+ * Return: 0, or -EINVAL (NULL argument, negative fd, not a dma-buf),
+ * -EBADF, -EEXIST (already imported through this device handle),
+ * -ENOSPC (too many imports), the exporter's error.
+ */
+MMHAL_API int mmhal_buf_import(struct mmhal_dev *dev, int dmabuf_fd,
+			       struct mmhal_buf **out);
+
+/**
+ * mmhal_buf_free() - unmap, end the import if any, close the fd, free
+ * @buf: handle, or NULL (nothing happens).
+ *
+ * The memory lives on while other references exist (fds passed elsewhere,
+ * importers). A buffer still queued on a channel stays queued; its frame
+ * then dequeues with mmhal_frame.buf NULL.
+ */
+MMHAL_API void mmhal_buf_free(struct mmhal_buf *buf);
+
+/**
+ * mmhal_buf_fd() - the buffer's dma-buf fd (owned by @buf; do not close)
+ *
+ * Return: the fd (>= 0), or -EINVAL if @buf is NULL.
+ */
+MMHAL_API int mmhal_buf_fd(const struct mmhal_buf *buf);
+
+/**
+ * mmhal_buf_size() - the buffer's size in bytes
+ *
+ * Return: the size (page-rounded for mmedge buffers), or 0 if @buf is NULL.
+ */
+MMHAL_API uint64_t mmhal_buf_size(const struct mmhal_buf *buf);
+
+/**
+ * mmhal_buf_map() - map the buffer for the CPU (read-write, shared)
+ * @buf: buffer handle.
+ * @addr: receives the address; NULL on failure.
+ *
+ * The first call mmap()s the buffer; later calls return the same address.
+ * The mapping lasts until mmhal_buf_free().
+ *
+ * Return: 0, or -EINVAL (NULL argument), or mmap(2)'s error.
+ */
+MMHAL_API int mmhal_buf_map(struct mmhal_buf *buf, void **addr);
+
+/* Flags of mmhal_buf_sync_range(), mmhal_buf_begin_cpu(), _end_cpu(); same
+ * values as DMA_BUF_SYNC_* and MMEDGE_BUF_SYNC_*. */
+#define MMHAL_SYNC_READ		(1U << 0)	/* the CPU reads */
+#define MMHAL_SYNC_WRITE	(1U << 1)	/* the CPU writes */
+#define MMHAL_SYNC_RW		(MMHAL_SYNC_READ | MMHAL_SYNC_WRITE)
+#define MMHAL_SYNC_START	0		/* CPU access begins */
+#define MMHAL_SYNC_END		(1U << 2)	/* CPU access ends */
+
+/**
+ * mmhal_buf_sync_range() - make a byte range coherent (mmedge buffers)
+ * @buf: an mmedge-allocated buffer.
+ * @offset: first byte.
+ * @len: bytes, > 0; @offset + @len <= mmhal_buf_size().
+ * @flags: MMHAL_SYNC_START or MMHAL_SYNC_END, with READ, WRITE or both.
+ *
+ * Like mmhal_buf_begin_cpu() / _end_cpu() for only that range, which is
+ * cheaper for a small part (a frame's in-band record) of a large buffer.
+ * A START waits for the buffer's fences first.
+ *
+ * Return: 0, or -EINVAL (NULL @buf, no READ/WRITE, unknown flags, empty
+ * or out-of-range range: checked before asking the driver; an imported
+ * buffer), or the driver's error.
+ */
+MMHAL_API int mmhal_buf_sync_range(struct mmhal_buf *buf, uint64_t offset,
+				   uint64_t len, unsigned int flags);
+
+/**
+ * mmhal_buf_begin_cpu() - CPU access to the whole buffer begins
+ * @buf: buffer handle.
+ * @flags: MMHAL_SYNC_READ, MMHAL_SYNC_WRITE or both.
+ *
+ * DMA_BUF_IOCTL_SYNC on the dma-buf; waits for its fences.
+ *
+ * Return: 0, or -EINVAL (NULL @buf, bad @flags), or the exporter's error.
+ */
+MMHAL_API int mmhal_buf_begin_cpu(struct mmhal_buf *buf, unsigned int flags);
+
+/**
+ * mmhal_buf_end_cpu() - CPU access to the whole buffer ends
+ * @buf: buffer handle.
+ * @flags: the same flags as the matching mmhal_buf_begin_cpu().
+ *
+ * Return: as mmhal_buf_begin_cpu().
+ */
+MMHAL_API int mmhal_buf_end_cpu(struct mmhal_buf *buf, unsigned int flags);
+
+/*
+ * Channels
+ *
+ * A capture channel moves frames from a source (camera, microphone, IMU)
+ * into buffers the application queues, like V4L2 streaming I/O: queue
+ * empty buffers (the first one starts the source), wait (poll the device
+ * fd or dequeue with a timeout), dequeue a filled buffer with its sequence
+ * number and hardware timestamps, process it, queue it again. Each filled
+ * buffer also carries an in-band record (struct mmhal_frame_meta) after
+ * the data, so a device reading the buffer sees the timestamps too.
+ */
+
+struct mmhal_chan;
+
+/* struct mmhal_src.type */
+#define MMHAL_SRC_CAMERA	1
+#define MMHAL_SRC_MIC		2
+#define MMHAL_SRC_IMU		3
+
+#define MMHAL_FOURCC(a, b, c, d) \
+	((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | \
+	 (uint32_t)(d) << 24)
+
+/* struct mmhal_src.fourcc */
+#define MMHAL_FMT_GREY		MMHAL_FOURCC('G', 'R', 'E', 'Y') /* 8-bit luma */
+#define MMHAL_FMT_RGB24		MMHAL_FOURCC('R', 'G', 'B', '3') /* 24-bit RGB */
+#define MMHAL_FMT_NV12		MMHAL_FOURCC('N', 'V', '1', '2') /* Y + CbCr 4:2:0 */
+#define MMHAL_FMT_S16LE		MMHAL_FOURCC('1', '6', 'L', 'E') /* microphone */
+#define MMHAL_FMT_IMU6		MMHAL_FOURCC('I', 'M', 'U', '6') /* struct mmhal_imu_sample */
+
+/* struct mmhal_src.signal (microphone) */
+#define MMHAL_SIGNAL_TONE	0
+#define MMHAL_SIGNAL_CHIRP	1
+
+/* Camera size limits, pixels */
+#define MMHAL_CAM_MIN		16
+#define MMHAL_CAM_MAX		4096
+
+/**
+ * struct mmhal_src - what a source produces (build one with
+ *	mmhal_src_camera(), mmhal_src_mic() or mmhal_src_imu())
+ * @type: MMHAL_SRC_*.
+ * @fourcc: MMHAL_FMT_*: GREY, RGB24 or NV12 for a camera, S16LE for a
+ *	microphone, IMU6 for an IMU.
+ * @width: camera: pixels per line, MMHAL_CAM_MIN..MAX (even for NV12);
+ *	else 0.
+ * @height: camera: lines, as @width; else 0.
+ * @rate_num: frames (camera) or samples (microphone, IMU) per @rate_den
+ *	seconds; > 0.
+ * @rate_den: > 0.
+ * @period: microphone and IMU: samples per buffer, > 0; camera: 0.
+ * @signal: microphone: MMHAL_SIGNAL_*; else 0.
+ */
+struct mmhal_src {
+	uint32_t type;
+	uint32_t fourcc;
+	uint32_t width;
+	uint32_t height;
+	uint32_t rate_num;
+	uint32_t rate_den;
+	uint32_t period;
+	uint32_t signal;
+};
+
+/** mmhal_src_camera() - a camera source, @fps frames per second */
+MMHAL_API struct mmhal_src mmhal_src_camera(uint32_t width, uint32_t height,
+					    uint32_t fourcc, uint32_t fps);
+/** mmhal_src_mic() - a microphone, @rate Hz, @period samples per buffer,
+ *  @signal MMHAL_SIGNAL_* (S16LE, mono) */
+MMHAL_API struct mmhal_src mmhal_src_mic(uint32_t rate, uint32_t period,
+					 uint32_t signal);
+/** mmhal_src_imu() - an IMU, @rate Hz, @period samples per buffer (IMU6) */
+MMHAL_API struct mmhal_src mmhal_src_imu(uint32_t rate, uint32_t period);
+
+/* struct mmhal_chan_params.class */
+#define MMHAL_CLASS_BEST_EFFORT	0
+#define MMHAL_CLASS_LATENCY	1	/* needs a cap and CAP_SYS_NICE */
+
+#define MMHAL_WEIGHT_MIN	1
+#define MMHAL_WEIGHT_DEFAULT	100	/* above needs CAP_SYS_NICE */
+#define MMHAL_WEIGHT_MAX	10000
+
+#define MMHAL_SEGMENT_MIN	64
+#define MMHAL_SEGMENT_MAX	(1U << 20)
+
+/* struct mmhal_chan_params.overrun: a frame is due and no buffer is queued */
+#define MMHAL_OVERRUN_DROP_NEWEST 0	/* the new frame is dropped */
+#define MMHAL_OVERRUN_DROP_OLDEST 1	/* the oldest filled buffer is reused */
+
+/**
+ * struct mmhal_chan_params - how a channel shares the DMA engine
+ * @weight: MMHAL_WEIGHT_MIN..MAX; share of the engine relative to other
+ *	channels.
+ * @class: MMHAL_CLASS_*.
+ * @cap: rate cap in bytes per second; 0 = none.
+ * @segment: bytes per arbitration segment: 0 = the driver's default, or
+ *	MMHAL_SEGMENT_MIN..MAX, a multiple of 64.
+ * @overrun: MMHAL_OVERRUN_*.
+ * @reserved: zero.
+ */
+struct mmhal_chan_params {
+	uint32_t weight;
+	uint32_t class;
+	uint64_t cap;
+	uint32_t segment;
+	uint32_t overrun;
+	uint64_t reserved[4];
+};
+
+/**
+ * mmhal_chan_default_params() - weight 100, best effort, no cap, default
+ * segment, drop the newest frame on overrun
+ */
+MMHAL_API struct mmhal_chan_params mmhal_chan_default_params(void);
+
+/**
+ * mmhal_chan_create() - create a capture channel
+ * @dev: device handle.
+ * @src: the source.
+ * @params: from mmhal_chan_default_params(), or NULL for the defaults.
+ * @out: receives the handle; set to NULL on failure.
+ *
+ * Return: 0, or
+ *  -EINVAL  NULL @dev, @src or @out; a source or parameter the HAL can
+ *           tell is invalid (unknown type or format, format not of the
+ *           type, zero rate, camera size out of range or odd for NV12,
+ *           zero period, weight, class, segment or overrun out of range,
+ *           latency class without a cap, non-zero reserved fields:
+ *           checked before asking the driver); a rate the driver refuses;
+ *  -EPERM   weight above MMHAL_WEIGHT_DEFAULT or latency class without
+ *           CAP_SYS_NICE;
+ *  -ENOSPC  the device has no free channel; -ENOTTY no channels.
+ */
+MMHAL_API int mmhal_chan_create(struct mmhal_dev *dev,
+				const struct mmhal_src *src,
+				const struct mmhal_chan_params *params,
+				struct mmhal_chan **out);
+
+/**
+ * mmhal_chan_destroy() - destroy a channel
+ * @chan: handle, or NULL (nothing happens).
+ *
+ * Buffers still queued are cancelled (their fences signal with an error)
+ * and stay owned by the caller.
+ */
+MMHAL_API void mmhal_chan_destroy(struct mmhal_chan *chan);
+
+/** mmhal_chan_id() - the driver's channel id (> 0), or -EINVAL for NULL */
+MMHAL_API int mmhal_chan_id(const struct mmhal_chan *chan);
+
+/** mmhal_chan_frame_size() - bytes of data per frame; 0 for NULL */
+MMHAL_API uint32_t mmhal_chan_frame_size(const struct mmhal_chan *chan);
+
+/**
+ * mmhal_chan_meta_offset() - offset of the in-band struct
+ * mmhal_frame_meta in a filled buffer; 0 for NULL
+ */
+MMHAL_API uint32_t mmhal_chan_meta_offset(const struct mmhal_chan *chan);
+
+/**
+ * mmhal_chan_buf_size() - the smallest buffer the channel accepts:
+ * meta offset + sizeof(struct mmhal_frame_meta); 0 for NULL
+ */
+MMHAL_API uint64_t mmhal_chan_buf_size(const struct mmhal_chan *chan);
+
+/**
+ * mmhal_chan_queue() - queue an empty buffer
+ * @chan: channel handle.
+ * @buf: a buffer of the same device handle, at least
+ *	mmhal_chan_buf_size() bytes, not queued anywhere.
+ * @cookie: any value; returned in mmhal_frame.cookie.
+ * @fence_fd: NULL, or receives a sync_file fd (close-on-exec, the
+ *	caller's to close) that signals when the buffer is filled, with an
+ *	error if the transfer fails or the channel is destroyed; -1 on
+ *	failure.
+ *
+ * The first buffer queued starts the source.
+ *
+ * Return: 0, or -EINVAL (NULL @chan or @buf; @buf of another device
+ * handle), -ENOSPC (@buf too small), -EBUSY (already queued or filled and
+ * not dequeued), -ENOMEM, -EMFILE.
+ */
+MMHAL_API int mmhal_chan_queue(struct mmhal_chan *chan, struct mmhal_buf *buf,
+			       uint64_t cookie, int *fence_fd);
+
+/* mmhal_frame.flags and mmhal_frame_meta.flags (MMEDGE_FRAME_*) */
+#define MMHAL_FRAME_ERROR		(1U << 0) /* failed or cancelled */
+#define MMHAL_FRAME_DROPPED_BEFORE	(1U << 1) /* frames were dropped since the last */
+#define MMHAL_FRAME_TS_SOF_SOURCE	(1U << 2) /* SOF is the source's exposure start */
+
+/**
+ * struct mmhal_timestamps - when a frame was taken and delivered
+ * @sof_raw: device counter at start of frame (exposure / first sample).
+ * @eof_raw: counter at end of frame (last DMA segment done).
+ * @sof_mono: @sof_raw as CLOCK_MONOTONIC ns.
+ * @eof_mono: @eof_raw as CLOCK_MONOTONIC ns.
+ * @sof_boot: @sof_raw as CLOCK_BOOTTIME ns.
+ * @eof_boot: @eof_raw as CLOCK_BOOTTIME ns.
+ */
+struct mmhal_timestamps {
+	uint64_t sof_raw;
+	uint64_t eof_raw;
+	uint64_t sof_mono;
+	uint64_t eof_mono;
+	uint64_t sof_boot;
+	uint64_t eof_boot;
+};
+
+/**
+ * struct mmhal_frame - a dequeued buffer
+ * @buf: the buffer that was queued (NULL if it was freed meanwhile).
+ * @cookie: as given to mmhal_chan_queue().
+ * @chan: channel id.
+ * @flags: MMHAL_FRAME_*.
+ * @sequence: frame number on the channel, from 0; a gap means drops.
+ * @bytesused: bytes of data.
+ * @ts: timestamps.
+ * @dropped: frames dropped on the channel so far.
+ * @reserved: zero.
+ */
+struct mmhal_frame {
+	struct mmhal_buf *buf;
+	uint64_t cookie;
+	uint32_t chan;
+	uint32_t flags;
+	uint64_t sequence;
+	uint64_t bytesused;
+	struct mmhal_timestamps ts;
+	uint64_t dropped;
+	uint64_t reserved[4];
+};
+
+/* mmhal_chan_dequeue() timeouts */
+#define MMHAL_NONBLOCK		(-1)	/* return -EAGAIN at once */
+#define MMHAL_FOREVER		0	/* wait until a buffer is filled */
+
+/**
+ * mmhal_chan_dequeue() - take the oldest filled buffer
+ * @chan: channel handle.
+ * @timeout_ms: < 0 (MMHAL_NONBLOCK): do not wait; 0 (MMHAL_FOREVER):
+ *	wait as long as it takes; > 0: wait at most that long.
+ * @out: filled in on success, zeroed on failure.
+ *
+ * Return: 0, or -EINVAL (NULL argument), -EAGAIN (non-blocking and
+ * nothing filled), -ETIMEDOUT, -ENODEV (the device went away), -ENOENT
+ * (the channel is gone).
+ */
+MMHAL_API int mmhal_chan_dequeue(struct mmhal_chan *chan, int timeout_ms,
+				 struct mmhal_frame *out);
+
+/**
+ * mmhal_chan_set_weight() - change the weight (from the next segment)
+ * @chan: channel handle.
+ * @weight: MMHAL_WEIGHT_MIN..MAX (raising above the default needs
+ *	CAP_SYS_NICE).
+ *
+ * Return: 0, or -EINVAL (NULL @chan, out of range: checked first),
+ * -EPERM.
+ */
+MMHAL_API int mmhal_chan_set_weight(struct mmhal_chan *chan, uint32_t weight);
+
+/**
+ * mmhal_chan_set_class() - change the class
+ * @chan: channel handle.
+ * @class: MMHAL_CLASS_* (LATENCY needs a cap and CAP_SYS_NICE).
+ *
+ * Return: 0, or -EINVAL (NULL @chan, unknown class: checked first;
+ * latency without a cap), -EPERM.
+ */
+MMHAL_API int mmhal_chan_set_class(struct mmhal_chan *chan, uint32_t class);
+
+/**
+ * mmhal_chan_set_cap() - change the rate cap
+ * @chan: channel handle.
+ * @cap: bytes per second, 0 for none (not allowed in the latency class).
+ *
+ * Return: 0, or -EINVAL.
+ */
+MMHAL_API int mmhal_chan_set_cap(struct mmhal_chan *chan, uint64_t cap);
+
+/* Buckets of mmhal_chan_stats.wait_hist */
+#define MMHAL_WAIT_BUCKETS	16
+
+/**
+ * struct mmhal_chan_stats - a channel's counters
+ * @id: channel id.
+ * @weight: current weight.
+ * @class: current class.
+ * @cap: current cap, bytes/s.
+ * @bytes: bytes moved.
+ * @segments: segments moved.
+ * @frames: frames completed.
+ * @dropped: frames dropped (overrun).
+ * @errors: frames completed with an error.
+ * @bw_ewma: achieved bandwidth, bytes/s, exponentially weighted.
+ * @wait_hist: segment queue waits (ready to transfer start): bucket i
+ *	counts waits below 2^(i + 10) ns, the last one everything longer.
+ * @reserved: zero.
+ */
+struct mmhal_chan_stats {
+	uint32_t id;
+	uint32_t weight;
+	uint32_t class;
+	uint32_t pad;
+	uint64_t cap;
+	uint64_t bytes;
+	uint64_t segments;
+	uint64_t frames;
+	uint64_t dropped;
+	uint64_t errors;
+	uint64_t bw_ewma;
+	uint64_t wait_hist[MMHAL_WAIT_BUCKETS];
+	uint64_t reserved[4];
+};
+
+/**
+ * mmhal_chan_stats() - a channel's counters
+ * @chan: channel handle.
+ * @out: filled in on success, zeroed on failure (if not NULL).
+ *
+ * Return: 0, or -EINVAL (NULL argument), -ENOENT.
+ */
+MMHAL_API int mmhal_chan_stats(struct mmhal_chan *chan,
+			       struct mmhal_chan_stats *out);
+
+/**
+ * mmhal_dev_chan_stats() - counters of any channel of the device
+ * @dev: device handle.
+ * @id: channel id (from any process).
+ * @out: as mmhal_chan_stats().
+ *
+ * Return: 0, or -EINVAL (NULL argument, id 0), -ENOENT (no such channel).
+ */
+MMHAL_API int mmhal_dev_chan_stats(struct mmhal_dev *dev, uint32_t id,
+				   struct mmhal_chan_stats *out);
+
+/**
+ * mmhal_wait_bucket_ns() - upper bound of a wait histogram bucket
+ * @bucket: 0..MMHAL_WAIT_BUCKETS - 1.
+ *
+ * Return: 2^(@bucket + 10) ns; UINT64_MAX for the last bucket (open-ended)
+ * and for an out-of-range @bucket.
+ */
+MMHAL_API uint64_t mmhal_wait_bucket_ns(unsigned int bucket);
+
+/* Frame record magic, "EDGEMETA" little-endian */
+#define MMHAL_META_MAGIC	0x4154454d45474445ULL
+#define MMHAL_META_VERSION	1
+
+/**
+ * struct mmhal_frame_meta - the in-band record after a frame's data
+ *	(same layout as the driver's struct mmedge_frame_meta)
+ * @magic: MMHAL_META_MAGIC.
+ * @version: MMHAL_META_VERSION or newer (newer only appends fields).
+ * @size: bytes of the record as the driver wrote it.
+ * @chan: channel id.
+ * @flags: MMHAL_FRAME_*.
+ * @sequence: frame number.
+ * @bytesused: bytes of data.
+ * @ts: timestamps, equal to those of the dequeue.
+ * @dropped: frames dropped on the channel so far.
+ * @reserved: zero.
+ */
+struct mmhal_frame_meta {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t size;
+	uint32_t chan;
+	uint32_t flags;
+	uint64_t sequence;
+	uint64_t bytesused;
+	struct mmhal_timestamps ts;
+	uint64_t dropped;
+	uint64_t reserved[2];
+};
+
+/**
+ * mmhal_frame_meta() - the in-band record of a filled buffer
+ * @buf: a buffer dequeued from @chan (mapped on demand).
+ * @chan: the channel that filled it.
+ * @out: receives a pointer into the buffer's mapping (valid until
+ *	mmhal_buf_free()); NULL on failure.
+ *
+ * Checks the magic, the version, the record size and the channel id.
+ * Read it between mmhal_buf_begin_cpu() and _end_cpu() (or
+ * mmhal_buf_sync_range() of the record) where caches are not coherent.
+ *
+ * Return: 0, or -EINVAL (NULL argument), -ENOSPC (@buf too small for
+ * @chan), -EBADMSG (no record: bad magic or size, another channel's),
+ * -EPROTO (version 0), or mmhal_buf_map()'s error.
+ */
+MMHAL_API int mmhal_frame_meta(struct mmhal_buf *buf,
+			       const struct mmhal_chan *chan,
+			       const struct mmhal_frame_meta **out);
+
+/**
+ * struct mmhal_imu_sample - one IMU6 record (24 bytes, little-endian)
+ * @index: the sample's index on the channel: sequence * period + k.
+ * @ax: acceleration, x axis, 16384 = 1 g.
+ * @ay: acceleration, y axis.
+ * @az: acceleration, z axis.
+ * @gx: angular rate, x axis.
+ * @gy: angular rate, y axis.
+ * @gz: angular rate, z axis.
+ * @reserved: zero.
+ */
+struct mmhal_imu_sample {
+	uint64_t index;
+	int16_t ax, ay, az;
+	int16_t gx, gy, gz;
+	uint32_t reserved;
+};
 
 /*
  * Names and messages

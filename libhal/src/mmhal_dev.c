@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Device layer: opening /dev/mmedgeN and querying it.
+ * Device layer: opening /dev/mmedgeN and querying it, the bus model and
+ * cross-timestamps.
  *
- * This file is the only code in libmmhal that issues mmedge ioctls.
+ * Every ioctl libmmhal issues goes through mmhal_ioctl(), defined here;
+ * mmhal_buf.c and mmhal_chan.c use it for the buffer and channel ioctls.
  */
 #include <assert.h>
 #include <errno.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "mmhal_internal.h"
@@ -22,6 +25,14 @@ static_assert(MMHAL_CAP_CONTIG == MMEDGE_CAP_CONTIG, "cap bit drift");
 static_assert(MMHAL_IOCTL_BUF_ALLOC == _IOC_NR(MMEDGE_IOC_BUF_ALLOC), "nr drift");
 static_assert(MMHAL_IOCTL_BUF_RELEASE == _IOC_NR(MMEDGE_IOC_BUF_RELEASE),
 	      "nr drift");
+static_assert(MMHAL_CAP_CHANNELS == MMEDGE_CAP_CHANNELS, "cap bit drift");
+static_assert(MMHAL_BUS_MIN == 1000ULL * 1000, "bus range drift");
+static_assert(MMHAL_BUS_MAX == 100ULL * 1000 * 1000 * 1000, "bus range drift");
+static_assert(MMHAL_XTS_MAX_SAMPLES == MMEDGE_XTS_MAX_SAMPLES, "xts drift");
+static_assert(sizeof(struct mmedge_bus_config) == MMEDGE_BUS_CONFIG_SIZE_VER0,
+	      "struct mmedge_bus_config size");
+static_assert(sizeof(struct mmedge_xts) == MMEDGE_XTS_SIZE_VER0,
+	      "struct mmedge_xts size");
 static_assert(MMHAL_IOCTL_QUERY_CAPS == _IOC_NR(MMEDGE_IOC_QUERY_CAPS),
 	      "ioctl number drift");
 static_assert(MMHAL_DRIVER_LEN == MMEDGE_NAME_LEN, "driver name length");
@@ -162,4 +173,82 @@ int mmhal_dev_caps(struct mmhal_dev *dev, struct mmhal_caps *out)
 int mmhal_dev_fd(const struct mmhal_dev *dev)
 {
 	return dev ? dev->fd : -EINVAL;
+}
+
+int mmhal_dev_wrap(int fd, const struct mmhal_caps *caps,
+		   struct mmhal_dev **out)
+{
+	struct mmhal_dev *dev = calloc(1, sizeof(*dev));
+
+	*out = NULL;
+	if (!dev)
+		return -ENOMEM;
+	dev->fd = fd;
+	if (caps)
+		dev->caps = *caps;
+	*out = dev;
+	return 0;
+}
+
+int mmhal_dev_bus_get(struct mmhal_dev *dev, uint64_t *bandwidth)
+{
+	struct mmedge_bus_config b;
+	int ret;
+
+	if (!bandwidth)
+		return -EINVAL;
+	*bandwidth = 0;
+	if (!dev)
+		return -EINVAL;
+	memset(&b, 0, sizeof(b));
+	ret = mmhal_ioctl(dev->fd, MMEDGE_IOC_BUS_CONFIG, &b);
+	if (ret < 0)
+		return ret;
+	*bandwidth = b.bandwidth;
+	return 0;
+}
+
+int mmhal_dev_bus_set(struct mmhal_dev *dev, uint64_t bandwidth)
+{
+	struct mmedge_bus_config b;
+	int ret;
+
+	if (!dev || bandwidth < MMHAL_BUS_MIN || bandwidth > MMHAL_BUS_MAX)
+		return -EINVAL;
+	memset(&b, 0, sizeof(b));
+	b.set = 1;
+	b.bandwidth = bandwidth;
+	ret = mmhal_ioctl(dev->fd, MMEDGE_IOC_BUS_CONFIG, &b);
+	return ret < 0 ? ret : 0;
+}
+
+int mmhal_dev_xts(struct mmhal_dev *dev, unsigned int n_samples,
+		  struct mmhal_xts *out)
+{
+	struct mmedge_xts x;
+	unsigned int i;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!dev || n_samples < 1 || n_samples > MMHAL_XTS_MAX_SAMPLES)
+		return -EINVAL;
+	memset(&x, 0, sizeof(x));
+	x.n_samples = n_samples;
+	ret = mmhal_ioctl(dev->fd, MMEDGE_IOC_XTS, &x);
+	if (ret < 0)
+		return ret;
+	out->counter_hz = x.counter_hz;
+	out->mult = x.mult;
+	out->shift = x.shift;
+	out->counter_bits = x.counter_bits;
+	out->n_samples = n_samples;
+	for (i = 0; i < n_samples; i++) {
+		out->samples[i].sys_before = x.samples[i].sys_before;
+		out->samples[i].raw = x.samples[i].raw;
+		out->samples[i].sys_after = x.samples[i].sys_after;
+		out->samples[i].boot_offset = x.samples[i].boot_offset;
+	}
+	return 0;
 }

@@ -7,6 +7,8 @@
 #ifndef MMHAL_INTERNAL_H
 #define MMHAL_INTERNAL_H
 
+#include <stddef.h>
+
 #include <linux/mmedge.h>
 
 #include "mmhal.h"
@@ -34,5 +36,45 @@ int mmhal_ioctl(int fd, unsigned long req, void *arg);
  * Return: 0, or -EPROTO if the driver's api_version is below 1.
  */
 int mmhal_caps_from_uapi(const struct mmedge_caps *in, struct mmhal_caps *out);
+
+/*
+ * mmhal_dev_wrap() - make a device handle around an open fd
+ *
+ * For the host tests: a handle on a pipe shows whether a function issued
+ * an ioctl (-ENOTTY) or refused its arguments first (-EINVAL). Takes
+ * ownership of @fd on success.
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int mmhal_dev_wrap(int fd, const struct mmhal_caps *caps,
+		   struct mmhal_dev **out);
+
+/*
+ * mmhal_buf_wrap() / mmhal_chan_wrap() - handles around things that are
+ * not the driver's, for the host tests (a memfd as a buffer, a made-up
+ * channel id and layout). mmhal_buf_wrap() takes ownership of @fd.
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int mmhal_buf_wrap(struct mmhal_dev *dev, int fd, uint64_t size,
+		   struct mmhal_buf **out);
+int mmhal_chan_wrap(struct mmhal_dev *dev, uint32_t id, uint32_t frame_size,
+		    uint32_t meta_offset, struct mmhal_chan **out);
+
+/* mmhal_buf.c: a buffer is the device's (queue on its channels only). */
+struct mmhal_dev *mmhal_buf_dev(const struct mmhal_buf *buf);
+/* The channel a buffer is queued on, or NULL. */
+struct mmhal_chan *mmhal_buf_chan(const struct mmhal_buf *buf);
+
+/*
+ * mmhal_buf_attach() / mmhal_buf_detach() - mmhal_chan.c tracks which
+ * channel slot a queued buffer sits in, so that mmhal_buf_free() of a
+ * queued buffer leaves no dangling pointer behind. @slot is opaque to
+ * mmhal_buf.c. mmhal_chan_forget() is called by mmhal_buf_free().
+ */
+void mmhal_buf_attach(struct mmhal_buf *buf, struct mmhal_chan *chan,
+		      size_t slot);
+void mmhal_buf_detach(struct mmhal_buf *buf);
+void mmhal_chan_forget(struct mmhal_chan *chan, size_t slot);
 
 #endif /* MMHAL_INTERNAL_H */

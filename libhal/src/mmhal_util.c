@@ -3,6 +3,7 @@
  * Messages, names and the library version. Nothing here touches a device.
  */
 #define _GNU_SOURCE		/* strerrordesc_np() */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
@@ -24,7 +25,17 @@ static const char *const mmhal_cap_names[] = {
 	[0] = "virtual",		/* MMHAL_CAP_VIRTUAL */
 	[1] = "buffers",		/* MMHAL_CAP_BUFFERS */
 	[2] = "contig",			/* MMHAL_CAP_CONTIG */
+	[3] = "channels",		/* MMHAL_CAP_CHANNELS */
 };
+
+static_assert(MMHAL_CAP_VIRTUAL == MMEDGE_CAP_VIRTUAL &&
+	      MMEDGE_CAP_VIRTUAL == 1ULL << 0, "cap name table drift");
+static_assert(MMHAL_CAP_BUFFERS == MMEDGE_CAP_BUFFERS &&
+	      MMEDGE_CAP_BUFFERS == 1ULL << 1, "cap name table drift");
+static_assert(MMHAL_CAP_CONTIG == MMEDGE_CAP_CONTIG &&
+	      MMEDGE_CAP_CONTIG == 1ULL << 2, "cap name table drift");
+static_assert(MMHAL_CAP_CHANNELS == MMEDGE_CAP_CHANNELS &&
+	      MMEDGE_CAP_CHANNELS == 1ULL << 3, "cap name table drift");
 
 static const char *const mmhal_ioctl_names[] = {
 	[_IOC_NR(MMEDGE_IOC_QUERY_CAPS)] = "QUERY_CAPS",
@@ -33,7 +44,22 @@ static const char *const mmhal_ioctl_names[] = {
 	[_IOC_NR(MMEDGE_IOC_BUF_SYNC)] = "BUF_SYNC",
 	[_IOC_NR(MMEDGE_IOC_BUF_IMPORT)] = "BUF_IMPORT",
 	[_IOC_NR(MMEDGE_IOC_BUF_RELEASE)] = "BUF_RELEASE",
+	[_IOC_NR(MMEDGE_IOC_CHAN_CREATE)] = "CHAN_CREATE",
+	[_IOC_NR(MMEDGE_IOC_CHAN_CONFIG)] = "CHAN_CONFIG",
+	[_IOC_NR(MMEDGE_IOC_CHAN_DESTROY)] = "CHAN_DESTROY",
+	[_IOC_NR(MMEDGE_IOC_QBUF)] = "QBUF",
+	[_IOC_NR(MMEDGE_IOC_DQBUF)] = "DQBUF",
+	[_IOC_NR(MMEDGE_IOC_CHAN_STATS)] = "CHAN_STATS",
+	[_IOC_NR(MMEDGE_IOC_BUS_CONFIG)] = "BUS_CONFIG",
+	[_IOC_NR(MMEDGE_IOC_XTS)] = "XTS",
 };
+
+/* Every number up to the last is named (no hole in the table). */
+static_assert(MMHAL_ARRAY_SIZE(mmhal_ioctl_names) ==
+	      _IOC_NR(MMEDGE_IOC_XTS) + 1, "ioctl name table has holes");
+static_assert(MMHAL_IOCTL_XTS == _IOC_NR(MMEDGE_IOC_XTS), "nr drift");
+static_assert(MMHAL_IOCTL_CHAN_CREATE == _IOC_NR(MMEDGE_IOC_CHAN_CREATE),
+	      "nr drift");
 
 const char *mmhal_strerror(int err)
 {

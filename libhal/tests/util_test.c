@@ -48,6 +48,11 @@ static void test_cap_names(void)
 {
 	CHECK_STR(mmhal_cap_name(0), "virtual");
 	CHECK(MMHAL_CAP_VIRTUAL == 1ULL << 0);
+	CHECK_STR(mmhal_cap_name(1), "buffers");
+	CHECK_STR(mmhal_cap_name(2), "contig");
+	CHECK_STR(mmhal_cap_name(3), "channels");
+	CHECK(MMHAL_CAP_CHANNELS == 1ULL << 3);
+	CHECK(mmhal_cap_name(4) == NULL);
 	CHECK(mmhal_cap_name(63) == NULL);
 	CHECK(mmhal_cap_name(64) == NULL);
 	CHECK(mmhal_cap_name(~0U) == NULL);
@@ -56,6 +61,16 @@ static void test_cap_names(void)
 static void test_ioctl_names(void)
 {
 	CHECK_STR(mmhal_ioctl_name(MMHAL_IOCTL_QUERY_CAPS), "QUERY_CAPS");
+	CHECK_STR(mmhal_ioctl_name(MMHAL_IOCTL_BUF_RELEASE), "BUF_RELEASE");
+	CHECK_STR(mmhal_ioctl_name(MMHAL_IOCTL_CHAN_CREATE), "CHAN_CREATE");
+	CHECK_STR(mmhal_ioctl_name(MMHAL_IOCTL_CHAN_CONFIG), "CHAN_CONFIG");
+	CHECK_STR(mmhal_ioctl_name(MMHAL_IOCTL_CHAN_DESTROY), "CHAN_DESTROY");
+	CHECK_STR(mmhal_ioctl_name(MMHAL_IOCTL_QBUF), "QBUF");
+	CHECK_STR(mmhal_ioctl_name(MMHAL_IOCTL_DQBUF), "DQBUF");
+	CHECK_STR(mmhal_ioctl_name(MMHAL_IOCTL_CHAN_STATS), "CHAN_STATS");
+	CHECK_STR(mmhal_ioctl_name(MMHAL_IOCTL_BUS_CONFIG), "BUS_CONFIG");
+	CHECK_STR(mmhal_ioctl_name(MMHAL_IOCTL_XTS), "XTS");
+	CHECK(mmhal_ioctl_name(MMHAL_IOCTL_XTS + 1) == NULL);
 	CHECK(mmhal_ioctl_name(63) == NULL);
 	CHECK(mmhal_ioctl_name(~0U) == NULL);
 }
