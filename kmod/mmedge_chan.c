@@ -42,6 +42,8 @@
 #define MMEDGE_ANCHOR_NS		NSEC_PER_SEC
 /* The engine sleeps once it is this far ahead of the modelled bus. */
 #define MMEDGE_PACE_SLACK_NS		(500 * NSEC_PER_USEC)
+/* A late wake-up within this of the bus going free loses no bus time. */
+#define MMEDGE_PACE_CATCHUP_NS		(2 * NSEC_PER_MSEC)
 /* At most 10 drop events per second per channel. */
 #define MMEDGE_DROP_EVENT_NS		(100 * NSEC_PER_MSEC)
 
@@ -601,6 +603,15 @@ static void mmedge_engine_serve(struct mmedge_engine *eng,
 {
 	u64 len = min_t(u64, ch->segment, ch->frame_bytes - ch->cur_off);
 	u64 start = max(now, eng->bus_free_ns);
+
+	/*
+	 * The engine thread woke late from a pacing sleep while the bus was
+	 * busy: keep the modelled bus back to back instead of losing the
+	 * time to the scheduler.
+	 */
+	if (eng->bus_free_ns < now &&
+	    now - eng->bus_free_ns <= MMEDGE_PACE_CATCHUP_NS)
+		start = clamp(ch->seg_ready_ns, eng->bus_free_ns, now);
 
 	u32 error = 0;
 

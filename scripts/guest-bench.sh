@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Runs inside the VM (chrooted in the host's root, cwd = the project), from
-# scripts/bench.sh: loads mmedge.ko and vgem (for a device attachment) and
-# runs the buffer benchmark. The table goes to the console and to
-# /tmp/results/bench.txt.
+# scripts/bench.sh: loads mmedge.ko, vgem (for a device attachment) and
+# vivid (the V4L2 reference for the channel rows) and runs the benchmark.
+# The table goes to the console and to /tmp/results/bench.txt.
 set -u
 RES=/tmp/results
 KO=$PWD/kmod/mmedge.ko
@@ -16,10 +16,11 @@ if ! insmod "$KO"; then
 	exit 1
 fi
 modprobe vgem || echo "guest-bench: no vgem; the attachment rows use mmedge's own import"
+modprobe vivid n_devs=1 || echo "guest-bench: no vivid; the V4L2 reference row is missing"
 
 "$BENCH" "$@" 2>&1 | tee "$RES/bench.txt"
 rc=${PIPESTATUS[0]}
 
-modprobe -r vgem 2>/dev/null
+modprobe -r vivid vgem 2>/dev/null
 rmmod mmedge || { echo "guest-bench: rmmod mmedge failed" >&2; rc=1; }
 exit "$rc"

@@ -39,6 +39,9 @@ run mmctl tools/tests/mmctl_cli_test.sh "$B/tools/mmctl"
 run mmstream tools/tests/mmstream_cli_test.sh "$B/tools/mmstream"
 
 run mmedge_buf_selftest "$B/selftests/mmedge_buf_test"
+# Channels: streams, arbitration (sets the bus model, puts it back),
+# fences, and zero copy into a vgem buffer.
+run mmedge_chan_selftest "$B/selftests/mmedge_chan_test"
 modprobe -r vivid vgem 2>/dev/null
 
 # Last: it unloads and reloads the module.
