@@ -603,6 +603,7 @@ static void mmedge_engine_serve(struct mmedge_engine *eng,
 {
 	u64 len = min_t(u64, ch->segment, ch->frame_bytes - ch->cur_off);
 	u64 start = max(now, eng->bus_free_ns);
+	u64 t0;
 
 	/*
 	 * The engine thread woke late from a pacing sleep while the bus was
@@ -629,7 +630,9 @@ static void mmedge_engine_serve(struct mmedge_engine *eng,
 		mmedge_src_fill(&ch->src, ch->cur_seq, ch->cur_off,
 				ch->cur->map.vaddr + ch->cur_off, len);
 	}
+	t0 = ktime_get_ns();
 	mmedge_arb_charge(&eng->arb, &ch->arb, len);
+	eng->arb_ns += ktime_get_ns() - t0;
 	mmedge_chan_stats_segment(ch, len, start > ch->seg_ready_ns ?
 				  start - ch->seg_ready_ns : 0, now);
 
@@ -658,7 +661,7 @@ static int mmedge_engine_thread(void *data)
 
 	while (!kthread_should_stop()) {
 		struct mmedge_arb_chan *ac;
-		u64 now, wait = 0, ahead = 0;
+		u64 now, t0, wait = 0, ahead = 0;
 
 		spin_lock_irq(&eng->irq_lock);
 		eng->kick = false;
@@ -684,7 +687,13 @@ static int mmedge_engine_thread(void *data)
 			last_adapt = now;
 		}
 		mmedge_engine_absorb(eng, now);
+		t0 = ktime_get_ns();
 		ac = mmedge_arb_pick(&eng->arb, now, &wait);
+		if (ac) {
+			/* The arbiter's own cost: pick and charge. */
+			eng->arb_ns += ktime_get_ns() - t0;
+			eng->arb_picks++;
+		}
 		if (ac) {
 			mmedge_engine_serve(eng, container_of(ac, struct mmedge_chan,
 							      arb), now);
@@ -1503,4 +1512,15 @@ int mmedge_ioctl_xts(struct mmedge_file *mf, void *data,
 		s->boot_offset = ktime_to_ns(ktime_mono_to_any(0, TK_OFFS_BOOT));
 	}
 	return 0;
+}
+
+/* Mean time the arbiter takes per segment (pick + charge), ns. */
+u64 mmedge_engine_arb_ns(struct mmedge_engine *eng)
+{
+	u64 ns;
+
+	mutex_lock(&eng->lock);
+	ns = eng->arb_picks ? div64_u64(eng->arb_ns, eng->arb_picks) : 0;
+	mutex_unlock(&eng->lock);
+	return ns;
 }

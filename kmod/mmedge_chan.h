@@ -94,6 +94,8 @@ struct mmedge_file;
  * @tc_mono: counter to CLOCK_MONOTONIC.
  * @boot_offset: CLOCK_BOOTTIME - CLOCK_MONOTONIC at the last anchor.
  * @counter_hz: calibrated counter frequency.
+ * @arb_ns: time spent in the arbiter (pick and charge), ns.
+ * @arb_picks: segments the arbiter picked.
  * @dmaeng: the dmaengine back end; without a channel the soft engine's
  *	CPU copies and bus model are used.
  */
@@ -120,6 +122,8 @@ struct mmedge_engine {
 	struct mmedge_tsconv tc_mono;
 	u64 boot_offset;
 	u64 counter_hz;
+	u64 arb_ns;
+	u64 arb_picks;
 	struct mmedge_dmaeng dmaeng;
 };
 
@@ -134,6 +138,7 @@ int mmedge_engine_apply(struct mmedge_engine *eng,
 			struct mmedge_chan_setting *st, unsigned int n,
 			bool can_nice, unsigned int *bad, const char **why);
 u64 mmedge_engine_get_bus(struct mmedge_engine *eng);
+u64 mmedge_engine_arb_ns(struct mmedge_engine *eng);
 void mmedge_engine_set_bus(struct mmedge_engine *eng, u64 bandwidth);
 __poll_t mmedge_chan_poll(struct mmedge_file *mf, struct file *file,
 			  poll_table *wait);

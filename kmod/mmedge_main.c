@@ -220,8 +220,17 @@ static ssize_t mem_used_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(mem_used);
 
+static ssize_t arb_ns_per_segment_show(struct device *dev,
+				       struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n",
+			  mmedge_engine_arb_ns(&to_mmedge_dev(dev)->eng));
+}
+static DEVICE_ATTR_RO(arb_ns_per_segment);
+
 /* /sys/class/mmedge/mmedgeN/stats/: live counters of this instance. */
 static struct attribute *mmedge_stats_attrs[] = {
+	&dev_attr_arb_ns_per_segment.attr,
 	&dev_attr_buffers.attr,
 	&dev_attr_buffer_bytes.attr,
 	&dev_attr_imports.attr,
