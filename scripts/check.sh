@@ -34,6 +34,7 @@ stage() {
 
 stage host make -s -C libhal O="$OUT/libhal" check
 stage tools make -s -C tools O="$OUT/tools" LIBHAL_O="$OUT/libhal" check
+stage model scripts/model-check.sh
 stage lint scripts/lint.sh
 stage kunit scripts/kunit.sh
 stage vm scripts/vm.sh check

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mmhal_model.h - run LLaMA-family language models from GGUF files on the
+ * CPU (quantized weights used in place from the mapped file).
+ *
+ * Conventions (as in mmhal.h):
+ *
+ *  - Objects are opaque handles: struct mmhal_model (mmhal_model_load() /
+ *    mmhal_model_free()) and struct mmhal_sampler (mmhal_sampler_create()
+ *    / mmhal_sampler_free()); the free functions accept NULL.
+ *  - mmhal_model_default_params() and mmhal_sampler_default_params()
+ *    return parameter structs by value; change only the fields you need.
+ *  - Functions that can fail return 0 or a negative errno; on failure,
+ *    output arguments are left zeroed/NULL. A model keeps a one-line
+ *    message about its last failure (mmhal_model_error()).
+ *
+ * Threading:
+ *
+ *  - A model handle may be used from one thread at a time; the caller
+ *    serialises every call on it (eval, tokenizer passthroughs, stats...).
+ *    Distinct model handles are independent, even for the same file.
+ *  - While it runs, mmhal_model_eval() uses the model's own worker threads
+ *    (params.n_threads in all, the calling thread included). The workers
+ *    live as long as the model and sleep when idle; no callback runs on
+ *    them.
+ *  - A sampler is used by one thread at a time; distinct samplers are
+ *    independent. mmhal_model_generate()'s callback runs on the calling
+ *    thread and must not call into the same model.
+ *  - The library installs no signal handlers.
+ *
+ * Numerics: the decoder is llama.cpp's "llama" graph (RMSNorm, RoPE on
+ * adjacent pairs, grouped-query attention with f32 softmax, SwiGLU FFN,
+ * tied output when output.weight is absent). Activations are quantized on
+ * the fly for quantized weights (Q8_0 for Q4_0/Q8_0, Q8_K for K-quants),
+ * as ggml does; the KV cache is F16 or Q8_0.
+ */
+#ifndef MMHAL_MODEL_H
+#define MMHAL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mmhal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct mmhal_model;
+struct mmhal_sampler;
+
+/* KV cache element type (ggml type ids). */
+enum mmhal_kv_type {
+	MMHAL_KV_F16 = 1,
+	MMHAL_KV_Q8_0 = 8,	/* needs a head dimension multiple of 32 */
+};
+
+struct mmhal_model_params {
+	int n_ctx;	/* KV cache positions; <= 0: min(context_length, 4096) */
+	int n_batch;	/* tokens per prefill step; <= 0: 512 */
+	int n_threads;	/* <= 0: online CPUs */
+	int kv_type;	/* enum mmhal_kv_type */
+	int use_mmap;	/* 1: map the file (weights in place); 0: read it */
+};
+
+MMHAL_API struct mmhal_model_params mmhal_model_default_params(void);
+
+/**
+ * mmhal_model_load() - open a GGUF file of a "llama" architecture model
+ * @path: file.
+ * @params: NULL for the defaults.
+ * @out: the model, on success.
+ * @err, @errlen: a one-line message naming the key, tensor or problem on
+ *   failure (may be NULL/0).
+ *
+ * Return: 0; -EINVAL malformed file or bad parameter, -ENOTSUP another
+ * architecture or an unsupported weight/KV type, -ENOENT a missing key or
+ * tensor (or file), -ENOMEM, or any error of open(2)/mmap(2).
+ */
+MMHAL_API int mmhal_model_load(const char *path,
+			       const struct mmhal_model_params *params,
+			       struct mmhal_model **out, char *err,
+			       size_t errlen);
+MMHAL_API void mmhal_model_free(struct mmhal_model *model);
+
+/* The message of the model's last failure ("" if none). */
+MMHAL_API const char *mmhal_model_error(const struct mmhal_model *model);
+
+#define MMHAL_MODEL_MAX_WTYPES 8
+
+struct mmhal_model_info {
+	char arch[32];		/* "llama" */
+	char name[64];		/* general.name, may be empty */
+	int n_vocab;
+	int n_embd;
+	int n_layer;
+	int n_head;
+	int n_head_kv;
+	int n_ff;
+	int n_rot;		/* RoPE dimensions per head */
+	int n_ctx;		/* this model's KV cache size */
+	int n_ctx_train;	/* llama.context_length */
+	int n_threads;
+	int kv_type;		/* enum mmhal_kv_type */
+	int tied_output;	/* 1 if output.weight is absent */
+	uint64_t file_bytes;
+	uint64_t weight_bytes;	/* all tensor data */
+	/* bytes of weights read for one decoded token (every matrix once,
+	 * one embedding row): the memory traffic of decode */
+	uint64_t weight_bytes_per_token;
+	uint64_t kv_bytes;	/* KV cache, allocated at load */
+	/* weight types by total bytes, most first: ggml ids and names */
+	int n_wtypes;
+	uint32_t wtype[MMHAL_MODEL_MAX_WTYPES];
+	uint64_t wtype_bytes[MMHAL_MODEL_MAX_WTYPES];
+	char wtype_name[MMHAL_MODEL_MAX_WTYPES][8];
+	char kernels[16];	/* kernel set: "avx512vnni", "avx2", ... */
+};
+
+MMHAL_API int mmhal_model_info(const struct mmhal_model *model,
+			       struct mmhal_model_info *out);
+
+/* Tokenizer (the model file's vocabulary). */
+struct mmhal_chat_msg {
+	const char *role;	/* "system", "user", "assistant" */
+	const char *content;
+};
+
+/* Encodes text; -ENOSPC if more than max ids (*n_out says how many). */
+MMHAL_API int mmhal_model_tokenize(const struct mmhal_model *model,
+				   const char *text, size_t len, int add_bos,
+				   int parse_special, int32_t *ids, int max,
+				   int *n_out);
+/* Decodes ids to UTF-8 text, NUL-terminated; -ENOSPC if it did not fit. */
+MMHAL_API int mmhal_model_detokenize(const struct mmhal_model *model,
+				     const int32_t *ids, int n, char *buf,
+				     size_t cap, size_t *len_out);
+/* Formats a conversation with the model's chat template (ChatML); encode
+ * the result with parse_special = 1. -ENOTSUP for other templates. */
+MMHAL_API int mmhal_model_chat_format(const struct mmhal_model *model,
+				      const struct mmhal_chat_msg *msgs,
+				      int n, int add_generation_prompt,
+				      char *buf, size_t cap, size_t *len_out);
+MMHAL_API int32_t mmhal_model_token_bos(const struct mmhal_model *model);
+MMHAL_API int32_t mmhal_model_token_eos(const struct mmhal_model *model);
+/* 1 if the token ends a turn (EOS, EOT, <|im_end|>). */
+MMHAL_API int mmhal_model_token_is_eog(const struct mmhal_model *model,
+				       int32_t token);
+
+/**
+ * mmhal_model_eval() - run tokens through the decoder
+ * @tokens, @n: appended at positions n_past .. n_past + n - 1 of the KV
+ *   cache; n > 1 is a batched prefill (matrix-matrix), n == 1 one decode
+ *   step (matrix-vector).
+ * @logits_last: if not NULL, receives the n_vocab logits after the last
+ *   token (mmhal_model_logits() has them too).
+ *
+ * Return: 0; -EINVAL bad arguments or token id (nothing evaluated);
+ * -ENOSPC if n_past + n > n_ctx: the context is full, nothing evaluated
+ * (mmhal_model_error() says so; use mmhal_model_reset() or
+ * mmhal_model_truncate()); -ENOMEM.
+ */
+MMHAL_API int mmhal_model_eval(struct mmhal_model *model,
+			       const int32_t *tokens, int n,
+			       float *logits_last);
+/* Logits after the last evaluated token, or NULL if none. */
+MMHAL_API const float *mmhal_model_logits(const struct mmhal_model *model);
+/* Tokens in the KV cache. */
+MMHAL_API int mmhal_model_n_past(const struct mmhal_model *model);
+/* The tokens in the KV cache (n_past of them); valid until the next eval. */
+MMHAL_API const int32_t *mmhal_model_tokens(const struct mmhal_model *model);
+/* Empties the KV cache. */
+MMHAL_API void mmhal_model_reset(struct mmhal_model *model);
+/* Keeps the first n_keep positions; -EINVAL if n_keep > n_past or < 0. */
+MMHAL_API int mmhal_model_truncate(struct mmhal_model *model, int n_keep);
+
+/* Sampler. */
+struct mmhal_sampler_params {
+	float temperature;	/* <= 0: greedy (argmax after penalties) */
+	int top_k;		/* <= 0: whole vocabulary */
+	float top_p;		/* >= 1: off */
+	float repeat_penalty;	/* 1: off; > 1 lowers repeated tokens */
+	int repeat_last_n;	/* history window for the penalty */
+	uint64_t seed;
+};
+
+/* temperature 0.8, top_k 40, top_p 0.95, repeat_penalty 1.0,
+ * repeat_last_n 64, seed 0 */
+MMHAL_API struct mmhal_sampler_params mmhal_sampler_default_params(void);
+MMHAL_API int mmhal_sampler_create(const struct mmhal_sampler_params *params,
+				   struct mmhal_sampler **out);
+MMHAL_API void mmhal_sampler_free(struct mmhal_sampler *s);
+/* Restarts the random sequence from seed. */
+MMHAL_API void mmhal_sampler_reseed(struct mmhal_sampler *s, uint64_t seed);
+
+/**
+ * mmhal_sampler_sample() - pick the next token
+ * @logits: n_vocab values (not modified).
+ * @history, @n_history: previous tokens (for the repetition penalty; may
+ *   be NULL/0).
+ *
+ * Order, as llama.cpp's default chain: repetition penalty (divide a
+ * positive logit, multiply a negative one), then greedy if temperature
+ * <= 0, else top-k, top-p (on the softmax of the penalised logits),
+ * temperature, and a draw from the seeded generator. The same seed,
+ * inputs and call sequence give the same tokens.
+ *
+ * Return: the token id (>= 0), or -EINVAL / -ENOMEM.
+ */
+MMHAL_API int32_t mmhal_sampler_sample(struct mmhal_sampler *s,
+				       const float *logits, int n_vocab,
+				       const int32_t *history, int n_history);
+
+/* Called for each generated token with its text; non-zero stops. */
+typedef int (*mmhal_token_cb)(int32_t token, const char *piece,
+			      size_t len, void *arg);
+
+#define MMHAL_GEN_IGNORE_EOG	0x1	/* do not stop at end-of-turn */
+
+/**
+ * mmhal_model_generate() - evaluate a prompt, then sample tokens
+ * @prompt, @n_prompt: appended to the KV cache (may be 0 tokens if the
+ *   cache already holds some).
+ * @n_predict: at most this many new tokens.
+ * @sampler: NULL for greedy.
+ * @out: if not NULL, receives up to n_predict generated tokens.
+ * @cb, @arg: per token (may be NULL).
+ * @n_out: number of tokens generated.
+ *
+ * Stops at an end-of-turn token (not emitted) unless flags has
+ * MMHAL_GEN_IGNORE_EOG, when cb returns non-zero, or at n_predict.
+ * The repetition penalty sees every token in the KV cache.
+ *
+ * Return: 0, or an error of mmhal_model_eval() (-ENOSPC: context full;
+ * the tokens generated so far are in out / *n_out).
+ */
+MMHAL_API int mmhal_model_generate(struct mmhal_model *model,
+				   const int32_t *prompt, int n_prompt,
+				   int n_predict, struct mmhal_sampler *sampler,
+				   unsigned flags, int32_t *out,
+				   mmhal_token_cb cb, void *arg, int *n_out);
+
+/* Accounting. */
+struct mmhal_model_stats {
+	double load_ms;			/* mmhal_model_load() */
+	double prefill_ms;		/* all evals with n > 1 */
+	int64_t prefill_tokens;
+	int64_t prefill_calls;
+	double decode_ms;		/* all evals with n == 1 */
+	int64_t decode_tokens;
+	double decode_last_ms;		/* the last single-token eval */
+	double decode_min_ms;
+	double decode_max_ms;
+	double sample_ms;		/* in mmhal_model_generate() */
+	int64_t sample_tokens;
+	uint64_t kv_bytes;		/* KV cache */
+	uint64_t alloc_bytes;		/* our heap now: KV, activations... */
+	uint64_t alloc_peak_bytes;	/* high-water mark of alloc_bytes */
+	uint64_t peak_rss_bytes;	/* process, getrusage ru_maxrss */
+	uint64_t file_bytes;
+	int n_past;
+	int n_ctx;
+};
+
+MMHAL_API int mmhal_model_stats(const struct mmhal_model *model,
+				struct mmhal_model_stats *out);
+/* Zeroes the timings and token counts (not load_ms or memory). */
+MMHAL_API void mmhal_model_stats_reset(struct mmhal_model *model);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MMHAL_MODEL_H */

@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kbench.c - kernel benchmark of libhal/model against limits measured in
+ * the same run:
+ *  - streaming read bandwidth: all threads sum a 1 GiB buffer (AVX2 loads
+ *    where available), best of 3;
+ *  - int8 dot-product peak: vpdpbusd zmm (if AVX-512 VNNI) and the AVX2
+ *    sequence vpmaddubsw + vpmaddwd + vpaddd (what this kernel set uses
+ *    for a dot without VNNI), 8 independent chains per thread, all threads;
+ *  - decode matvec: weight bytes / s over that bandwidth; W copies are
+ *    rotated so the set read exceeds the L3 (cold weights, as in decode);
+ *  - prefill matmul: 2*m*k*n int8 ops / s over the dot peak.
+ *
+ *   kbench [-t threads] [-q]   (MMHAL_KERNELS picks the kernel set)
+ */
+#include "quant.h"
+#include "quant_kern.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void *xalloc(size_t n)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 2 << 20, n)) {
+		fprintf(stderr, "kbench: out of memory (%zu bytes)\n", n);
+		exit(1);
+	}
+	return p;
+}
+
+/* ---- bandwidth -------------------------------------------------------- */
+
+struct bw_arg {
+	const uint8_t *buf;
+	size_t chunk;
+	double sums[64];
+};
+
+#if defined(__x86_64__)
+__attribute__((target("avx2")))
+static double bw_sum_avx2(const uint8_t *p, size_t n)
+{
+	__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+
+	for (size_t i = 0; i + 128 <= n; i += 128) {
+		a0 = _mm256_add_epi64(a0, _mm256_load_si256((const __m256i *)(p + i)));
+		a1 = _mm256_add_epi64(a1, _mm256_load_si256((const __m256i *)(p + i + 32)));
+		a2 = _mm256_add_epi64(a2, _mm256_load_si256((const __m256i *)(p + i + 64)));
+		a3 = _mm256_add_epi64(a3, _mm256_load_si256((const __m256i *)(p + i + 96)));
+	}
+	a0 = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+	return (double)_mm256_extract_epi64(a0, 0) + _mm256_extract_epi64(a0, 3);
+}
+#endif
+
+static void bw_fn(int64_t b, int64_t e, void *varg)
+{
+	struct bw_arg *a = varg;
+
+	for (int64_t i = b; i < e; i++) {
+		const uint8_t *p = a->buf + i * a->chunk;
+#if defined(__x86_64__)
+		if (__builtin_cpu_supports("avx2")) {
+			a->sums[i % 64] += bw_sum_avx2(p, a->chunk);
+			continue;
+		}
+#endif
+		const uint64_t *q = (const uint64_t *)p;
+		uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+
+		for (size_t j = 0; j + 4 <= a->chunk / 8; j += 4) {
+			s0 += q[j];
+			s1 += q[j + 1];
+			s2 += q[j + 2];
+			s3 += q[j + 3];
+		}
+		a->sums[i % 64] += (double)(s0 + s1 + s2 + s3);
+	}
+}
+
+static double measure_bw(struct mm_ctx *ctx)
+{
+	const size_t size = 1ull << 30;
+	uint8_t *buf = xalloc(size);
+	struct bw_arg a = { .buf = buf };
+	int nth = mm_ctx_threads(ctx);
+	double best = 0;
+
+	memset(buf, 1, size);
+	a.chunk = size / nth;
+	for (int rep = 0; rep < 3; rep++) {
+		double t0 = now();
+
+		mm_parallel_for(ctx, nth, bw_fn, &a);
+		double t = now() - t0;
+
+		if (size / t > best)
+			best = size / t;
+	}
+	free(buf);
+	return best;
+}
+
+/* ---- int8 dot peak ---------------------------------------------------- */
+
+#define PEAK_ITERS 20000000L
+
+struct peak_arg {
+	int vnni;
+	double sink[64];
+};
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512bw,avx512vnni")))
+static double peak_vnni(void)
+{
+	__m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(5);
+	__m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0,
+		c4 = c0, c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0;
+
+	for (long i = 0; i < PEAK_ITERS; i++) {
+		c0 = _mm512_dpbusd_epi32(c0, a, b);
+		c1 = _mm512_dpbusd_epi32(c1, a, b);
+		c2 = _mm512_dpbusd_epi32(c2, a, b);
+		c3 = _mm512_dpbusd_epi32(c3, a, b);
+		c4 = _mm512_dpbusd_epi32(c4, a, b);
+		c5 = _mm512_dpbusd_epi32(c5, a, b);
+		c6 = _mm512_dpbusd_epi32(c6, a, b);
+		c7 = _mm512_dpbusd_epi32(c7, a, b);
+		c8 = _mm512_dpbusd_epi32(c8, a, b);
+		c9 = _mm512_dpbusd_epi32(c9, a, b);
+	}
+	c0 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)),
+			      _mm512_add_epi32(_mm512_add_epi32(c4, c5), _mm512_add_epi32(c6, c7)));
+	c0 = _mm512_add_epi32(c0, _mm512_add_epi32(c8, c9));
+	return (double)_mm512_reduce_add_epi32(c0);
+}
+
+/* vpmaddubsw + vpmaddwd + vpaddd: 32 u8 x s8 MACs into 8 s32 lanes. */
+__attribute__((target("avx2")))
+static double peak_avx2(void)
+{
+	__m256i a = _mm256_set1_epi8(3), b0 = _mm256_set1_epi8(5),
+		b1 = _mm256_set1_epi8(6), b2 = _mm256_set1_epi8(7),
+		b3 = _mm256_set1_epi8(9);
+	const __m256i one = _mm256_set1_epi16(1);
+	__m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0;
+
+	/* 4 independent chains, operands opaque to the compiler each
+	 * iteration so nothing is hoisted or merged. */
+	for (long i = 0; i < PEAK_ITERS; i++) {
+		__asm__ volatile("" : "+x"(a), "+x"(b0), "+x"(b1), "+x"(b2), "+x"(b3));
+#define PK(c, b) c = _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), one))
+		PK(c0, b0); PK(c1, b1); PK(c2, b2); PK(c3, b3);
+		__asm__ volatile("" : "+x"(a), "+x"(b0), "+x"(b1), "+x"(b2), "+x"(b3));
+		PK(c0, b1); PK(c1, b2); PK(c2, b3); PK(c3, b0);
+#undef PK
+	}
+	c0 = _mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3));
+	return (double)_mm256_extract_epi32(c0, 0);
+}
+#endif
+
+static void peak_fn(int64_t b, int64_t e, void *varg)
+{
+	struct peak_arg *a = varg;
+
+	for (int64_t i = b; i < e; i++) {
+#if defined(__x86_64__)
+		a->sink[i % 64] += a->vnni ? peak_vnni() : peak_avx2();
+#endif
+	}
+}
+
+/* int8 ops/s (2 per MAC) on all threads; 0 if not measurable here. */
+static double measure_peak(struct mm_ctx *ctx, int vnni)
+{
+#if defined(__x86_64__)
+	struct peak_arg a = { .vnni = vnni };
+	int nth = mm_ctx_threads(ctx);
+	double best = 0;
+
+	if (vnni && !mm_kernels_available("avx512vnni"))
+		return 0;
+	if (!vnni && !mm_kernels_available("avx2"))
+		return 0;
+	for (int rep = 0; rep < 2; rep++) {
+		double t0 = now();
+
+		mm_parallel_for(ctx, nth, peak_fn, &a);
+		double t = now() - t0;
+		/* vnni: 10 x 64 MACs per iter; avx2: 8 x 32 MACs per iter */
+		double macs = (double)PEAK_ITERS * nth * (vnni ? 640 : 256);
+
+		if (2 * macs / t > best)
+			best = 2 * macs / t;
+	}
+	return best;
+#else
+	(void)ctx;
+	(void)vnni;
+	return 0;
+#endif
+}
+
+/* ---- weights ---------------------------------------------------------- */
+
+static uint64_t rs = 88172645463325252ull;
+
+static uint64_t rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+/* Random bytes with sane f16 scales in every block (fast, no search). */
+static void fill_weights(enum mm_type t, uint8_t *w, size_t rows, size_t rb)
+{
+	size_t total = rows * rb, bb = mm_type_block_bytes(t);
+
+	for (size_t i = 0; i + 8 <= total; i += 8) {
+		uint64_t v = rnd();
+
+		memcpy(w + i, &v, 8);
+	}
+	for (size_t off = 0; off < total; off += bb) {
+		uint16_t d = mm_f32_to_f16(0.001f);
+
+		switch (t) {
+		case MM_TYPE_Q8_0: case MM_TYPE_Q4_0:
+			memcpy(w + off, &d, 2);
+			break;
+		case MM_TYPE_Q4_K:
+			memcpy(w + off, &d, 2);
+			memcpy(w + off + 2, &d, 2);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double bench_matvec(struct mm_ctx *ctx, enum mm_type t, int64_t m,
+			   int64_t k, double *bytes_out)
+{
+	size_t rb = mm_row_bytes(t, k), wbytes = rb * m;
+	size_t copies = (256u << 20) / wbytes + 2;	/* > 256 MiB in all */
+	uint8_t *w = xalloc(wbytes * copies);
+	float *x = malloc(k * 4), *y = malloc(m * 4);
+	int iters = (int)(copies * 4 > 60 ? copies * 4 : 60);
+	double *ts = malloc(sizeof(double) * iters);
+
+	fill_weights(t, w, m * copies, rb);
+	for (int64_t i = 0; i < k; i++)
+		x[i] = (float)(rnd() % 2001) / 1000.0f - 1.0f;
+	for (size_t c = 0; c < copies; c++)	/* warm up, touch all */
+		mm_matvec(ctx, t, w + c * wbytes, x, y, m, k);
+	for (int it = 0; it < iters; it++) {
+		double t0 = now();
+
+		mm_matvec(ctx, t, w + (it % copies) * wbytes, x, y, m, k);
+		ts[it] = now() - t0;
+	}
+	qsort(ts, iters, sizeof(double), cmp_dbl);
+	double med = ts[iters / 2];
+
+	*bytes_out = (double)wbytes;
+	free(ts);
+	free(w);
+	free(x);
+	free(y);
+	return wbytes / med;
+}
+
+static double bench_matmul(struct mm_ctx *ctx, enum mm_type t, int64_t m,
+			   int64_t k, int64_t n)
+{
+	size_t rb = mm_row_bytes(t, k);
+	uint8_t *w = xalloc(rb * m);
+	float *X = malloc(sizeof(float) * n * k), *Y = malloc(sizeof(float) * n * m);
+	double best = 1e30;
+
+	fill_weights(t, w, m, rb);
+	for (int64_t i = 0; i < n * k; i++)
+		X[i] = (float)(rnd() % 2001) / 1000.0f - 1.0f;
+	mm_matmul(ctx, t, w, X, Y, m, k, n);
+	for (int rep = 0; rep < 3; rep++) {
+		double t0 = now();
+
+		mm_matmul(ctx, t, w, X, Y, m, k, n);
+		double dt = now() - t0;
+
+		if (dt < best)
+			best = dt;
+	}
+	free(w);
+	free(X);
+	free(Y);
+	return 2.0 * m * k * n / best;
+}
+
+int main(int argc, char **argv)
+{
+	struct mm_ctx *ctx;
+	int nth = 0, opt;
+
+	while ((opt = getopt(argc, argv, "t:")) != -1) {
+		if (opt == 't') {
+			nth = atoi(optarg);
+		} else {
+			fprintf(stderr, "usage: kbench [-t threads]\n");
+			return 2;
+		}
+	}
+	if (mm_ctx_create(nth, &ctx)) {
+		fprintf(stderr, "kbench: cannot create context (MMHAL_KERNELS?)\n");
+		return 1;
+	}
+	printf("kbench: kernels %s, %d threads\n", mm_ctx_kernels(ctx),
+	       mm_ctx_threads(ctx));
+
+	double bw = measure_bw(ctx);
+	double pk_vnni = measure_peak(ctx, 1);
+	double pk_avx2 = measure_peak(ctx, 0);
+	double pk = pk_vnni > 0 ? pk_vnni : pk_avx2;
+	const char *pk_name = pk_vnni > 0 ? "vpdpbusd zmm" :
+			      "vpmaddubsw+vpmaddwd ymm (no VNNI on this CPU)";
+
+	printf("\nlimits (measured now)\n");
+	printf("  streaming read bandwidth, 1 GiB, all threads: %8.2f GB/s\n", bw / 1e9);
+	if (pk_vnni > 0)
+		printf("  int8 peak vpdpbusd zmm:                       %8.1f Gop/s\n", pk_vnni / 1e9);
+	else
+		printf("  int8 peak vpdpbusd:                           n/a (CPU lacks AVX-512 VNNI)\n");
+	if (pk_avx2 > 0)
+		printf("  int8 peak vpmaddubsw+vpmaddwd ymm:            %8.1f Gop/s\n", pk_avx2 / 1e9);
+
+	static const struct { enum mm_type t; int64_t m, k; const char *what; } mv[] = {
+		{ MM_TYPE_Q8_0, 4096, 4096, "attn 4096x4096" },
+		{ MM_TYPE_Q8_0, 14336, 4096, "ffn_up 14336x4096" },
+		{ MM_TYPE_Q8_0, 4096, 14336, "ffn_down 4096x14336" },
+		{ MM_TYPE_Q8_0, 1536, 576, "small ffn_up 1536x576" },
+		{ MM_TYPE_Q8_0, 576, 1536, "small ffn_down 576x1536" },
+		{ MM_TYPE_Q4_0, 4096, 4096, "attn 4096x4096" },
+		{ MM_TYPE_Q4_0, 14336, 4096, "ffn_up 14336x4096" },
+		{ MM_TYPE_Q4_0, 4096, 14336, "ffn_down 4096x14336" },
+		{ MM_TYPE_Q4_0, 1536, 576, "small ffn_up 1536x576" },
+		{ MM_TYPE_Q4_0, 576, 1536, "small ffn_down 576x1536" },
+		{ MM_TYPE_Q4_K, 4096, 4096, "attn 4096x4096" },
+		{ MM_TYPE_Q4_K, 14336, 4096, "ffn_up 14336x4096" },
+		{ MM_TYPE_Q4_K, 1536, 768, "small 1536x768" },
+	};
+	printf("\ndecode matvec (y = W.x, cold weights)            GB/s   of bw   goal\n");
+	for (size_t i = 0; i < sizeof(mv) / sizeof(mv[0]); i++) {
+		double bytes, r = bench_matvec(ctx, mv[i].t, mv[i].m, mv[i].k, &bytes);
+
+		printf("  %-5s %-26s %7.2f MB %7.2f  %5.1f%%  %s\n",
+		       mm_type_name(mv[i].t), mv[i].what, bytes / 1e6, r / 1e9,
+		       100 * r / bw, mv[i].t == MM_TYPE_Q4_K ? "" : ">=90%");
+	}
+
+	static const struct { enum mm_type t; int64_t m, k, n; } mmv[] = {
+		{ MM_TYPE_Q8_0, 4096, 4096, 64 },
+		{ MM_TYPE_Q8_0, 4096, 4096, 128 },
+		{ MM_TYPE_Q8_0, 4096, 4096, 256 },
+		{ MM_TYPE_Q8_0, 4096, 4096, 512 },
+		{ MM_TYPE_Q8_0, 1536, 576, 256 },
+		{ MM_TYPE_Q4_0, 4096, 4096, 256 },
+		{ MM_TYPE_Q4_K, 4096, 4096, 256 },
+	};
+	printf("\nprefill matmul (Y = X.W^T)                    Gop/s   of peak (%s)\n", pk_name);
+	for (size_t i = 0; i < sizeof(mmv) / sizeof(mmv[0]); i++) {
+		double r = bench_matmul(ctx, mmv[i].t, mmv[i].m, mmv[i].k, mmv[i].n);
+
+		printf("  %-5s m=%-5lld k=%-5lld n=%-4lld            %8.1f   %5.1f%%%s\n",
+		       mm_type_name(mmv[i].t), (long long)mmv[i].m, (long long)mmv[i].k,
+		       (long long)mmv[i].n, r / 1e9, 100 * r / pk,
+		       mmv[i].t == MM_TYPE_Q8_0 && mmv[i].m == 4096 ? "   goal >=50%" : "");
+	}
+	mm_ctx_destroy(ctx);
+	return 0;
+}

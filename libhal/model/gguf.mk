@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: MIT
+#
+# gguf.mk - GGUF reader/writer, tokenizer, the mmgguf tool, their tests and
+# the fuzz target. Included by ./Makefile (which defines O, CC,
+# BASE_CFLAGS, OPT, SAN) before quant.mk; links quant.mk's objects
+# (QUANT_OPT_OBJS, QUANT_SAN_OBJS) through second expansion.
+#
+# Targets:
+#   gguf-all     $(O)/mmgguf, sanitized tests, fuzz target (if clang has
+#                libFuzzer)
+#   gguf-check   gguf_test + tok_test (ASan+UBSan, TAP) and a bounded fuzz
+#                run (GGUF_FUZZ_TIME seconds, default 30) counted as one
+#                test; last line "RESULT gguf <passed> <failed>", non-zero
+#                exit on failure
+#   gguf-fuzz    builds and runs only the fuzz target
+#   gguf-bench   nothing yet (no benchmark of its own)
+#
+# For the library (../Makefile): GGUF_SRCS are the sources (no special
+# flags).
+
+GGUF_DIR := $(CURDIR)
+GGUF_O := $(O)/gguf
+GGUF_WARN := -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef \
+	     -Wformat=2
+GGUF_CFLAGS := $(BASE_CFLAGS) $(GGUF_WARN) -I$(GGUF_DIR)/tools -pthread
+GGUF_LIBS := -pthread -lm
+
+GGUF_SRCS := gguf.c gguf_write.c tokenizer.c
+MODEL_SRCS += $(GGUF_SRCS)
+
+GGUF_HDRS := $(GGUF_DIR)/gguf.h $(GGUF_DIR)/gguf_internal.h \
+	     $(GGUF_DIR)/tokenizer.h $(GGUF_DIR)/tools/gen.h
+GGUF_OPT_OBJS := $(GGUF_SRCS:%.c=$(GGUF_O)/opt/%.o) $(GGUF_O)/opt/gen.o
+GGUF_SAN_OBJS := $(GGUF_SRCS:%.c=$(GGUF_O)/san/%.o) $(GGUF_O)/san/gen.o
+
+GGUF_TOOL := $(O)/mmgguf
+GGUF_TESTS := $(GGUF_O)/san/gguf_test $(GGUF_O)/san/tok_test
+
+GGUF_FUZZ_CC ?= clang
+GGUF_FUZZ_TIME ?= 30
+GGUF_FUZZ := $(GGUF_O)/fuzz/gguf_fuzz
+GGUF_FUZZ_SRCS := $(GGUF_DIR)/fuzz/gguf_fuzz.c \
+		  $(GGUF_SRCS:%=$(GGUF_DIR)/%)
+
+$(GGUF_O)/opt/%.o: $(GGUF_DIR)/%.c $(GGUF_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(GGUF_CFLAGS) $(OPT) -c $< -o $@
+
+$(GGUF_O)/san/%.o: $(GGUF_DIR)/%.c $(GGUF_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(GGUF_CFLAGS) -O1 $(SAN) -c $< -o $@
+
+$(GGUF_O)/opt/gen.o: $(GGUF_DIR)/tools/gen.c $(GGUF_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(GGUF_CFLAGS) $(OPT) -c $< -o $@
+
+$(GGUF_O)/san/gen.o: $(GGUF_DIR)/tools/gen.c $(GGUF_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(GGUF_CFLAGS) -O1 $(SAN) -c $< -o $@
+
+.SECONDEXPANSION:
+
+$(GGUF_TOOL): $(GGUF_DIR)/tools/mmgguf.c $(GGUF_OPT_OBJS) $$(QUANT_OPT_OBJS) \
+	      $(GGUF_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(GGUF_CFLAGS) $(OPT) $< $(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) \
+		-o $@ $(GGUF_LIBS)
+
+$(GGUF_O)/san/%_test: $(GGUF_DIR)/tests/%_test.c $(GGUF_DIR)/tests/tap.h \
+		      $(GGUF_SAN_OBJS) $$(QUANT_SAN_OBJS) $(GGUF_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(GGUF_CFLAGS) -O1 $(SAN) $< $(GGUF_SAN_OBJS) $(QUANT_SAN_OBJS) \
+		-o $@ $(GGUF_LIBS)
+
+# The fuzz target needs only the reader and the tokenizer. It is built
+# only when clang can link libFuzzer; otherwise the stamp says why not.
+$(GGUF_FUZZ): $(GGUF_FUZZ_SRCS) $(GGUF_HDRS)
+	@mkdir -p $(dir $@)
+	@if ! command -v $(GGUF_FUZZ_CC) >/dev/null 2>&1; then \
+		echo "$(GGUF_FUZZ_CC) not found" > $@.skip; rm -f $@; exit 0; \
+	fi; \
+	if ! $(GGUF_FUZZ_CC) -std=gnu11 -g -O1 -I$(GGUF_DIR) -D_GNU_SOURCE \
+		-Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all $(GGUF_FUZZ_SRCS) -o $@ \
+		2> $@.log; then \
+		echo "$(GGUF_FUZZ_CC) cannot build a libFuzzer target (apt-get install -y libclang-rt-14-dev): $$(tail -1 $@.log)" > $@.skip; \
+		rm -f $@; \
+	else rm -f $@.skip; fi
+
+$(GGUF_O)/fuzz/seeds.stamp: $(GGUF_TOOL)
+	@mkdir -p $(GGUF_O)/fuzz/corpus
+	$(GGUF_TOOL) gen --shape micro --tokenizer gpt2 --type f16 -o $(GGUF_O)/fuzz/corpus/seed-micro-gpt2.gguf
+	$(GGUF_TOOL) gen --shape micro --tokenizer llama --type f16 --seed 7 -o $(GGUF_O)/fuzz/corpus/seed-micro-llama.gguf
+	$(GGUF_TOOL) quantize $(GGUF_O)/fuzz/corpus/seed-micro-gpt2.gguf $(GGUF_O)/fuzz/corpus/seed-micro-q8.gguf --type q8_0 >/dev/null
+	@touch $@
+
+# Runs the fuzzer; prints one TAP line and "FUZZ <status> <runs> <secs>".
+gguf-fuzz: $(GGUF_FUZZ) $(GGUF_O)/fuzz/seeds.stamp
+	@if [ ! -x $(GGUF_FUZZ) ]; then \
+		echo "SKIP gguf-fuzz: $$(cat $(GGUF_FUZZ).skip)"; exit 0; \
+	fi; \
+	log=$(GGUF_O)/fuzz/fuzz.log; \
+	$(GGUF_FUZZ) -max_total_time=$(GGUF_FUZZ_TIME) -timeout=10 \
+		-rss_limit_mb=2048 -print_final_stats=1 \
+		-artifact_prefix=$(GGUF_O)/fuzz/ $(GGUF_O)/fuzz/corpus \
+		> $$log 2>&1; rc=$$?; \
+	runs=$$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\1 \2/p' $$log); \
+	if [ $$rc = 0 ]; then \
+		echo "ok - gguf-fuzz: $${runs%% *} execs in $${runs##* } s, no crash"; \
+	else \
+		tail -30 $$log; \
+		echo "not ok - gguf-fuzz: exit $$rc, see $$log and $(GGUF_O)/fuzz/crash-*"; \
+		exit 1; \
+	fi
+
+gguf-all: $(GGUF_TOOL) $(GGUF_TESTS) $(GGUF_FUZZ)
+
+gguf-check: $(GGUF_TESTS) $(GGUF_FUZZ) $(GGUF_O)/fuzz/seeds.stamp
+	@p=0; f=0; \
+	for t in $(GGUF_TESTS); do \
+		n=$$(basename $$t); \
+		$$t > $(GGUF_O)/$$n.log 2>&1; rc=$$?; \
+		cat $(GGUF_O)/$$n.log; \
+		r=$$(grep '^RESULT ' $(GGUF_O)/$$n.log | tail -1); \
+		set -- $$r; \
+		if [ -z "$$r" ]; then f=$$((f + 1)); \
+		else p=$$((p + $$3)); f=$$((f + $$4)); fi; \
+		if [ $$rc != 0 ] && [ "$$4" = 0 ]; then f=$$((f + 1)); fi; \
+	done; \
+	out=$$($(MAKE) -s --no-print-directory gguf-fuzz 2>&1); rc=$$?; \
+	echo "$$out"; \
+	case "$$out" in *SKIP*) ;; *) \
+		if [ $$rc = 0 ]; then p=$$((p + 1)); else f=$$((f + 1)); fi;; \
+	esac; \
+	echo "RESULT gguf $$p $$f"; \
+	[ $$f = 0 ]
+
+.SECONDARY: $(GGUF_OPT_OBJS) $(GGUF_SAN_OBJS)
+
+gguf-bench:
+
+MODEL_ALL += gguf-all
+MODEL_CHECK += gguf-check
+MODEL_BENCH += gguf-bench
+
+.PHONY: gguf-all gguf-check gguf-fuzz gguf-bench

@@ -1,0 +1,1261 @@
+// SPDX-License-Identifier: MIT
+/*
+ * llama.c - LLaMA-family decoder ("llama" architecture, as llama.cpp runs
+ * it) and the model API of mmhal_model.h.
+ *
+ * Graph per layer:  x += Wo . attn(rope(Wq.n(x)), rope(Wk.n(x)), Wv.n(x))
+ *                   x += Wdown . (silu(Wgate.n'(x)) * Wup.n'(x))
+ * with n() RMSNorm, RoPE on adjacent pairs (llama.cpp "normal" mode: the
+ * converter permutes Q/K for it), grouped-query causal attention, f32
+ * softmax, scale 1/sqrt(head_dim); then output_norm and the output matrix
+ * (token_embd when output.weight is absent).
+ *
+ * Prefill runs n tokens at once (mm_matmul), decode one (mm_matvec);
+ * attention runs over (token, head) pairs with mm_parallel_for. K and V
+ * rows are stored in the cache (F16 or Q8_0) before attention reads them,
+ * so a token attends to itself through the cache's precision, as in
+ * llama.cpp.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "llama.h"
+#include "sampler.h"
+
+static double mm_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void mm_msg(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void mm_msg(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- allocation accounting -------------------------------------------- */
+
+static void *mm_llama_alloc(struct mmhal_model *m, size_t bytes)
+{
+	size_t sz = (bytes + 63) & ~(size_t)63;
+	void *p;
+
+	if (!sz)
+		sz = 64;
+	p = aligned_alloc(64, sz);
+	if (!p)
+		return NULL;
+	memset(p, 0, sz);
+	m->st.alloc_bytes += sz;
+	if (m->st.alloc_bytes > m->st.alloc_peak_bytes)
+		m->st.alloc_peak_bytes = m->st.alloc_bytes;
+	return p;
+}
+
+/* ---- loading ---------------------------------------------------------- */
+
+MMHAL_API struct mmhal_model_params mmhal_model_default_params(void)
+{
+	struct mmhal_model_params p = {
+		.n_ctx = 0,
+		.n_batch = 512,
+		.n_threads = 0,
+		.kv_type = MMHAL_KV_F16,
+		.use_mmap = 1,
+	};
+
+	return p;
+}
+
+static int mm_llama_u32(const struct mm_gguf *g, const char *key,
+			int required, uint32_t def, uint32_t *v, char *err,
+			size_t errlen)
+{
+	int ret = mm_gguf_get_u32(g, key, v);
+
+	if (ret == -ENOENT && !required) {
+		*v = def;
+		return 0;
+	}
+	if (ret)
+		mm_msg(err, errlen, "key %s: %s", key,
+		       ret == -ENOENT ? "missing" : "not an integer that fits u32");
+	return ret;
+}
+
+static int mm_llama_f32(const struct mm_gguf *g, const char *key, float def,
+			float *v, char *err, size_t errlen)
+{
+	int ret = mm_gguf_get_f32(g, key, v);
+
+	if (ret == -ENOENT) {
+		*v = def;
+		return 0;
+	}
+	if (ret)
+		mm_msg(err, errlen, "key %s: not a float", key);
+	return ret;
+}
+
+/* Finds a 1-D or 2-D weight of shape {ne0, ne1} (ne1 = 1: a vector). */
+static int mm_llama_tensor(const struct mm_gguf *g, const char *name,
+			   int64_t ne0, int64_t ne1, int optional,
+			   struct mm_llama_w *w, char *err, size_t errlen)
+{
+	const struct mm_gguf_tensor *t = mm_gguf_tensor(g, name);
+
+	memset(w, 0, sizeof(*w));
+	if (!t) {
+		if (optional)
+			return 0;
+		mm_msg(err, errlen, "tensor %s: missing", name);
+		return -ENOENT;
+	}
+	if (!mm_type_valid(t->type)) {
+		mm_msg(err, errlen, "tensor %s: type %s (%u) not supported",
+		       name, mm_gguf_type_name(t->type) ?
+		       mm_gguf_type_name(t->type) : "?", t->type);
+		return -ENOTSUP;
+	}
+	if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 ||
+	    t->ne[3] != 1) {
+		mm_msg(err, errlen,
+		       "tensor %s: shape {%lld, %lld, %lld, %lld}, expected {%lld, %lld}",
+		       name, (long long)t->ne[0], (long long)t->ne[1],
+		       (long long)t->ne[2], (long long)t->ne[3],
+		       (long long)ne0, (long long)ne1);
+		return -EINVAL;
+	}
+	w->t = (enum mm_type)t->type;
+	w->d = t->data;
+	w->ne0 = ne0;
+	w->ne1 = ne1;
+	w->rs = mm_row_bytes(w->t, ne0);
+	w->bytes = t->size;
+	if (!w->rs || w->rs * (uint64_t)ne1 > t->size) {
+		mm_msg(err, errlen, "tensor %s: %llu bytes, too small for its shape",
+		       name, (unsigned long long)t->size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A vector weight (norms, rope_freqs), dequantized to f32. */
+static int mm_llama_vec(struct mmhal_model *m, const char *name, int64_t n,
+			int optional, float **out, char *err, size_t errlen)
+{
+	struct mm_llama_w w;
+	int ret = mm_llama_tensor(m->g, name, n, 1, optional, &w, err, errlen);
+
+	*out = NULL;
+	if (ret || !w.d)
+		return ret;
+	*out = mm_llama_alloc(m, n * sizeof(float));
+	if (!*out)
+		return -ENOMEM;
+	mm_dequantize_row(w.t, w.d, *out, n);
+	return 0;
+}
+
+static int mm_llama_read_file(const char *path, void **buf, size_t *size)
+{
+	struct stat sb;
+	size_t off = 0, cap;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+	uint8_t *p;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	cap = ((size_t)sb.st_size + 4095) & ~(size_t)4095;
+	p = aligned_alloc(4096, cap ? cap : 4096);
+	if (!p) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	while (off < (size_t)sb.st_size) {
+		ssize_t r = read(fd, p + off, (size_t)sb.st_size - off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			ret = r < 0 ? -errno : -EIO;
+			free(p);
+			goto out;
+		}
+		off += (size_t)r;
+	}
+	*buf = p;
+	*size = off;
+out:
+	close(fd);
+	return ret;
+}
+
+static int mm_llama_hparams(struct mmhal_model *m, char *err, size_t errlen)
+{
+	const struct mm_gguf *g = m->g;
+	struct mm_llama_hp *hp = &m->hp;
+	const struct mm_gguf_tensor *te;
+	const char *arch = mm_gguf_arch(g);
+	uint32_t u[8];
+	int ret = 0;
+
+	if (!arch) {
+		mm_msg(err, errlen, "key general.architecture: missing");
+		return -EINVAL;
+	}
+	if (strcmp(arch, "llama")) {
+		mm_msg(err, errlen,
+		       "key general.architecture: '%s' not supported (llama)",
+		       arch);
+		return -ENOTSUP;
+	}
+	ret = mm_llama_u32(g, "llama.block_count", 1, 0, &u[0], err, errlen);
+	if (!ret)
+		ret = mm_llama_u32(g, "llama.embedding_length", 1, 0, &u[1],
+				   err, errlen);
+	if (!ret)
+		ret = mm_llama_u32(g, "llama.feed_forward_length", 1, 0, &u[2],
+				   err, errlen);
+	if (!ret)
+		ret = mm_llama_u32(g, "llama.attention.head_count", 1, 0,
+				   &u[3], err, errlen);
+	if (!ret)
+		ret = mm_llama_u32(g, "llama.attention.head_count_kv", 0, u[3],
+				   &u[4], err, errlen);
+	if (!ret)
+		ret = mm_llama_u32(g, "llama.context_length", 0, 4096, &u[5],
+				   err, errlen);
+	if (!ret)
+		ret = mm_llama_f32(g, "llama.attention.layer_norm_rms_epsilon",
+				   1e-5f, &hp->eps, err, errlen);
+	if (!ret)
+		ret = mm_llama_f32(g, "llama.rope.freq_base", 10000.0f,
+				   &hp->rope_base, err, errlen);
+	if (ret)
+		return ret;
+	hp->n_layer = (int)u[0];
+	hp->n_embd = (int)u[1];
+	hp->n_ff = (int)u[2];
+	hp->n_head = (int)u[3];
+	hp->n_head_kv = (int)u[4];
+	hp->n_ctx_train = (int)u[5];
+	if (u[0] < 1 || u[0] > 4096 || u[1] < 1 || u[1] > (1u << 20) ||
+	    u[2] < 1 || u[2] > (1u << 22) || u[3] < 1 || u[3] > u[1] ||
+	    u[4] < 1 || u[4] > u[3] || u[3] % u[4] || u[1] % u[3] ||
+	    u[5] < 1 || u[5] > (1u << 24)) {
+		mm_msg(err, errlen,
+		       "hyperparameters out of range: layers %u, embd %u, ff %u, heads %u/%u, ctx %u",
+		       u[0], u[1], u[2], u[3], u[4], u[5]);
+		return -EINVAL;
+	}
+	if (!(hp->eps > 0.0f && hp->eps < 1.0f)) {
+		mm_msg(err, errlen,
+		       "key llama.attention.layer_norm_rms_epsilon: %g out of range",
+		       hp->eps);
+		return -EINVAL;
+	}
+	if (!(hp->rope_base > 1.0f && isfinite(hp->rope_base))) {
+		mm_msg(err, errlen, "key llama.rope.freq_base: %g out of range",
+		       hp->rope_base);
+		return -EINVAL;
+	}
+	ret = mm_llama_u32(g, "llama.attention.key_length", 0,
+			   u[1] / u[3], &u[6], err, errlen);
+	if (!ret)
+		ret = mm_llama_u32(g, "llama.attention.value_length", 0, u[6],
+				   &u[7], err, errlen);
+	if (ret)
+		return ret;
+	if (u[6] != u[7] || u[6] < 2 || u[6] > 1024 || u[6] % 2) {
+		mm_msg(err, errlen,
+		       "keys llama.attention.key_length/value_length: %u/%u not supported",
+		       u[6], u[7]);
+		return -ENOTSUP;
+	}
+	hp->head_dim = (int)u[6];
+	ret = mm_llama_u32(g, "llama.rope.dimension_count", 0, u[6], &u[0],
+			   err, errlen);
+	if (ret)
+		return ret;
+	if (u[0] < 2 || u[0] > u[6] || u[0] % 2) {
+		mm_msg(err, errlen,
+		       "key llama.rope.dimension_count: %u (head dim %u)", u[0],
+		       u[6]);
+		return -EINVAL;
+	}
+	hp->n_rot = (int)u[0];
+	te = mm_gguf_tensor(g, "token_embd.weight");
+	if (!te) {
+		mm_msg(err, errlen, "tensor token_embd.weight: missing");
+		return -ENOENT;
+	}
+	if (te->ne[1] < 1 || te->ne[1] > (1 << 24)) {
+		mm_msg(err, errlen, "tensor token_embd.weight: %lld tokens",
+		       (long long)te->ne[1]);
+		return -EINVAL;
+	}
+	hp->n_vocab = (int)te->ne[1];
+	return 0;
+}
+
+static int mm_llama_weights(struct mmhal_model *m, char *err, size_t errlen)
+{
+	const struct mm_llama_hp *hp = &m->hp;
+	int64_t e = hp->n_embd, f = hp->n_ff;
+	int64_t qd = (int64_t)hp->n_head * hp->head_dim;
+	int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim;
+	char nm[64];
+	int ret;
+
+	ret = mm_llama_tensor(m->g, "token_embd.weight", e, hp->n_vocab, 0,
+			      &m->tok_embd, err, errlen);
+	if (!ret)
+		ret = mm_llama_tensor(m->g, "output.weight", e, hp->n_vocab, 1,
+				      &m->output, err, errlen);
+	if (!ret && !m->output.d)
+		m->output = m->tok_embd;
+	if (!ret)
+		ret = mm_llama_vec(m, "output_norm.weight", e, 0,
+				   &m->output_norm, err, errlen);
+	if (!ret)
+		ret = mm_llama_vec(m, "rope_freqs.weight", hp->n_rot / 2, 1,
+				   &m->inv_freq, err, errlen);
+	if (ret)
+		return ret;
+	m->layers = mm_llama_alloc(m, hp->n_layer * sizeof(*m->layers));
+	if (!m->layers)
+		return -ENOMEM;
+	for (int l = 0; l < hp->n_layer && !ret; l++) {
+		struct mm_llama_layer *L = &m->layers[l];
+		const struct {
+			const char *n;
+			struct mm_llama_w *w;
+			int64_t ne0, ne1;
+		} mats[] = {
+			{ "attn_q", &L->q, e, qd },
+			{ "attn_k", &L->k, e, kvd },
+			{ "attn_v", &L->v, e, kvd },
+			{ "attn_output", &L->o, qd, e },
+			{ "ffn_gate", &L->gate, e, f },
+			{ "ffn_up", &L->up, e, f },
+			{ "ffn_down", &L->down, f, e },
+		};
+
+		snprintf(nm, sizeof(nm), "blk.%d.attn_norm.weight", l);
+		ret = mm_llama_vec(m, nm, e, 0, &L->attn_norm, err, errlen);
+		if (!ret) {
+			snprintf(nm, sizeof(nm), "blk.%d.ffn_norm.weight", l);
+			ret = mm_llama_vec(m, nm, e, 0, &L->ffn_norm, err,
+					   errlen);
+		}
+		for (size_t i = 0; !ret && i < sizeof(mats) / sizeof(mats[0]);
+		     i++) {
+			snprintf(nm, sizeof(nm), "blk.%d.%s.weight", l,
+				 mats[i].n);
+			ret = mm_llama_tensor(m->g, nm, mats[i].ne0,
+					      mats[i].ne1, 0, mats[i].w, err,
+					      errlen);
+		}
+	}
+	return ret;
+}
+
+static void mm_llama_fill_info(struct mmhal_model *m)
+{
+	struct mmhal_model_info *in = &m->info;
+	const struct mm_llama_hp *hp = &m->hp;
+	const struct mm_gguf_kv *kv;
+	uint64_t per_tok = m->tok_embd.rs + m->output.bytes;
+
+	memset(in, 0, sizeof(*in));
+	snprintf(in->arch, sizeof(in->arch), "%s", mm_gguf_arch(m->g));
+	kv = mm_gguf_find(m->g, "general.name");
+	if (kv && kv->type == MM_GGUF_STR)
+		snprintf(in->name, sizeof(in->name), "%s", kv->v.str);
+	in->n_vocab = hp->n_vocab;
+	in->n_embd = hp->n_embd;
+	in->n_layer = hp->n_layer;
+	in->n_head = hp->n_head;
+	in->n_head_kv = hp->n_head_kv;
+	in->n_ff = hp->n_ff;
+	in->n_rot = hp->n_rot;
+	in->n_ctx = m->n_ctx;
+	in->n_ctx_train = hp->n_ctx_train;
+	in->n_threads = m->n_threads;
+	in->kv_type = m->kv_type;
+	in->tied_output = m->output.d == m->tok_embd.d;
+	in->file_bytes = mm_gguf_file_size(m->g);
+	for (uint64_t i = 0; i < mm_gguf_n_tensors(m->g); i++) {
+		const struct mm_gguf_tensor *t = mm_gguf_tensor_at(m->g, i);
+		int j;
+
+		in->weight_bytes += t->size;
+		for (j = 0; j < in->n_wtypes; j++)
+			if (in->wtype[j] == t->type)
+				break;
+		if (j == in->n_wtypes) {
+			if (j == MMHAL_MODEL_MAX_WTYPES)
+				continue;
+			in->n_wtypes++;
+			in->wtype[j] = t->type;
+			snprintf(in->wtype_name[j], sizeof(in->wtype_name[j]),
+				 "%s", mm_gguf_type_name(t->type) ?
+				 mm_gguf_type_name(t->type) : "?");
+		}
+		in->wtype_bytes[j] += t->size;
+	}
+	/* sort by bytes, most first */
+	for (int i = 1; i < in->n_wtypes; i++)
+		for (int j = i; j > 0 && in->wtype_bytes[j] >
+		     in->wtype_bytes[j - 1]; j--) {
+			uint32_t t = in->wtype[j];
+			uint64_t b = in->wtype_bytes[j];
+			char n[8];
+
+			memcpy(n, in->wtype_name[j], sizeof(n));
+			in->wtype[j] = in->wtype[j - 1];
+			in->wtype_bytes[j] = in->wtype_bytes[j - 1];
+			memcpy(in->wtype_name[j], in->wtype_name[j - 1],
+			       sizeof(n));
+			in->wtype[j - 1] = t;
+			in->wtype_bytes[j - 1] = b;
+			memcpy(in->wtype_name[j - 1], n, sizeof(n));
+		}
+	for (int l = 0; l < hp->n_layer; l++) {
+		const struct mm_llama_layer *L = &m->layers[l];
+
+		per_tok += L->q.bytes + L->k.bytes + L->v.bytes + L->o.bytes +
+			   L->gate.bytes + L->up.bytes + L->down.bytes;
+	}
+	in->weight_bytes_per_token = per_tok;
+	in->kv_bytes = m->st.kv_bytes;
+	snprintf(in->kernels, sizeof(in->kernels), "%s",
+		 mm_ctx_kernels(m->ctx));
+}
+
+static pthread_once_t mm_vec_once = PTHREAD_ONCE_INIT;
+static void mm_vec_init(void);
+
+MMHAL_API int mmhal_model_load(const char *path,
+			       const struct mmhal_model_params *params,
+			       struct mmhal_model **out, char *err,
+			       size_t errlen)
+{
+	struct mmhal_model_params p = params ? *params :
+		mmhal_model_default_params();
+	double t0 = mm_now_ms();
+	struct mmhal_model *m;
+	char tokerr[128];
+	size_t n = 0, nb;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!out || !path) {
+		mm_msg(err, errlen, "path and out must not be NULL");
+		return -EINVAL;
+	}
+	*out = NULL;
+	if (p.kv_type != MMHAL_KV_F16 && p.kv_type != MMHAL_KV_Q8_0) {
+		mm_msg(err, errlen, "kv_type %d not supported (F16 1, Q8_0 8)",
+		       p.kv_type);
+		return -EINVAL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	pthread_once(&mm_vec_once, mm_vec_init);
+	if (p.use_mmap) {
+		ret = mm_gguf_open(path, &m->g, err, errlen);
+	} else {
+		ret = mm_llama_read_file(path, &m->filebuf, &n);
+		if (ret)
+			mm_msg(err, errlen, "%s: %s", path, strerror(-ret));
+		else
+			ret = mm_gguf_open_mem(m->filebuf, n, &m->g, err,
+					       errlen);
+	}
+	if (ret)
+		goto fail;
+	ret = mm_llama_hparams(m, err, errlen);
+	if (!ret)
+		ret = mm_llama_weights(m, err, errlen);
+	if (ret)
+		goto fail;
+	if (mm_tok_load(m->g, &m->tok, tokerr, sizeof(tokerr)))
+		m->tok = NULL;	/* token ids still work */
+
+	m->n_ctx = p.n_ctx > 0 ? p.n_ctx :
+		(m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
+	if (m->n_ctx > (1 << 20)) {
+		mm_msg(err, errlen, "n_ctx %d too large", m->n_ctx);
+		ret = -EINVAL;
+		goto fail;
+	}
+	m->n_batch = p.n_batch > 0 ? p.n_batch : 512;
+	if (m->n_batch > m->n_ctx)
+		m->n_batch = m->n_ctx;
+	m->kv_type = p.kv_type;
+	m->kv_dim = m->hp.n_head_kv * m->hp.head_dim;
+	if (m->kv_type == MMHAL_KV_Q8_0 && m->hp.head_dim % MM_QK) {
+		mm_msg(err, errlen,
+		       "kv_type Q8_0 needs a head dimension multiple of 32 (%d)",
+		       m->hp.head_dim);
+		ret = -ENOTSUP;
+		goto fail;
+	}
+	ret = mm_ctx_create(p.n_threads, &m->ctx);
+	if (ret) {
+		mm_msg(err, errlen, "creating %d threads: %s", p.n_threads,
+		       strerror(-ret));
+		goto fail;
+	}
+	m->n_threads = mm_ctx_threads(m->ctx);
+
+	/* KV cache */
+	m->kv_rs = mm_row_bytes((enum mm_type)m->kv_type, m->kv_dim);
+	nb = m->kv_rs * (size_t)m->n_ctx * m->hp.n_layer;
+	m->kv_k = mm_llama_alloc(m, nb);
+	m->kv_v = mm_llama_alloc(m, nb);
+	m->st.kv_bytes = 2 * nb;
+	m->tokens = mm_llama_alloc(m, m->n_ctx * sizeof(int32_t));
+
+	/* activations */
+	{
+		size_t B = m->n_batch, e = m->hp.n_embd, f = m->hp.n_ff;
+		size_t qd = (size_t)m->hp.n_head * m->hp.head_dim;
+
+		m->x = mm_llama_alloc(m, B * e * sizeof(float));
+		m->xn = mm_llama_alloc(m, B * (e > qd ? e : qd) * sizeof(float));
+		m->q = mm_llama_alloc(m, B * qd * sizeof(float));
+		m->k = mm_llama_alloc(m, B * m->kv_dim * sizeof(float));
+		m->v = mm_llama_alloc(m, B * m->kv_dim * sizeof(float));
+		m->att = mm_llama_alloc(m, B * qd * sizeof(float));
+		m->gate = mm_llama_alloc(m, B * f * sizeof(float));
+		m->up = mm_llama_alloc(m, B * f * sizeof(float));
+		m->logits = mm_llama_alloc(m, m->hp.n_vocab * sizeof(float));
+		m->fused_rows = qd + 2 * m->kv_dim > 2 * f ?
+			qd + 2 * m->kv_dim : 2 * f;
+		m->fused = mm_llama_alloc(m, B * m->fused_rows * sizeof(float));
+		m->scratch_stride = ((size_t)m->n_ctx + 15) & ~(size_t)15;
+		m->kf = mm_llama_alloc(m, (size_t)m->n_ctx * m->kv_dim *
+				       sizeof(float));
+		m->vf = mm_llama_alloc(m, (size_t)m->n_ctx * m->kv_dim *
+				       sizeof(float));
+		m->scratch = mm_llama_alloc(m, m->scratch_stride *
+					    m->n_threads * sizeof(float));
+	}
+	if (!m->inv_freq) {
+		m->inv_freq = mm_llama_alloc(m, m->hp.n_rot / 2 * sizeof(float));
+		if (m->inv_freq)
+			for (int i = 0; i < m->hp.n_rot / 2; i++)
+				m->inv_freq[i] = (float)pow(m->hp.rope_base,
+					-2.0 * i / m->hp.n_rot);
+	} else {
+		/* rope_freqs: llama.cpp divides theta by the factor */
+		for (int i = 0; i < m->hp.n_rot / 2; i++)
+			m->inv_freq[i] = (float)(pow(m->hp.rope_base,
+				-2.0 * i / m->hp.n_rot) / m->inv_freq[i]);
+	}
+	if (!m->kv_k || !m->kv_v || !m->tokens || !m->x || !m->xn || !m->q ||
+	    !m->k || !m->v || !m->att || !m->gate || !m->up || !m->logits ||
+	    !m->scratch || !m->inv_freq || !m->kf || !m->vf || !m->fused) {
+		mm_msg(err, errlen, "out of memory for the KV cache (%zu bytes) "
+		       "and activations", 2 * nb);
+		ret = -ENOMEM;
+		goto fail;
+	}
+	mm_llama_fill_info(m);
+	m->st.load_ms = mm_now_ms() - t0;
+	m->st.file_bytes = m->info.file_bytes;
+	*out = m;
+	return 0;
+fail:
+	mmhal_model_free(m);
+	return ret;
+}
+
+MMHAL_API void mmhal_model_free(struct mmhal_model *m)
+{
+	if (!m)
+		return;
+	if (m->layers)
+		for (int l = 0; l < m->hp.n_layer; l++) {
+			free(m->layers[l].attn_norm);
+			free(m->layers[l].ffn_norm);
+		}
+	free(m->layers);
+	free(m->output_norm);
+	free(m->inv_freq);
+	free(m->kv_k);
+	free(m->kv_v);
+	free(m->tokens);
+	free(m->x);
+	free(m->xn);
+	free(m->q);
+	free(m->k);
+	free(m->v);
+	free(m->att);
+	free(m->gate);
+	free(m->up);
+	free(m->logits);
+	free(m->scratch);
+	free(m->kf);
+	free(m->fused);
+	free(m->vf);
+	mm_ctx_destroy(m->ctx);
+	mm_tok_free(m->tok);
+	mm_gguf_close(m->g);
+	free(m->filebuf);
+	free(m);
+}
+
+MMHAL_API const char *mmhal_model_error(const struct mmhal_model *m)
+{
+	return m ? m->err : "";
+}
+
+MMHAL_API int mmhal_model_info(const struct mmhal_model *m,
+			       struct mmhal_model_info *out)
+{
+	if (!out)
+		return -EINVAL;
+	if (!m) {
+		memset(out, 0, sizeof(*out));
+		return -EINVAL;
+	}
+	*out = m->info;
+	return 0;
+}
+
+/* ---- tokenizer passthrough -------------------------------------------- */
+
+MMHAL_API int mmhal_model_tokenize(const struct mmhal_model *m,
+				   const char *text, size_t len, int add_bos,
+				   int parse_special, int32_t *ids, int max,
+				   int *n_out)
+{
+	if (n_out)
+		*n_out = 0;
+	if (!m || !text || !n_out || max < 0 || (max && !ids))
+		return -EINVAL;
+	if (!m->tok)
+		return -ENOTSUP;
+	return mm_tok_encode(m->tok, text, len, add_bos, parse_special, ids,
+			     max, n_out);
+}
+
+MMHAL_API int mmhal_model_detokenize(const struct mmhal_model *m,
+				     const int32_t *ids, int n, char *buf,
+				     size_t cap, size_t *len_out)
+{
+	if (len_out)
+		*len_out = 0;
+	if (!m || n < 0 || (n && !ids) || (cap && !buf))
+		return -EINVAL;
+	if (!m->tok)
+		return -ENOTSUP;
+	return mm_tok_decode(m->tok, ids, n, buf, cap, len_out);
+}
+
+MMHAL_API int mmhal_model_chat_format(const struct mmhal_model *m,
+				      const struct mmhal_chat_msg *msgs,
+				      int n, int add_gen, char *buf,
+				      size_t cap, size_t *len_out)
+{
+	struct mm_chat_msg tmp[64] = { { 0 } }, *cm = tmp;
+	int ret;
+
+	if (len_out)
+		*len_out = 0;
+	if (!m || n < 0 || (n && !msgs) || (cap && !buf))
+		return -EINVAL;
+	if (!m->tok)
+		return -ENOTSUP;
+	if (n > 64) {
+		cm = malloc(n * sizeof(*cm));
+		if (!cm)
+			return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		cm[i].role = msgs[i].role;
+		cm[i].content = msgs[i].content;
+	}
+	ret = mm_tok_chat_format(m->tok, cm, n, add_gen, buf, cap, len_out);
+	if (cm != tmp)
+		free(cm);
+	return ret;
+}
+
+MMHAL_API int32_t mmhal_model_token_bos(const struct mmhal_model *m)
+{
+	return m && m->tok ? mm_tok_bos(m->tok) : -1;
+}
+
+MMHAL_API int32_t mmhal_model_token_eos(const struct mmhal_model *m)
+{
+	return m && m->tok ? mm_tok_eos(m->tok) : -1;
+}
+
+MMHAL_API int mmhal_model_token_is_eog(const struct mmhal_model *m,
+				       int32_t token)
+{
+	return m && m->tok ? mm_tok_is_eog(m->tok, token) : 0;
+}
+
+/* ---- decoder ---------------------------------------------------------- */
+
+static void mm_rmsnorm(const float *x, const float *w, float *y, int n,
+		       float eps)
+{
+	double ss = 0;
+	float s;
+
+	for (int i = 0; i < n; i++)
+		ss += (double)x[i] * x[i];
+	s = (float)(1.0 / sqrt(ss / n + eps));
+	for (int i = 0; i < n; i++)
+		y[i] = x[i] * s * w[i];
+}
+
+/* Rotates adjacent pairs of the first n_rot elements of each head. */
+static void mm_rope(const struct mmhal_model *m, float *x, int n_heads,
+		    int pos)
+{
+	const int hd = m->hp.head_dim;
+
+	for (int i = 0; i < m->hp.n_rot / 2; i++) {
+		float th = (float)pos * m->inv_freq[i];
+		float c = cosf(th), s = sinf(th);
+
+		for (int h = 0; h < n_heads; h++) {
+			float *p = x + (size_t)h * hd + 2 * i;
+			float a = p[0], b = p[1];
+
+			p[0] = a * c - b * s;
+			p[1] = a * s + b * c;
+		}
+	}
+}
+
+static void mm_proj(struct mmhal_model *m, const struct mm_llama_w *w,
+		    const float *X, float *Y, int n)
+{
+	if (n == 1)
+		mm_matvec(m->ctx, w->t, w->d, X, Y, w->ne1, w->ne0);
+	else
+		mm_matmul(m->ctx, w->t, w->d, X, Y, w->ne1, w->ne0, n);
+}
+
+/*
+ * Vector helpers: AVX2/FMA/F16C versions chosen at run time on x86
+ * (this file is built without ISA flags), portable loops elsewhere.
+ */
+static float mm_dot_c(const float *a, const float *b, int n)
+{
+	float s[8] = { 0 };
+	int i;
+
+	for (i = 0; i + 8 <= n; i += 8)
+		for (int k = 0; k < 8; k++)
+			s[k] += a[i + k] * b[i + k];
+	for (; i < n; i++)
+		s[0] += a[i] * b[i];
+	return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+static void mm_axpy_c(float *y, float a, const float *x, int n)
+{
+	for (int i = 0; i < n; i++)
+		y[i] += a * x[i];
+}
+
+static void mm_f16_row_c(const void *src, float *dst, int n)
+{
+	mm_dequantize_row(MM_TYPE_F16, src, dst, n);
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+__attribute__((target("avx2,fma")))
+static float mm_dot_avx2(const float *a, const float *b, int n)
+{
+	__m256 s0 = _mm256_setzero_ps(), s1 = s0;
+	__m128 h;
+	int i;
+	float r;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i),
+				     _mm256_loadu_ps(b + i), s0);
+		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8),
+				     _mm256_loadu_ps(b + i + 8), s1);
+	}
+	for (; i + 8 <= n; i += 8)
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i),
+				     _mm256_loadu_ps(b + i), s0);
+	s0 = _mm256_add_ps(s0, s1);
+	h = _mm_add_ps(_mm256_castps256_ps128(s0),
+		       _mm256_extractf128_ps(s0, 1));
+	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_add_ss(h, _mm_movehdup_ps(h));
+	r = _mm_cvtss_f32(h);
+	for (; i < n; i++)
+		r += a[i] * b[i];
+	return r;
+}
+
+__attribute__((target("avx2,fma")))
+static void mm_axpy_avx2(float *y, float a, const float *x, int n)
+{
+	__m256 va = _mm256_set1_ps(a);
+	int i;
+
+	for (i = 0; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i),
+						       _mm256_loadu_ps(y + i)));
+	for (; i < n; i++)
+		y[i] += a * x[i];
+}
+
+__attribute__((target("avx2,f16c")))
+static void mm_f16_row_f16c(const void *src, float *dst, int n)
+{
+	const uint16_t *h = src;
+	int i;
+
+	for (i = 0; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(
+			_mm_loadu_si128((const __m128i *)(h + i))));
+	for (; i < n; i++)
+		dst[i] = mm_f16_to_f32(h[i]);
+}
+#endif
+
+static float (*mm_dot)(const float *, const float *, int) = mm_dot_c;
+static void (*mm_axpy)(float *, float, const float *, int) = mm_axpy_c;
+static void (*mm_f16_row)(const void *, float *, int) = mm_f16_row_c;
+
+static void mm_vec_init(void)
+{
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+		mm_dot = mm_dot_avx2;
+		mm_axpy = mm_axpy_avx2;
+		if (getenv("MMHAL_KERNELS") &&
+		    !strcmp(getenv("MMHAL_KERNELS"), "scalar")) {
+			mm_dot = mm_dot_c;
+			mm_axpy = mm_axpy_c;
+		}
+	}
+	if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2"))
+		mm_f16_row = mm_f16_row_f16c;
+#endif
+}
+
+/*
+ * Projections ws[0..nw) of the same input X. Consecutive weights that lie
+ * back to back in the file with the same type and row length (attn_q/k/v,
+ * ffn_gate/up as converters write them) run as one matrix: one kernel
+ * call, one thread-pool wake-up instead of several. Each output row is
+ * the same dot product either way.
+ */
+static void mm_proj_multi(struct mmhal_model *m,
+			  const struct mm_llama_w *const *ws, float *const *Ys,
+			  int nw, const float *X, int n)
+{
+	for (int a = 0, b; a < nw; a = b) {
+		int64_t rows = ws[a]->ne1;
+
+		for (b = a + 1; b < nw; b++) {
+			const struct mm_llama_w *p = ws[b - 1], *w = ws[b];
+
+			if (w->t != p->t || w->ne0 != p->ne0 ||
+			    p->d + (size_t)p->ne1 * p->rs != w->d)
+				break;
+			rows += w->ne1;
+		}
+		if (b == a + 1 || rows > m->fused_rows) {
+			for (int c = a; c < b; c++)
+				mm_proj(m, ws[c], X, Ys[c], n);
+			continue;
+		}
+		if (n == 1)
+			mm_matvec(m->ctx, ws[a]->t, ws[a]->d, X, m->fused, rows,
+				  ws[a]->ne0);
+		else
+			mm_matmul(m->ctx, ws[a]->t, ws[a]->d, X, m->fused, rows,
+				  ws[a]->ne0, n);
+		for (int i = 0; i < n; i++) {
+			const float *src = m->fused + (size_t)i * rows;
+
+			for (int c = a; c < b; c++) {
+				memcpy(Ys[c] + (size_t)i * ws[c]->ne1, src,
+				       ws[c]->ne1 * sizeof(float));
+				src += ws[c]->ne1;
+			}
+		}
+	}
+}
+
+struct mm_attn_job {
+	struct mmhal_model *m;
+	int layer, n;
+};
+
+/* KV rows [begin, end) of a layer to f32 (kf, vf). */
+static void mm_kv_stage_task(int64_t begin, int64_t end, void *arg)
+{
+	struct mm_attn_job *j = arg;
+	struct mmhal_model *m = j->m;
+	const size_t lo = (size_t)j->layer * m->n_ctx * m->kv_rs;
+
+	for (int64_t t = begin; t < end; t++) {
+		const uint8_t *k = m->kv_k + lo + t * m->kv_rs;
+		const uint8_t *v = m->kv_v + lo + t * m->kv_rs;
+		float *kf = m->kf + t * m->kv_dim, *vf = m->vf + t * m->kv_dim;
+
+		if (m->kv_type == MMHAL_KV_F16) {
+			mm_f16_row(k, kf, m->kv_dim);
+			mm_f16_row(v, vf, m->kv_dim);
+		} else {
+			mm_dequantize_row((enum mm_type)m->kv_type, k, kf,
+					  m->kv_dim);
+			mm_dequantize_row((enum mm_type)m->kv_type, v, vf,
+					  m->kv_dim);
+		}
+	}
+}
+
+/* (token, head) pairs [begin, end): causal softmax(q.K^T * scale) V */
+static void mm_attn_task(int64_t begin, int64_t end, void *arg)
+{
+	struct mm_attn_job *j = arg;
+	struct mmhal_model *m = j->m;
+	const int hd = m->hp.head_dim, nh = m->hp.n_head, kvd = m->kv_dim;
+	const int grp = nh / m->hp.n_head_kv;
+	const float scale = 1.0f / sqrtf((float)hd);
+	int slot = __atomic_fetch_add(&m->slot, 1, __ATOMIC_RELAXED);
+	float *sc = m->scratch + (size_t)slot * m->scratch_stride;
+
+	for (int64_t it = begin; it < end; it++) {
+		int i = (int)(it / nh), h = (int)(it % nh);
+		int kvh = h / grp, pos = m->n_past + i;
+		const float *q = m->q + (size_t)i * nh * hd + (size_t)h * hd;
+		const float *kf = m->kf + (size_t)kvh * hd;
+		const float *vf = m->vf + (size_t)kvh * hd;
+		float *o = m->att + (size_t)i * nh * hd + (size_t)h * hd;
+		float mx = -INFINITY, sum = 0;
+
+		for (int t = 0; t <= pos; t++) {
+			sc[t] = mm_dot(q, kf + (size_t)t * kvd, hd) * scale;
+			if (sc[t] > mx)
+				mx = sc[t];
+		}
+		for (int t = 0; t <= pos; t++) {
+			sc[t] = expf(sc[t] - mx);
+			sum += sc[t];
+		}
+		memset(o, 0, hd * sizeof(float));
+		sum = 1.0f / sum;
+		for (int t = 0; t <= pos; t++)
+			mm_axpy(o, sc[t] * sum, vf + (size_t)t * kvd, hd);
+	}
+}
+
+/* n tokens (n <= n_batch) at positions n_past ... */
+static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
+			     int n, float *logits)
+{
+	const struct mm_llama_hp *hp = &m->hp;
+	const int e = hp->n_embd, f = hp->n_ff;
+	const int qd = hp->n_head * hp->head_dim, kvd = m->kv_dim;
+	const int64_t attn_work = (int64_t)n * hp->n_head *
+		(m->n_past + n) * hp->head_dim;
+
+	for (int i = 0; i < n; i++)
+		mm_dequantize_row(m->tok_embd.t,
+				  m->tok_embd.d + (size_t)tok[i] * m->tok_embd.rs,
+				  m->x + (size_t)i * e, e);
+	for (int l = 0; l < hp->n_layer; l++) {
+		const struct mm_llama_layer *L = &m->layers[l];
+		const size_t lo = (size_t)l * m->n_ctx * m->kv_rs;
+		struct mm_attn_job aj = { .m = m, .layer = l, .n = n };
+
+		for (int i = 0; i < n; i++)
+			mm_rmsnorm(m->x + (size_t)i * e, L->attn_norm,
+				   m->xn + (size_t)i * e, e, hp->eps);
+		{
+			const struct mm_llama_w *ws[3] = { &L->q, &L->k, &L->v };
+			float *ys[3] = { m->q, m->k, m->v };
+
+			mm_proj_multi(m, ws, ys, 3, m->xn, n);
+		}
+		for (int i = 0; i < n; i++) {
+			int pos = m->n_past + i;
+
+			mm_rope(m, m->q + (size_t)i * qd, hp->n_head, pos);
+			mm_rope(m, m->k + (size_t)i * kvd, hp->n_head_kv, pos);
+			mm_quantize_row((enum mm_type)m->kv_type,
+					m->k + (size_t)i * kvd,
+					m->kv_k + lo + (size_t)pos * m->kv_rs, kvd);
+			mm_quantize_row((enum mm_type)m->kv_type,
+					m->v + (size_t)i * kvd,
+					m->kv_v + lo + (size_t)pos * m->kv_rs, kvd);
+		}
+		/* small attention (decode at short context): on this thread,
+		 * saving two pool wake-ups per layer */
+		m->slot = 0;
+		if (attn_work < (1 << 18)) {
+			mm_kv_stage_task(0, m->n_past + n, &aj);
+			mm_attn_task(0, (int64_t)n * hp->n_head, &aj);
+		} else {
+			mm_parallel_for(m->ctx, m->n_past + n, mm_kv_stage_task,
+					&aj);
+			mm_parallel_for(m->ctx, (int64_t)n * hp->n_head,
+					mm_attn_task, &aj);
+		}
+		mm_proj(m, &L->o, m->att, m->xn, n);
+		for (size_t i = 0; i < (size_t)n * e; i++)
+			m->x[i] += m->xn[i];
+		for (int i = 0; i < n; i++)
+			mm_rmsnorm(m->x + (size_t)i * e, L->ffn_norm,
+				   m->xn + (size_t)i * e, e, hp->eps);
+		{
+			const struct mm_llama_w *ws[2] = { &L->gate, &L->up };
+			float *ys[2] = { m->gate, m->up };
+
+			mm_proj_multi(m, ws, ys, 2, m->xn, n);
+		}
+		for (size_t i = 0; i < (size_t)n * f; i++) {
+			float g = m->gate[i];
+
+			m->gate[i] = g / (1.0f + expf(-g)) * m->up[i];
+		}
+		mm_proj(m, &L->down, m->gate, m->xn, n);
+		for (size_t i = 0; i < (size_t)n * e; i++)
+			m->x[i] += m->xn[i];
+	}
+	if (!logits)
+		return;
+	mm_rmsnorm(m->x + (size_t)(n - 1) * e, m->output_norm, m->xn, e,
+		   hp->eps);
+	mm_matvec(m->ctx, m->output.t, m->output.d, m->xn, logits,
+		  m->output.ne1, m->output.ne0);
+}
+
+MMHAL_API int mmhal_model_eval(struct mmhal_model *m, const int32_t *tokens,
+			       int n, float *logits_last)
+{
+	double t0;
+
+	if (!m)
+		return -EINVAL;
+	if (n < 1 || !tokens) {
+		snprintf(m->err, sizeof(m->err), "eval: %d tokens", n);
+		return -EINVAL;
+	}
+	for (int i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab) {
+			snprintf(m->err, sizeof(m->err),
+				 "eval: token %d (index %d) outside the vocab (%d)",
+				 tokens[i], i, m->hp.n_vocab);
+			return -EINVAL;
+		}
+	if (n > m->n_ctx - m->n_past) {
+		snprintf(m->err, sizeof(m->err),
+			 "context full (ENOSPC): %d tokens in the cache + %d > n_ctx %d; reset or truncate",
+			 m->n_past, n, m->n_ctx);
+		return -ENOSPC;
+	}
+	t0 = mm_now_ms();
+	for (int done = 0; done < n;) {
+		int c = n - done < m->n_batch ? n - done : m->n_batch;
+		int last = done + c == n;
+
+		mm_llama_forward(m, tokens + done, c, last ? m->logits : NULL);
+		memcpy(m->tokens + m->n_past, tokens + done, c * sizeof(int32_t));
+		m->n_past += c;
+		done += c;
+	}
+	m->has_logits = 1;
+	if (logits_last)
+		memcpy(logits_last, m->logits, m->hp.n_vocab * sizeof(float));
+	t0 = mm_now_ms() - t0;
+	if (n > 1) {
+		m->st.prefill_ms += t0;
+		m->st.prefill_tokens += n;
+		m->st.prefill_calls++;
+	} else {
+		if (!m->st.decode_tokens || t0 < m->st.decode_min_ms)
+			m->st.decode_min_ms = t0;
+		if (t0 > m->st.decode_max_ms)
+			m->st.decode_max_ms = t0;
+		m->st.decode_ms += t0;
+		m->st.decode_tokens++;
+		m->st.decode_last_ms = t0;
+	}
+	m->err[0] = 0;
+	return 0;
+}
+
+MMHAL_API const float *mmhal_model_logits(const struct mmhal_model *m)
+{
+	return m && m->has_logits ? m->logits : NULL;
+}
+
+MMHAL_API int mmhal_model_n_past(const struct mmhal_model *m)
+{
+	return m ? m->n_past : 0;
+}
+
+MMHAL_API const int32_t *mmhal_model_tokens(const struct mmhal_model *m)
+{
+	return m ? m->tokens : NULL;
+}
+
+MMHAL_API void mmhal_model_reset(struct mmhal_model *m)
+{
+	if (!m)
+		return;
+	m->n_past = 0;
+	m->has_logits = 0;
+}
+
+MMHAL_API int mmhal_model_truncate(struct mmhal_model *m, int n_keep)
+{
+	if (!m || n_keep < 0 || n_keep > m->n_past)
+		return -EINVAL;
+	if (n_keep != m->n_past)
+		m->has_logits = 0;
+	m->n_past = n_keep;
+	return 0;
+}
+
+/* ---- generate --------------------------------------------------------- */
+
+MMHAL_API int mmhal_model_generate(struct mmhal_model *m,
+				   const int32_t *prompt, int n_prompt,
+				   int n_predict, struct mmhal_sampler *s,
+				   unsigned flags, int32_t *out,
+				   mmhal_token_cb cb, void *arg, int *n_out)
+{
+	int ret = 0, count = 0;
+
+	if (n_out)
+		*n_out = 0;
+	if (!m || n_prompt < 0 || n_predict < 0 || (n_prompt && !prompt))
+		return -EINVAL;
+	if (n_prompt) {
+		ret = mmhal_model_eval(m, prompt, n_prompt, NULL);
+		if (ret)
+			return ret;
+	} else if (!m->has_logits) {
+		snprintf(m->err, sizeof(m->err),
+			 "generate: no prompt and no logits to sample from");
+		return -EINVAL;
+	}
+	while (count < n_predict) {
+		double t0 = mm_now_ms();
+		int32_t tok;
+		int stop = 0;
+
+		tok = s ? mmhal_sampler_sample(s, m->logits, m->hp.n_vocab,
+					       m->tokens, m->n_past) :
+			mm_sampler_argmax(m->logits, m->hp.n_vocab);
+		m->st.sample_ms += mm_now_ms() - t0;
+		m->st.sample_tokens++;
+		if (tok < 0) {
+			ret = tok;
+			break;
+		}
+		if (!(flags & MMHAL_GEN_IGNORE_EOG) && m->tok &&
+		    mm_tok_is_eog(m->tok, tok))
+			break;
+		if (out)
+			out[count] = tok;
+		count++;
+		if (cb) {
+			char piece[256];
+			size_t len = 0;
+
+			if (!m->tok || mm_tok_piece(m->tok, tok, 0, piece,
+						    sizeof(piece), &len))
+				len = 0;
+			if (len >= sizeof(piece))
+				len = sizeof(piece) - 1;
+			piece[len] = 0;
+			stop = cb(tok, piece, len, arg);
+		}
+		ret = mmhal_model_eval(m, &tok, 1, NULL);
+		if (ret || stop)
+			break;
+	}
+	if (n_out)
+		*n_out = count;
+	return ret;
+}
+
+/* ---- accounting ------------------------------------------------------- */
+
+MMHAL_API int mmhal_model_stats(const struct mmhal_model *m,
+				struct mmhal_model_stats *out)
+{
+	struct rusage ru;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!m)
+		return -EINVAL;
+	*out = m->st;
+	if (!getrusage(RUSAGE_SELF, &ru))
+		out->peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024;
+	out->n_past = m->n_past;
+	out->n_ctx = m->n_ctx;
+	return 0;
+}
+
+MMHAL_API void mmhal_model_stats_reset(struct mmhal_model *m)
+{
+	if (!m)
+		return;
+	m->st.prefill_ms = 0;
+	m->st.prefill_tokens = 0;
+	m->st.prefill_calls = 0;
+	m->st.decode_ms = 0;
+	m->st.decode_tokens = 0;
+	m->st.decode_last_ms = 0;
+	m->st.decode_min_ms = 0;
+	m->st.decode_max_ms = 0;
+	m->st.sample_ms = 0;
+	m->st.sample_tokens = 0;
+}

@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: MIT
+#
+# llama.mk - LLaMA-family decoder, sampler and model API of libhal/model.
+# Included by ./Makefile (which defines O, CC, BASE_CFLAGS, OPT, SAN), after
+# gguf.mk and quant.mk.
+#
+# Targets:
+#   llama-all    sanitized test and optimised benchmark binaries
+#   llama-check  decoder/sampler/accounting tests (ASan+UBSan); last line
+#                "RESULT llama <passed> <failed>", non-zero on failure
+#   llama-bench  SmolLM2-135M-shaped model at Q8_0 and Q4_K: prefill and
+#                decode tokens/s, decode vs the bandwidth roofline, peak RSS
+#                (optimised, no sanitizers). The generated models are kept
+#                in $(O)/llama/models (about 1 GB) and reused.
+#
+# For the library (../Makefile): LLAMA_SRCS are the sources.
+#
+# The tests and the benchmark link the objects of gguf.mk and quant.mk
+# (GGUF_*_OBJS, QUANT_*_OBJS, gen.o included); if those lists are absent,
+# the sources are compiled here into $(O)/llama/{san,opt} (kern_*.c with
+# their QUANT_ISA_CFLAGS_*). The benchmark makes its models with
+# $(GGUF_TOOL) (mmgguf gen / quantize) when gguf.mk defines it.
+
+LLAMA_DIR := $(CURDIR)
+LLAMA_O := $(O)/llama
+LLAMA_WARN := -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef
+LLAMA_CFLAGS := $(BASE_CFLAGS) -I$(LLAMA_DIR)/tools -I$(LLAMA_DIR)/tests \
+	-pthread
+
+LLAMA_SRCS := llama.c sampler.c
+LLAMA_OWN := $(LLAMA_SRCS) tests/ref_llama.c
+LLAMA_DEP_SRCS := $(filter-out $(LLAMA_SRCS),$(sort $(MODEL_SRCS) \
+	quant.c threadpool.c kern_scalar.c gguf.c gguf_write.c tokenizer.c)) \
+	tools/gen.c
+MODEL_SRCS += $(LLAMA_SRCS)
+
+LLAMA_HDRS := $(wildcard $(LLAMA_DIR)/*.h $(LLAMA_DIR)/tools/*.h \
+	$(LLAMA_DIR)/tests/*.h) $(abspath ../include/mmhal_model.h) \
+	$(abspath ../include/mmhal.h)
+# Link the objects gguf.mk and quant.mk build when they name them (gen.o
+# included); otherwise compile those sources here.
+ifneq ($(and $(GGUF_SAN_OBJS),$(GGUF_OPT_OBJS),$(QUANT_SAN_OBJS),$(QUANT_OPT_OBJS)),)
+LLAMA_SAN_OBJS := $(LLAMA_OWN:%.c=$(LLAMA_O)/san/%.o) $(GGUF_SAN_OBJS) \
+	$(QUANT_SAN_OBJS)
+LLAMA_OPT_OBJS := $(LLAMA_OWN:%.c=$(LLAMA_O)/opt/%.o) $(GGUF_OPT_OBJS) \
+	$(QUANT_OPT_OBJS)
+else
+LLAMA_OBJ_SRCS := $(LLAMA_OWN) $(LLAMA_DEP_SRCS)
+LLAMA_SAN_OBJS := $(LLAMA_OBJ_SRCS:%.c=$(LLAMA_O)/san/%.o)
+LLAMA_OPT_OBJS := $(LLAMA_OBJ_SRCS:%.c=$(LLAMA_O)/opt/%.o)
+endif
+# the model generator/quantizer for the benchmark, when gguf.mk has it
+LLAMA_MMGGUF := $(GGUF_TOOL)
+LLAMA_TEST := $(LLAMA_O)/san/llama_test
+LLAMA_BENCH := $(LLAMA_O)/opt/model_bench
+
+# own files get the stricter warnings; kern_*.c their ISA flags
+llama_flags = $(if $(filter $*.c,$(LLAMA_OWN)),$(LLAMA_WARN)) \
+	$(QUANT_ISA_CFLAGS_$(notdir $*))
+
+$(LLAMA_O)/opt/%.o: $(LLAMA_DIR)/%.c $(LLAMA_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LLAMA_CFLAGS) $(OPT) $(llama_flags) -c $< -o $@
+
+$(LLAMA_O)/san/%.o: $(LLAMA_DIR)/%.c $(LLAMA_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LLAMA_CFLAGS) -O1 $(SAN) $(llama_flags) -c $< -o $@
+
+$(LLAMA_TEST): $(LLAMA_DIR)/tests/llama_test.c $(LLAMA_SAN_OBJS) $(LLAMA_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LLAMA_CFLAGS) $(LLAMA_WARN) -O1 $(SAN) $< $(LLAMA_SAN_OBJS) \
+		-o $@ -lm
+
+$(LLAMA_BENCH): $(LLAMA_DIR)/bench/model_bench.c $(LLAMA_OPT_OBJS) $(LLAMA_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LLAMA_CFLAGS) $(LLAMA_WARN) $(OPT) $< $(LLAMA_OPT_OBJS) \
+		-o $@ -lm
+
+llama-all: $(LLAMA_TEST) $(LLAMA_BENCH)
+
+llama-check: $(LLAMA_TEST)
+	$(LLAMA_TEST)
+
+llama-bench: $(LLAMA_BENCH) $(LLAMA_MMGGUF)
+	@mkdir -p $(LLAMA_O)/models
+	$(LLAMA_BENCH) $(LLAMA_O)/models $(if $(LLAMA_MMGGUF),-g $(LLAMA_MMGGUF))
+
+MODEL_ALL += llama-all
+MODEL_CHECK += llama-check
+MODEL_BENCH += llama-bench
+
+.PHONY: llama-all llama-check llama-bench

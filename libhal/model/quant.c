@@ -1,0 +1,1031 @@
+// SPDX-License-Identifier: MIT
+/*
+ * quant.c - tensor types (ggml layouts), reference quantize/dequantize,
+ * kernel-set selection and the matvec/matmul drivers.
+ *
+ * The quantizers follow ggml's quantize_row_*_ref (ggml-quants.c) step by
+ * step, including the scale searches of Q4_K (make_qkx2_quants) and Q6_K
+ * (make_qx_quants), so files we write match llama.cpp's bit layout and
+ * nearly its rounding.
+ */
+#include "quant.h"
+#include "quant_kern.h"
+#include "threadpool.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+#endif
+
+/* ---- f16 / bf16 ------------------------------------------------------ */
+
+static inline uint32_t mm_f2u(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static inline float mm_u2f(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+float mm_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+	uint32_t exp = (h >> 10) & 0x1f;
+	uint32_t mant = h & 0x3ff;
+
+	if (exp == 0x1f)	/* inf / nan */
+		return mm_u2f(sign | 0x7f800000 | (mant << 13));
+	if (exp == 0) {		/* zero / subnormal: mant * 2^-24 */
+		float f = (float)mant * (1.0f / 16777216.0f);
+
+		return sign ? -f : f;
+	}
+	return mm_u2f(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+/* Round to nearest even (F. Giesen's float_to_half_fast3_rtne). */
+uint16_t mm_f32_to_f16(float f)
+{
+	uint32_t x = mm_f2u(f);
+	uint32_t sign = (x >> 16) & 0x8000;
+	uint32_t ax = x & 0x7fffffff;
+
+	if (ax >= 0x47800000)	/* >= 65536, inf, nan */
+		return sign | (ax > 0x7f800000 ? 0x7e00 : 0x7c00);
+	if (ax < 0x38800000) {	/* half subnormal or zero */
+		float g = mm_u2f(ax) + 0.5f;
+
+		return sign | (uint16_t)(mm_f2u(g) - 0x3f000000);
+	}
+	ax += 0xc8000fffu + ((ax >> 13) & 1);
+	return sign | (uint16_t)(ax >> 13);
+}
+
+float mm_bf16_to_f32(uint16_t h)
+{
+	return mm_u2f((uint32_t)h << 16);
+}
+
+uint16_t mm_f32_to_bf16(float f)
+{
+	uint32_t x = mm_f2u(f);
+
+	if ((x & 0x7fffffff) > 0x7f800000)	/* nan: keep it quiet */
+		return (x >> 16) | 64;
+	return (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+}
+
+/* ---- type table ------------------------------------------------------ */
+
+int mm_type_valid(uint32_t t)
+{
+	switch (t) {
+	case MM_TYPE_F32: case MM_TYPE_F16: case MM_TYPE_BF16:
+	case MM_TYPE_Q4_0: case MM_TYPE_Q4_1: case MM_TYPE_Q8_0:
+	case MM_TYPE_Q4_K: case MM_TYPE_Q6_K:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+const char *mm_type_name(enum mm_type t)
+{
+	switch (t) {
+	case MM_TYPE_F32: return "f32";
+	case MM_TYPE_F16: return "f16";
+	case MM_TYPE_BF16: return "bf16";
+	case MM_TYPE_Q4_0: return "q4_0";
+	case MM_TYPE_Q4_1: return "q4_1";
+	case MM_TYPE_Q8_0: return "q8_0";
+	case MM_TYPE_Q4_K: return "q4_K";
+	case MM_TYPE_Q6_K: return "q6_K";
+	case MM_TYPE_Q8_K: return "q8_K";
+	}
+	return "?";
+}
+
+size_t mm_type_block_elems(enum mm_type t)
+{
+	switch (t) {
+	case MM_TYPE_F32: case MM_TYPE_F16: case MM_TYPE_BF16:
+		return 1;
+	case MM_TYPE_Q4_0: case MM_TYPE_Q4_1: case MM_TYPE_Q8_0:
+		return MM_QK;
+	case MM_TYPE_Q4_K: case MM_TYPE_Q6_K: case MM_TYPE_Q8_K:
+		return MM_QK_K;
+	}
+	return 0;
+}
+
+size_t mm_type_block_bytes(enum mm_type t)
+{
+	switch (t) {
+	case MM_TYPE_F32: return 4;
+	case MM_TYPE_F16: case MM_TYPE_BF16: return 2;
+	case MM_TYPE_Q4_0: return sizeof(struct mm_block_q4_0);
+	case MM_TYPE_Q4_1: return sizeof(struct mm_block_q4_1);
+	case MM_TYPE_Q8_0: return sizeof(struct mm_block_q8_0);
+	case MM_TYPE_Q4_K: return sizeof(struct mm_block_q4_k);
+	case MM_TYPE_Q6_K: return sizeof(struct mm_block_q6_k);
+	case MM_TYPE_Q8_K: return sizeof(struct mm_block_q8_k);
+	}
+	return 0;
+}
+
+size_t mm_row_bytes(enum mm_type t, int64_t n)
+{
+	size_t be = mm_type_block_elems(t);
+
+	if (!be || n < 0 || n % (int64_t)be)
+		return 0;
+	return (size_t)(n / (int64_t)be) * mm_type_block_bytes(t);
+}
+
+/* ---- reference quantizers -------------------------------------------- */
+
+/* ggml's nearest_int: round half to even via the 1.5*2^23 trick. */
+static inline int mm_nearest_int(float fval)
+{
+	float val = fval + 12582912.f;
+	int i;
+
+	memcpy(&i, &val, 4);
+	return (i & 0x007fffff) - 0x00400000;
+}
+
+#define MM_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MM_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MM_GROUP_MAX_EPS 1e-15f
+
+static void mm_quantize_q8_0(const float *x, struct mm_block_q8_0 *y,
+			     int64_t n)
+{
+	for (int64_t i = 0; i < n / MM_QK; i++, x += MM_QK) {
+		float amax = 0.0f;
+
+		for (int j = 0; j < MM_QK; j++)
+			amax = MM_MAX(amax, fabsf(x[j]));
+		const float d = amax / 127.0f;
+		const float id = d ? 1.0f / d : 0.0f;
+
+		y[i].d = mm_f32_to_f16(d);
+		for (int j = 0; j < MM_QK; j++)
+			y[i].qs[j] = (int8_t)roundf(x[j] * id);
+	}
+}
+
+static void mm_quantize_q4_0(const float *x, struct mm_block_q4_0 *y,
+			     int64_t n)
+{
+	for (int64_t i = 0; i < n / MM_QK; i++, x += MM_QK) {
+		float amax = 0.0f, max = 0.0f;
+
+		for (int j = 0; j < MM_QK; j++) {
+			if (amax < fabsf(x[j])) {
+				amax = fabsf(x[j]);
+				max = x[j];
+			}
+		}
+		const float d = max / -8;
+		const float id = d ? 1.0f / d : 0.0f;
+
+		y[i].d = mm_f32_to_f16(d);
+		for (int j = 0; j < MM_QK / 2; j++) {
+			const uint8_t x0 = MM_MIN(15, (int8_t)(x[j] * id + 8.5f));
+			const uint8_t x1 = MM_MIN(15, (int8_t)(x[j + MM_QK / 2] * id + 8.5f));
+
+			y[i].qs[j] = x0 | (x1 << 4);
+		}
+	}
+}
+
+static void mm_quantize_q4_1(const float *x, struct mm_block_q4_1 *y,
+			     int64_t n)
+{
+	for (int64_t i = 0; i < n / MM_QK; i++, x += MM_QK) {
+		float min = INFINITY, max = -INFINITY;
+
+		for (int j = 0; j < MM_QK; j++) {
+			min = MM_MIN(min, x[j]);
+			max = MM_MAX(max, x[j]);
+		}
+		const float d = (max - min) / 15;
+		const float id = d ? 1.0f / d : 0.0f;
+
+		y[i].d = mm_f32_to_f16(d);
+		y[i].m = mm_f32_to_f16(min);
+		for (int j = 0; j < MM_QK / 2; j++) {
+			const uint8_t x0 = MM_MIN(15, (int8_t)((x[j] - min) * id + 0.5f));
+			const uint8_t x1 = MM_MIN(15, (int8_t)((x[j + MM_QK / 2] - min) * id + 0.5f));
+
+			y[i].qs[j] = x0 | (x1 << 4);
+		}
+	}
+}
+
+/* ggml's make_qkx2_quants (use_mad = false). */
+static float mm_make_qkx2_quants(int n, int nmax, const float *x,
+				 const float *weights, uint8_t *L,
+				 float *the_min, uint8_t *Laux, float rmin,
+				 float rdelta, int nstep)
+{
+	float min = x[0], max = x[0];
+	float sum_w = weights[0], sum_x = sum_w * x[0];
+
+	for (int i = 1; i < n; i++) {
+		if (x[i] < min)
+			min = x[i];
+		if (x[i] > max)
+			max = x[i];
+		sum_w += weights[i];
+		sum_x += weights[i] * x[i];
+	}
+	if (min > 0)
+		min = 0;
+	if (max == min) {
+		memset(L, 0, n);
+		*the_min = -min;
+		return 0.f;
+	}
+	float iscale = nmax / (max - min);
+	float scale = 1 / iscale;
+	float best_error = 0;
+
+	for (int i = 0; i < n; i++) {
+		int l = mm_nearest_int(iscale * (x[i] - min));
+
+		L[i] = MM_MAX(0, MM_MIN(nmax, l));
+		float diff = scale * L[i] + min - x[i];
+
+		best_error += weights[i] * diff * diff;
+	}
+	for (int is = 0; is <= nstep; is++) {
+		float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+
+		iscale = (rmin + rdelta * is + nmax) / (max - min);
+		for (int i = 0; i < n; i++) {
+			int l = mm_nearest_int(iscale * (x[i] - min));
+
+			l = MM_MAX(0, MM_MIN(nmax, l));
+			Laux[i] = l;
+			float w = weights[i];
+
+			sum_l += w * l;
+			sum_l2 += w * l * l;
+			sum_xl += w * l * x[i];
+		}
+		float D = sum_w * sum_l2 - sum_l * sum_l;
+
+		if (D > 0) {
+			float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+			float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+
+			if (this_min > 0) {
+				this_min = 0;
+				this_scale = sum_xl / sum_l2;
+			}
+			float cur_error = 0;
+
+			for (int i = 0; i < n; i++) {
+				float diff = this_scale * Laux[i] + this_min - x[i];
+
+				cur_error += weights[i] * diff * diff;
+			}
+			if (cur_error < best_error) {
+				memcpy(L, Laux, n);
+				best_error = cur_error;
+				scale = this_scale;
+				min = this_min;
+			}
+		}
+	}
+	*the_min = -min;
+	return scale;
+}
+
+static void mm_quantize_q4_k(const float *x, struct mm_block_q4_k *y,
+			     int64_t n)
+{
+	uint8_t L[MM_QK_K], Laux[32];
+	float weights[32], mins[8], scales[8];
+
+	for (int64_t i = 0; i < n / MM_QK_K; i++, x += MM_QK_K) {
+		float max_scale = 0, max_min = 0;
+
+		for (int j = 0; j < 8; j++) {
+			float sum_x2 = 0;
+
+			for (int l = 0; l < 32; l++)
+				sum_x2 += x[32 * j + l] * x[32 * j + l];
+			float av_x = sqrtf(sum_x2 / 32);
+
+			for (int l = 0; l < 32; l++)
+				weights[l] = av_x + fabsf(x[32 * j + l]);
+			scales[j] = mm_make_qkx2_quants(32, 15, x + 32 * j,
+							weights, L + 32 * j,
+							&mins[j], Laux, -1.f,
+							0.1f, 20);
+			max_scale = MM_MAX(max_scale, scales[j]);
+			max_min = MM_MAX(max_min, mins[j]);
+		}
+		float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+		float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+
+		memset(y[i].scales, 0, sizeof(y[i].scales));
+		for (int j = 0; j < 8; j++) {
+			uint8_t ls = MM_MIN(63, mm_nearest_int(inv_scale * scales[j]));
+			uint8_t lm = MM_MIN(63, mm_nearest_int(inv_min * mins[j]));
+
+			if (j < 4) {
+				y[i].scales[j] = ls;
+				y[i].scales[j + 4] = lm;
+			} else {
+				y[i].scales[j + 4] = (ls & 0xF) | ((lm & 0xF) << 4);
+				y[i].scales[j - 4] |= ((ls >> 4) << 6);
+				y[i].scales[j - 0] |= ((lm >> 4) << 6);
+			}
+		}
+		y[i].d = mm_f32_to_f16(max_scale / 63.f);
+		y[i].dmin = mm_f32_to_f16(max_min / 63.f);
+		for (int j = 0; j < 8; j++) {
+			uint8_t sc, m;
+
+			mm_q4k_scale_min(j, y[i].scales, &sc, &m);
+			const float d = mm_f16_to_f32(y[i].d) * sc;
+
+			if (!d)
+				continue;
+			const float dm = mm_f16_to_f32(y[i].dmin) * m;
+
+			for (int ii = 0; ii < 32; ii++) {
+				int l = mm_nearest_int((x[32 * j + ii] + dm) / d);
+
+				L[32 * j + ii] = MM_MAX(0, MM_MIN(15, l));
+			}
+		}
+		uint8_t *q = y[i].qs;
+
+		for (int j = 0; j < MM_QK_K; j += 64, q += 32)
+			for (int l = 0; l < 32; l++)
+				q[l] = L[j + l] | (L[j + l + 32] << 4);
+	}
+}
+
+/* ggml's make_qx_quants with rmse_type 1 and no importance weights. */
+static float mm_make_qx_quants(int n, int nmax, const float *x, int8_t *L)
+{
+	float max = 0, amax = 0;
+
+	for (int i = 0; i < n; i++) {
+		float ax = fabsf(x[i]);
+
+		if (ax > amax) {
+			amax = ax;
+			max = x[i];
+		}
+	}
+	if (amax < MM_GROUP_MAX_EPS) {
+		memset(L, 0, n);
+		return 0.f;
+	}
+	float iscale = -nmax / max;
+	float sumlx = 0, suml2 = 0;
+
+	for (int i = 0; i < n; i++) {
+		int l = mm_nearest_int(iscale * x[i]);
+
+		l = MM_MAX(-nmax, MM_MIN(nmax - 1, l));
+		L[i] = l + nmax;
+		float w = x[i] * x[i];
+
+		sumlx += w * x[i] * l;
+		suml2 += w * l * l;
+	}
+	float scale = suml2 ? sumlx / suml2 : 0.0f;
+	float best = scale * sumlx;
+
+	for (int is = -9; is <= 9; is++) {
+		if (is == 0)
+			continue;
+		iscale = -(nmax + 0.1f * is) / max;
+		sumlx = suml2 = 0;
+		for (int i = 0; i < n; i++) {
+			int l = mm_nearest_int(iscale * x[i]);
+
+			l = MM_MAX(-nmax, MM_MIN(nmax - 1, l));
+			float w = x[i] * x[i];
+
+			sumlx += w * x[i] * l;
+			suml2 += w * l * l;
+		}
+		if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+			for (int i = 0; i < n; i++) {
+				int l = mm_nearest_int(iscale * x[i]);
+
+				L[i] = nmax + MM_MAX(-nmax, MM_MIN(nmax - 1, l));
+			}
+			scale = sumlx / suml2;
+			best = scale * sumlx;
+		}
+	}
+	return scale;
+}
+
+static void mm_quantize_q6_k(const float *x, struct mm_block_q6_k *y,
+			     int64_t n)
+{
+	int8_t L[MM_QK_K];
+	float scales[MM_QK_K / 16];
+
+	for (int64_t i = 0; i < n / MM_QK_K; i++, x += MM_QK_K) {
+		float max_scale = 0, max_abs_scale = 0;
+
+		for (int ib = 0; ib < MM_QK_K / 16; ib++) {
+			const float scale = mm_make_qx_quants(16, 32, x + 16 * ib,
+							      L + 16 * ib);
+
+			scales[ib] = scale;
+			const float abs_scale = fabsf(scale);
+
+			if (abs_scale > max_abs_scale) {
+				max_abs_scale = abs_scale;
+				max_scale = scale;
+			}
+		}
+		if (max_abs_scale < MM_GROUP_MAX_EPS) {
+			memset(&y[i], 0, sizeof(y[i]));
+			y[i].d = mm_f32_to_f16(0.f);
+			continue;
+		}
+		float iscale = -128.f / max_scale;
+
+		y[i].d = mm_f32_to_f16(1 / iscale);
+		for (int ib = 0; ib < MM_QK_K / 16; ib++)
+			y[i].scales[ib] = MM_MIN(127, mm_nearest_int(iscale * scales[ib]));
+		for (int j = 0; j < MM_QK_K / 16; j++) {
+			float d = mm_f16_to_f32(y[i].d) * y[i].scales[j];
+
+			if (!d)
+				continue;
+			for (int ii = 0; ii < 16; ii++) {
+				int l = mm_nearest_int(x[16 * j + ii] / d);
+
+				l = MM_MAX(-32, MM_MIN(31, l));
+				L[16 * j + ii] = l + 32;
+			}
+		}
+		uint8_t *ql = y[i].ql, *qh = y[i].qh;
+
+		for (int j = 0; j < MM_QK_K; j += 128, ql += 64, qh += 32) {
+			for (int l = 0; l < 32; l++) {
+				const uint8_t q1 = L[j + l + 0] & 0xF;
+				const uint8_t q2 = L[j + l + 32] & 0xF;
+				const uint8_t q3 = L[j + l + 64] & 0xF;
+				const uint8_t q4 = L[j + l + 96] & 0xF;
+
+				ql[l + 0] = q1 | (q3 << 4);
+				ql[l + 32] = q2 | (q4 << 4);
+				qh[l] = (L[j + l] >> 4) |
+					((L[j + l + 32] >> 4) << 2) |
+					((L[j + l + 64] >> 4) << 4) |
+					((L[j + l + 96] >> 4) << 6);
+			}
+		}
+	}
+}
+
+static void mm_quantize_q8_k(const float *x, struct mm_block_q8_k *y,
+			     int64_t n)
+{
+	for (int64_t i = 0; i < n / MM_QK_K; i++, x += MM_QK_K) {
+		float max = 0, amax = 0;
+
+		for (int j = 0; j < MM_QK_K; j++) {
+			float ax = fabsf(x[j]);
+
+			if (ax > amax) {
+				amax = ax;
+				max = x[j];
+			}
+		}
+		if (!amax) {
+			memset(&y[i], 0, sizeof(y[i]));
+			continue;
+		}
+		const float iscale = -127.f / max;
+
+		for (int j = 0; j < MM_QK_K; j++) {
+			int v = mm_nearest_int(iscale * x[j]);
+
+			y[i].qs[j] = MM_MIN(127, v);
+		}
+		for (int j = 0; j < MM_QK_K / 16; j++) {
+			int sum = 0;
+
+			for (int ii = 0; ii < 16; ii++)
+				sum += y[i].qs[j * 16 + ii];
+			y[i].bsums[j] = sum;
+		}
+		y[i].d = 1 / iscale;
+	}
+}
+
+static void mm_quantize_q8_1(const float *x, struct mm_block_q8_1 *y,
+			     int64_t n)
+{
+	for (int64_t i = 0; i < n / MM_QK; i++, x += MM_QK) {
+		float amax = 0.0f;
+		int sum = 0;
+
+		for (int j = 0; j < MM_QK; j++)
+			amax = MM_MAX(amax, fabsf(x[j]));
+		const float d = amax / 127.0f;
+		const float id = d ? 1.0f / d : 0.0f;
+
+		for (int j = 0; j < MM_QK; j++) {
+			y[i].qs[j] = (int8_t)roundf(x[j] * id);
+			sum += y[i].qs[j];
+		}
+		y[i].d = d;
+		y[i].s = d * (float)sum;
+	}
+}
+
+void mm_quantize_row(enum mm_type t, const float *x, void *y, int64_t n)
+{
+	switch (t) {
+	case MM_TYPE_F32:
+		memcpy(y, x, n * sizeof(float));
+		break;
+	case MM_TYPE_F16:
+		for (int64_t i = 0; i < n; i++)
+			((uint16_t *)y)[i] = mm_f32_to_f16(x[i]);
+		break;
+	case MM_TYPE_BF16:
+		for (int64_t i = 0; i < n; i++)
+			((uint16_t *)y)[i] = mm_f32_to_bf16(x[i]);
+		break;
+	case MM_TYPE_Q4_0: mm_quantize_q4_0(x, y, n); break;
+	case MM_TYPE_Q4_1: mm_quantize_q4_1(x, y, n); break;
+	case MM_TYPE_Q8_0: mm_quantize_q8_0(x, y, n); break;
+	case MM_TYPE_Q4_K: mm_quantize_q4_k(x, y, n); break;
+	case MM_TYPE_Q6_K: mm_quantize_q6_k(x, y, n); break;
+	case MM_TYPE_Q8_K: mm_quantize_q8_k(x, y, n); break;
+	}
+}
+
+void mm_dequantize_row(enum mm_type t, const void *vx, float *y, int64_t n)
+{
+	switch (t) {
+	case MM_TYPE_F32:
+		memcpy(y, vx, n * sizeof(float));
+		break;
+	case MM_TYPE_F16:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = mm_f16_to_f32(((const uint16_t *)vx)[i]);
+		break;
+	case MM_TYPE_BF16:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = mm_bf16_to_f32(((const uint16_t *)vx)[i]);
+		break;
+	case MM_TYPE_Q4_0: {
+		const struct mm_block_q4_0 *x = vx;
+
+		for (int64_t i = 0; i < n / MM_QK; i++, y += MM_QK) {
+			const float d = mm_f16_to_f32(x[i].d);
+
+			for (int j = 0; j < MM_QK / 2; j++) {
+				y[j] = ((x[i].qs[j] & 15) - 8) * d;
+				y[j + 16] = ((x[i].qs[j] >> 4) - 8) * d;
+			}
+		}
+		break;
+	}
+	case MM_TYPE_Q4_1: {
+		const struct mm_block_q4_1 *x = vx;
+
+		for (int64_t i = 0; i < n / MM_QK; i++, y += MM_QK) {
+			const float d = mm_f16_to_f32(x[i].d);
+			const float m = mm_f16_to_f32(x[i].m);
+
+			for (int j = 0; j < MM_QK / 2; j++) {
+				y[j] = (x[i].qs[j] & 15) * d + m;
+				y[j + 16] = (x[i].qs[j] >> 4) * d + m;
+			}
+		}
+		break;
+	}
+	case MM_TYPE_Q8_0: {
+		const struct mm_block_q8_0 *x = vx;
+
+		for (int64_t i = 0; i < n / MM_QK; i++, y += MM_QK) {
+			const float d = mm_f16_to_f32(x[i].d);
+
+			for (int j = 0; j < MM_QK; j++)
+				y[j] = x[i].qs[j] * d;
+		}
+		break;
+	}
+	case MM_TYPE_Q4_K: {
+		const struct mm_block_q4_k *x = vx;
+
+		for (int64_t i = 0; i < n / MM_QK_K; i++) {
+			const uint8_t *q = x[i].qs;
+			const float d = mm_f16_to_f32(x[i].d);
+			const float min = mm_f16_to_f32(x[i].dmin);
+			int is = 0;
+			uint8_t sc, m;
+
+			for (int j = 0; j < MM_QK_K; j += 64, q += 32) {
+				mm_q4k_scale_min(is + 0, x[i].scales, &sc, &m);
+				const float d1 = d * sc, m1 = min * m;
+
+				mm_q4k_scale_min(is + 1, x[i].scales, &sc, &m);
+				const float d2 = d * sc, m2 = min * m;
+
+				for (int l = 0; l < 32; l++)
+					*y++ = d1 * (q[l] & 0xF) - m1;
+				for (int l = 0; l < 32; l++)
+					*y++ = d2 * (q[l] >> 4) - m2;
+				is += 2;
+			}
+		}
+		break;
+	}
+	case MM_TYPE_Q6_K: {
+		const struct mm_block_q6_k *x = vx;
+
+		for (int64_t i = 0; i < n / MM_QK_K; i++) {
+			const float d = mm_f16_to_f32(x[i].d);
+			const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+			const int8_t *sc = x[i].scales;
+
+			for (int nn = 0; nn < MM_QK_K; nn += 128) {
+				for (int l = 0; l < 32; l++) {
+					int is = l / 16;
+					const int8_t q1 = (int8_t)((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+					const int8_t q2 = (int8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+					const int8_t q3 = (int8_t)((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+					const int8_t q4 = (int8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+
+					y[l + 0] = d * sc[is + 0] * q1;
+					y[l + 32] = d * sc[is + 2] * q2;
+					y[l + 64] = d * sc[is + 4] * q3;
+					y[l + 96] = d * sc[is + 6] * q4;
+				}
+				y += 128;
+				ql += 64;
+				qh += 32;
+				sc += 8;
+			}
+		}
+		break;
+	}
+	case MM_TYPE_Q8_K: {
+		const struct mm_block_q8_k *x = vx;
+
+		for (int64_t i = 0; i < n / MM_QK_K; i++)
+			for (int j = 0; j < MM_QK_K; j++)
+				*y++ = x[i].d * x[i].qs[j];
+		break;
+	}
+	}
+}
+
+/* ---- activations ----------------------------------------------------- */
+
+enum mm_type mm_act_type(enum mm_type wt)
+{
+	switch (wt) {
+	case MM_TYPE_Q4_0: case MM_TYPE_Q8_0:
+		return MM_TYPE_Q8_0;
+	case MM_TYPE_Q4_1:
+		return MM_ACT_Q8_1;
+	case MM_TYPE_Q4_K: case MM_TYPE_Q6_K:
+		return MM_TYPE_Q8_K;
+	default:
+		return MM_TYPE_F32;
+	}
+}
+
+size_t mm_act_row_bytes(enum mm_type wt, int64_t k)
+{
+	enum mm_type at = mm_act_type(wt);
+
+	if (at == MM_ACT_Q8_1)
+		return (size_t)(k / MM_QK) * sizeof(struct mm_block_q8_1);
+	return mm_row_bytes(at, k);
+}
+
+void mm_quantize_act(enum mm_type wt, const float *x, void *xq, int64_t k)
+{
+	enum mm_type at = mm_act_type(wt);
+
+	if (at == MM_ACT_Q8_1)
+		mm_quantize_q8_1(x, xq, k);
+	else
+		mm_quantize_row(at, x, xq, k);
+}
+
+/* ---- kernel sets ----------------------------------------------------- */
+
+static int mm_cpu_has(const char *name)
+{
+	if (!strcmp(name, "scalar"))
+		return 1;
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (!strcmp(name, "avx2"))
+		return __builtin_cpu_supports("avx2") &&
+		       __builtin_cpu_supports("fma") &&
+		       __builtin_cpu_supports("f16c");
+	if (!strcmp(name, "avx512vnni"))
+		return mm_cpu_has("avx2") &&
+		       __builtin_cpu_supports("avx512f") &&
+		       __builtin_cpu_supports("avx512bw") &&
+		       __builtin_cpu_supports("avx512vl") &&
+		       __builtin_cpu_supports("avx512vnni");
+#endif
+#if defined(__aarch64__)
+	if (!strcmp(name, "neon") || !strcmp(name, "neon-dotprod"))
+		return !!(getauxval(AT_HWCAP) & HWCAP_ASIMDDP);
+#endif
+	return 0;
+}
+
+int mm_kernels_available(const char *name)
+{
+	return mm_cpu_has(name);
+}
+
+const struct mm_kernels *mm_kernels_select(const char *name)
+{
+	if (!name || !*name) {
+#if defined(__x86_64__)
+		if (mm_cpu_has("avx512vnni"))
+			return &mm_kernels_avx512vnni;
+		if (mm_cpu_has("avx2"))
+			return &mm_kernels_avx2;
+#endif
+#if defined(__aarch64__)
+		if (mm_cpu_has("neon"))
+			return &mm_kernels_neon;
+#endif
+		return &mm_kernels_scalar;
+	}
+	if (!mm_cpu_has(name))
+		return NULL;
+	if (!strcmp(name, "scalar"))
+		return &mm_kernels_scalar;
+#if defined(__x86_64__)
+	if (!strcmp(name, "avx2"))
+		return &mm_kernels_avx2;
+	if (!strcmp(name, "avx512vnni"))
+		return &mm_kernels_avx512vnni;
+#endif
+#if defined(__aarch64__)
+	if (!strcmp(name, "neon") || !strcmp(name, "neon-dotprod"))
+		return &mm_kernels_neon;
+#endif
+	return NULL;
+}
+
+/* ---- context and drivers --------------------------------------------- */
+
+struct mm_ctx {
+	const struct mm_kernels *kern;
+	struct mm_pool *pool;
+	void *scratch;		/* quantized activations */
+	size_t scratch_size;
+};
+
+int mm_ctx_create_with(int nthreads, const char *kernels,
+		       struct mm_ctx **out)
+{
+	struct mm_ctx *ctx;
+	int err;
+
+	if (nthreads <= 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		nthreads = n > 0 ? (int)n : 1;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	ctx->kern = mm_kernels_select(kernels);
+	if (!ctx->kern) {
+		free(ctx);
+		return -ENOTSUP;
+	}
+	err = mm_pool_create(nthreads, &ctx->pool);
+	if (err) {
+		free(ctx);
+		return err;
+	}
+	*out = ctx;
+	return 0;
+}
+
+int mm_ctx_create(int nthreads, struct mm_ctx **out)
+{
+	return mm_ctx_create_with(nthreads, getenv("MMHAL_KERNELS"), out);
+}
+
+void mm_ctx_destroy(struct mm_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	mm_pool_destroy(ctx->pool);
+	free(ctx->scratch);
+	free(ctx);
+}
+
+const char *mm_ctx_kernels(const struct mm_ctx *ctx)
+{
+	return ctx->kern->name;
+}
+
+int mm_ctx_threads(const struct mm_ctx *ctx)
+{
+	return mm_pool_threads(ctx->pool);
+}
+
+static void *mm_ctx_scratch(struct mm_ctx *ctx, size_t size)
+{
+	if (size > ctx->scratch_size) {
+		void *p = NULL;
+
+		size = (size + 4095) & ~(size_t)4095;
+		if (posix_memalign(&p, 64, size))
+			abort();	/* out of memory for activations */
+		free(ctx->scratch);
+		ctx->scratch = p;
+		ctx->scratch_size = size;
+	}
+	return ctx->scratch;
+}
+
+struct mm_job {
+	const struct mm_kernels *kern;
+	enum mm_type t;
+	const uint8_t *W;
+	size_t ws;		/* W row bytes */
+	const float *X;
+	uint8_t *xq;
+	size_t xs;		/* quantized X row bytes */
+	float *Y;
+	int64_t m, k, n;
+	void (*fn)(int64_t, int64_t, void *);
+	void *arg;
+};
+
+/* Rows [begin, end) of thread tid; boundaries on multiples of align. */
+static void mm_split(int64_t n, int tid, int nth, int64_t align,
+		     int64_t *begin, int64_t *end)
+{
+	int64_t units = (n + align - 1) / align;
+
+	*begin = MM_MIN(n, units * tid / nth * align);
+	*end = MM_MIN(n, units * (tid + 1) / nth * align);
+}
+
+static void mm_matvec_task(int tid, int nth, void *arg)
+{
+	struct mm_job *j = arg;
+	int64_t r0, r1;
+
+	mm_split(j->m, tid, nth, 8, &r0, &r1);
+	if (r1 > r0)
+		j->kern->gemv[j->t](j->k, j->W + r0 * j->ws, j->ws, j->xq,
+				    j->Y + r0, r1 - r0);
+}
+
+static void mm_kernel_gemv_check(const struct mm_kernels *kern,
+				 enum mm_type t)
+{
+	if (!mm_type_valid(t) || !kern->gemv[t])
+		abort();	/* caller passed a type we do not support */
+}
+
+void mm_matvec(struct mm_ctx *ctx, enum mm_type t, const void *W,
+	       const float *x, float *y, int64_t m, int64_t k)
+{
+	struct mm_job j = {
+		.kern = ctx->kern, .t = t, .W = W, .ws = mm_row_bytes(t, k),
+		.Y = y, .m = m, .k = k,
+	};
+
+	mm_kernel_gemv_check(ctx->kern, t);
+	if (m <= 0 || k <= 0)
+		return;
+	j.xs = mm_act_row_bytes(t, k);
+	j.xq = mm_ctx_scratch(ctx, j.xs);
+	mm_quantize_act(t, x, j.xq, k);
+	mm_pool_run(ctx->pool, mm_matvec_task, &j);
+}
+
+#define MM_NC 64	/* X rows per cache block (quantized X in L2) */
+#define MM_MC 32	/* W rows per cache block (in L1/L2) */
+
+static void mm_matmul_task(int tid, int nth, void *arg)
+{
+	struct mm_job *j = arg;
+	mm_gemm_fn gemm = j->kern->gemm[j->t];
+	int64_t r0, r1, q0, q1;
+
+	/* Quantize this thread's share of X. */
+	mm_split(j->n, tid, nth, 1, &q0, &q1);
+	for (int64_t i = q0; i < q1; i++)
+		mm_quantize_act(j->t, j->X + i * j->k, j->xq + i * j->xs, j->k);
+	/* Barrier: all of X quantized before use. */
+	__atomic_fetch_add((int *)j->arg, 1, __ATOMIC_ACQ_REL);
+	while (__atomic_load_n((int *)j->arg, __ATOMIC_ACQUIRE) < nth)
+		sched_yield();
+	mm_split(j->m, tid, nth, 8, &r0, &r1);
+	for (int64_t jc = 0; jc < j->n; jc += MM_NC) {
+		int64_t nc = MM_MIN(MM_NC, j->n - jc);
+
+		for (int64_t ic = r0; ic < r1; ic += MM_MC) {
+			int64_t mc = MM_MIN(MM_MC, r1 - ic);
+
+			if (gemm) {
+				gemm(j->k, j->W + ic * j->ws, j->ws,
+				     j->xq + jc * j->xs, j->xs,
+				     j->Y + jc * j->m + ic, j->m, mc, nc);
+				continue;
+			}
+			for (int64_t jj = jc; jj < jc + nc; jj++)
+				j->kern->gemv[j->t](j->k, j->W + ic * j->ws,
+						    j->ws, j->xq + jj * j->xs,
+						    j->Y + jj * j->m + ic, mc);
+		}
+	}
+}
+
+void mm_matmul(struct mm_ctx *ctx, enum mm_type t, const void *W,
+	       const float *X, float *Y, int64_t m, int64_t k, int64_t n)
+{
+	int barrier = 0;
+	struct mm_job j = {
+		.kern = ctx->kern, .t = t, .W = W, .ws = mm_row_bytes(t, k),
+		.X = X, .Y = Y, .m = m, .k = k, .n = n, .arg = &barrier,
+	};
+
+	mm_kernel_gemv_check(ctx->kern, t);
+	if (m <= 0 || k <= 0 || n <= 0)
+		return;
+	if (n == 1) {
+		mm_matvec(ctx, t, W, X, Y, m, k);
+		return;
+	}
+	j.xs = mm_act_row_bytes(t, k);
+	j.xs = (j.xs + 63) & ~(size_t)63;
+	j.xq = mm_ctx_scratch(ctx, j.xs * n);
+	mm_pool_run(ctx->pool, mm_matmul_task, &j);
+}
+
+struct mm_pfor {
+	int64_t n;
+	void (*fn)(int64_t, int64_t, void *);
+	void *arg;
+};
+
+static void mm_pfor_task(int tid, int nth, void *arg)
+{
+	struct mm_pfor *p = arg;
+	int64_t b, e;
+
+	mm_split(p->n, tid, nth, 1, &b, &e);
+	if (e > b)
+		p->fn(b, e, p->arg);
+}
+
+void mm_parallel_for(struct mm_ctx *ctx, int64_t n,
+		     void (*fn)(int64_t begin, int64_t end, void *arg),
+		     void *arg)
+{
+	struct mm_pfor p = { .n = n, .fn = fn, .arg = arg };
+
+	if (n <= 0)
+		return;
+	mm_pool_run(ctx->pool, mm_pfor_task, &p);
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * quant_kern.h - internal interface between quant.c (types, drivers) and
+ * the per-ISA kernel files kern_*.c.
+ *
+ * A kernel set provides, per weight type, a multi-row dot product (gemv)
+ * and optionally a register-tiled block (gemm). Both take the activations
+ * already quantized to the type's activation format (mm_act_type()):
+ *
+ *   gemv: y[r] = dot(W row r, xq)                 r < nr
+ *   gemm: Y[j*ldy + r] = dot(W row r, X row j)     r < mr, j < nc
+ *
+ * W rows are ws bytes apart, X rows xs bytes apart. A NULL gemm falls back
+ * to gemv per X row.
+ */
+#ifndef MM_QUANT_KERN_H
+#define MM_QUANT_KERN_H
+
+#include "quant.h"
+
+typedef void (*mm_gemv_fn)(int64_t k, const void *w, size_t ws,
+			   const void *xq, float *y, int64_t nr);
+typedef void (*mm_gemm_fn)(int64_t k, const void *w, size_t ws,
+			   const void *xq, size_t xs, float *Y, size_t ldy,
+			   int64_t mr, int64_t nc);
+
+#define MM_NTYPES 31
+
+struct mm_kernels {
+	const char *name;
+	mm_gemv_fn gemv[MM_NTYPES];
+	mm_gemm_fn gemm[MM_NTYPES];
+};
+
+/* Internal activation type (Q8_1 is not a ggml file type here). */
+#define MM_ACT_Q8_1 ((enum mm_type)100)
+
+enum mm_type mm_act_type(enum mm_type wt);
+size_t mm_act_row_bytes(enum mm_type wt, int64_t k);
+void mm_quantize_act(enum mm_type wt, const float *x, void *xq, int64_t k);
+
+/* 6-bit scale/min j of a Q4_K block (ggml's get_scale_min_k4). */
+static inline void mm_q4k_scale_min(int j, const uint8_t *q, uint8_t *d,
+				    uint8_t *m)
+{
+	if (j < 4) {
+		*d = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+		*m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
+	}
+}
+
+extern const struct mm_kernels mm_kernels_scalar;
+#if defined(__x86_64__)
+extern const struct mm_kernels mm_kernels_avx2;
+extern const struct mm_kernels mm_kernels_avx512vnni;
+#endif
+#if defined(__aarch64__)
+extern const struct mm_kernels mm_kernels_neon;
+#endif
+
+/* Scalar single-row dots (used by other sets for types they lack). */
+void mm_scalar_gemv_any(enum mm_type t, int64_t k, const void *w, size_t ws,
+			const void *xq, float *y, int64_t nr);
+
+void mm_scalar_gemv_f32(int64_t, const void *, size_t, const void *, float *, int64_t);
+void mm_scalar_gemv_f16(int64_t, const void *, size_t, const void *, float *, int64_t);
+void mm_scalar_gemv_bf16(int64_t, const void *, size_t, const void *, float *, int64_t);
+void mm_scalar_gemv_q8_0(int64_t, const void *, size_t, const void *, float *, int64_t);
+void mm_scalar_gemv_q4_0(int64_t, const void *, size_t, const void *, float *, int64_t);
+void mm_scalar_gemv_q4_1(int64_t, const void *, size_t, const void *, float *, int64_t);
+void mm_scalar_gemv_q4_k(int64_t, const void *, size_t, const void *, float *, int64_t);
+void mm_scalar_gemv_q6_k(int64_t, const void *, size_t, const void *, float *, int64_t);
+
+/* Selects a kernel set by name ("scalar", "avx2", "avx512vnni", "neon"),
+ * NULL name = best available. Returns NULL if the CPU lacks it. */
+const struct mm_kernels *mm_kernels_select(const char *name);
+/* 1 if the named set can run on this CPU. */
+int mm_kernels_available(const char *name);
+
+/* Creates a ctx with an explicit kernel set (tests). */
+int mm_ctx_create_with(int nthreads, const char *kernels,
+		       struct mm_ctx **out);
+
+#endif

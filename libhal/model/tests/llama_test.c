@@ -1,0 +1,582 @@
+// SPDX-License-Identifier: MIT
+/*
+ * llama_test.c - decoder, sampler and accounting tests (TAP).
+ *
+ * Builds the "tiny" model (2 layers, 256 embd, 4 heads / 2 KV heads, FFN
+ * 512, vocab 300) with the generator at F32, quantizes it to Q8_0, Q4_0
+ * and Q4_K, and checks the decoder against the f32 reference of
+ * ref_llama.c run on the dequantized weights of the same file.
+ *
+ * Tolerances (max |logit - ref| / (max ref logit - min ref logit)):
+ *   F32   1e-3   only the F16 KV cache and f32 summation order differ
+ *   Q8_0  3e-2   + activations quantized to Q8_0 on the fly (ggml does)
+ *   Q4_0  3e-2   same activation quantization (Q8_0)
+ *   Q4_K  3e-2   activations quantized to Q8_K
+ *   KV cache Q8_0 vs F16 (Q8_0 weights): 3e-2
+ * The quantization of the weights themselves is not counted: the
+ * reference uses the same (dequantized) weights.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gen.h"
+#include "mmhal_model.h"
+#include "ref_llama.h"
+
+static int n_test, n_fail;
+
+static void ok(int cond, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#include <stdarg.h>
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	n_test++;
+	if (!cond)
+		n_fail++;
+	printf("%s %d - ", cond ? "ok" : "not ok", n_test);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+#define N_TESTS 32
+
+static char dir[256];
+static char path[4][300];
+static const char *tname[4] = { "f32", "q8_0", "q4_0", "q4_K" };
+static const enum mm_type ttype[4] = { MM_TYPE_F32, MM_TYPE_Q8_0,
+				       MM_TYPE_Q4_0, MM_TYPE_Q4_K };
+static const double ttol[4] = { 1e-3, 3e-2, 3e-2, 3e-2 };
+static const int32_t prompt[8] = { 1, 17, 42, 99, 150, 201, 7, 250 };
+static int32_t long_prompt[40];
+
+static int argmax(const float *x, int n)
+{
+	int b = 0;
+
+	for (int i = 1; i < n; i++)
+		if (x[i] > x[b])
+			b = i;
+	return b;
+}
+
+/* max |a - r| / range(r) */
+static double reldiff(const float *a, const float *r, int n)
+{
+	float mn = r[0], mx = r[0];
+	double d = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (r[i] < mn)
+			mn = r[i];
+		if (r[i] > mx)
+			mx = r[i];
+		if (fabs((double)a[i] - r[i]) > d)
+			d = fabs((double)a[i] - r[i]);
+	}
+	return d / (mx - mn > 1e-6 ? mx - mn : 1e-6);
+}
+
+static struct mmhal_model *load(int t, int n_ctx, int kv, int n_batch,
+				int mmap)
+{
+	struct mmhal_model_params p = mmhal_model_default_params();
+	struct mmhal_model *m = NULL;
+	char err[256];
+	int ret;
+
+	p.n_ctx = n_ctx;
+	p.kv_type = kv;
+	p.n_threads = 2;
+	if (n_batch)
+		p.n_batch = n_batch;
+	p.use_mmap = mmap;
+	ret = mmhal_model_load(path[t], &p, &m, err, sizeof(err));
+	if (ret)
+		printf("# load %s: %d %s\n", path[t], ret, err);
+	return m;
+}
+
+/* decoder vs reference: prefill 8, 8 decode steps, then greedy 32 */
+static void test_vs_ref(int t)
+{
+	struct mmhal_model *m = load(t, 64, MMHAL_KV_F16, 0, 1);
+	struct ref_llama *r = NULL;
+	char err[256];
+	float *lm, *lr;
+	double worst = 0, d;
+	int V, ret, same = 1, nsteps = 0, first_diff = -1;
+	int32_t sm[32], sr[32];
+
+	if (!m || ref_llama_load(path[t], 64, &r, err, sizeof(err))) {
+		printf("# %s\n", err);
+		ok(0, "%s: logits vs f32 reference", tname[t]);
+		if (t < 2)
+			ok(0, "%s: greedy 32 steps identical to reference",
+			   tname[t]);
+		mmhal_model_free(m);
+		ref_llama_free(r);
+		return;
+	}
+	V = ref_llama_n_vocab(r);
+	lm = malloc(sizeof(float) * V);
+	lr = malloc(sizeof(float) * V);
+	ret = mmhal_model_eval(m, prompt, 8, lm);
+	for (int i = 0; i < 8; i++)
+		ret |= ref_llama_step(r, prompt[i], lr);
+	worst = reldiff(lm, lr, V);
+	for (int s = 0; s < 8 && !ret; s++) {
+		int32_t tok = argmax(lr, V);
+
+		ret = mmhal_model_eval(m, &tok, 1, lm);
+		ret |= ref_llama_step(r, tok, lr);
+		d = reldiff(lm, lr, V);
+		if (d > worst)
+			worst = d;
+		nsteps++;
+	}
+	/* a 40-token prefill takes the threaded attention path */
+	mmhal_model_reset(m);
+	ref_llama_reset(r);
+	ret |= mmhal_model_eval(m, long_prompt, 40, lm);
+	for (int i = 0; i < 40; i++)
+		ret |= ref_llama_step(r, long_prompt[i], lr);
+	d = reldiff(lm, lr, V);
+	if (d > worst)
+		worst = d;
+	ok(!ret && worst <= ttol[t],
+	   "%s: logits vs f32 reference, prefill 8 + %d steps, prefill 40: max diff %.2e of range (tol %.0e)",
+	   tname[t], nsteps, worst, ttol[t]);
+
+	if (t < 2) {
+		mmhal_model_reset(m);
+		ref_llama_reset(r);
+		ret = mmhal_model_eval(m, prompt, 8, lm);
+		for (int i = 0; i < 8; i++)
+			ret |= ref_llama_step(r, prompt[i], lr);
+		for (int s = 0; s < 32 && !ret; s++) {
+			sm[s] = argmax(lm, V);
+			sr[s] = argmax(lr, V);
+			if (sm[s] != sr[s] && first_diff < 0) {
+				first_diff = s;
+				same = 0;
+			}
+			ret = mmhal_model_eval(m, &sm[s], 1, lm);
+			ret |= ref_llama_step(r, sr[s], lr);
+		}
+		if (!same)
+			printf("# first difference at step %d\n", first_diff);
+		ok(!ret && same, "%s: greedy 32 steps identical to reference",
+		   tname[t]);
+	}
+	free(lm);
+	free(lr);
+	mmhal_model_free(m);
+	ref_llama_free(r);
+}
+
+static void test_prefill_vs_steps(void)
+{
+	for (int t = 0; t < 4; t += 1) {
+		struct mmhal_model *a = load(t, 64, MMHAL_KV_F16, 0, 1);
+		struct mmhal_model *b = load(t, 64, MMHAL_KV_F16, 3, 1);
+		float la[300], lb[300], lc[300];
+		int ret = !a || !b;
+		double d1 = 1, d2 = 1;
+
+		if (!ret) {
+			/* 40 at once: threaded attention; one by one: inline */
+			ret = mmhal_model_eval(a, long_prompt, 40, la);
+			for (int i = 0; i < 40 && !ret; i++)
+				ret = mmhal_model_eval(b, long_prompt + i, 1, lb);
+			mmhal_model_reset(b);	/* n_batch 3: chunks of 3 */
+			ret |= mmhal_model_eval(b, long_prompt, 40, lc);
+			d1 = reldiff(lb, la, 300);
+			d2 = reldiff(lc, la, 300);
+		}
+		if (t == 0 || t == 3)
+			ok(!ret && d1 < 1e-4 && d2 < 1e-4,
+			   "%s: prefill(40) == 40 single evals (%.1e) == chunked prefill (%.1e)",
+			   tname[t], d1, d2);
+		mmhal_model_free(a);
+		mmhal_model_free(b);
+	}
+}
+
+static void test_kv_q8(void)
+{
+	struct mmhal_model *a = load(1, 64, MMHAL_KV_F16, 0, 1);
+	struct mmhal_model *b = load(1, 64, MMHAL_KV_Q8_0, 0, 1);
+	struct mmhal_model_info ia, ib;
+	float la[300], lb[300];
+	double worst = 0, d;
+	int ret = !a || !b;
+
+	if (!ret) {
+		ret = mmhal_model_eval(a, prompt, 8, la);
+		ret |= mmhal_model_eval(b, prompt, 8, lb);
+		worst = reldiff(lb, la, 300);
+		for (int s = 0; s < 8 && !ret; s++) {
+			int32_t tok = argmax(la, 300);
+
+			ret = mmhal_model_eval(a, &tok, 1, la);
+			ret |= mmhal_model_eval(b, &tok, 1, lb);
+			d = reldiff(lb, la, 300);
+			if (d > worst)
+				worst = d;
+		}
+		mmhal_model_info(a, &ia);
+		mmhal_model_info(b, &ib);
+		ok(ia.kv_bytes == 2ull * 2 * 64 * 128 * 2 &&
+		   ib.kv_bytes == 2ull * 2 * 64 * 4 * 34,
+		   "KV cache sizes: F16 %llu, Q8_0 %llu bytes",
+		   (unsigned long long)ia.kv_bytes,
+		   (unsigned long long)ib.kv_bytes);
+	} else {
+		ok(0, "KV cache sizes");
+	}
+	ok(!ret && worst < 3e-2, "KV Q8_0 vs F16: max diff %.2e of range",
+	   worst);
+	mmhal_model_free(a);
+	mmhal_model_free(b);
+}
+
+static void test_ctx_limit(void)
+{
+	struct mmhal_model *m = load(0, 16, MMHAL_KV_F16, 0, 1);
+	float l1[300], l2[300];
+	int32_t toks[17];
+	int r1, r2, r3, r4, r5;
+
+	for (int i = 0; i < 17; i++)
+		toks[i] = (i * 37 + 5) % 300;
+	if (!m) {
+		ok(0, "context limit");
+		ok(0, "truncate");
+		return;
+	}
+	r1 = mmhal_model_eval(m, toks, 10, NULL);
+	r2 = mmhal_model_eval(m, toks + 10, 7, NULL);
+	ok(r1 == 0 && r2 == -ENOSPC && mmhal_model_n_past(m) == 10 &&
+	   strstr(mmhal_model_error(m), "context full"),
+	   "eval past n_ctx returns -ENOSPC, state kept: \"%s\"",
+	   mmhal_model_error(m));
+	r3 = mmhal_model_eval(m, toks + 10, 6, l1);	/* fills to 16 */
+	r4 = mmhal_model_eval(m, toks, 1, NULL);
+	r5 = mmhal_model_truncate(m, 15);
+	r5 |= mmhal_model_eval(m, toks + 15, 1, l2);
+	ok(r3 == 0 && r4 == -ENOSPC && r5 == 0 && reldiff(l2, l1, 300) < 1e-6 &&
+	   mmhal_model_truncate(m, 17) == -EINVAL,
+	   "full context: -ENOSPC; truncate(15) + same token gives the same logits");
+	mmhal_model_reset(m);
+	ok(mmhal_model_n_past(m) == 0 && !mmhal_model_logits(m) &&
+	   mmhal_model_eval(m, toks, 16, NULL) == 0 &&
+	   mmhal_model_eval(m, (int32_t[]){ 3 }, 1, NULL) == -ENOSPC,
+	   "reset empties the cache");
+	mmhal_model_reset(m);
+	ok(mmhal_model_eval(m, (int32_t[]){ 300 }, 1, NULL) == -EINVAL &&
+	   mmhal_model_eval(m, (int32_t[]){ -1 }, 1, NULL) == -EINVAL &&
+	   mmhal_model_eval(m, toks, 0, NULL) == -EINVAL &&
+	   mmhal_model_n_past(m) == 0,
+	   "bad token ids / counts: -EINVAL, nothing evaluated");
+	mmhal_model_free(m);
+}
+
+static void test_load_misc(void)
+{
+	struct mmhal_model *m = NULL, *a, *b;
+	struct mmhal_model_params p = mmhal_model_default_params();
+	struct mmhal_model_info in;
+	struct mmhal_model_stats st;
+	char err[256] = "";
+	char bad[320];
+	float la[300], lb[300];
+	int ret;
+
+	snprintf(bad, sizeof(bad), "%s/nonexistent.gguf", dir);
+	ret = mmhal_model_load(bad, &p, &m, err, sizeof(err));
+	ok(ret == -ENOENT && !m && err[0], "missing file: -ENOENT \"%s\"",
+	   err);
+	p.kv_type = 3;
+	ret = mmhal_model_load(path[0], &p, &m, err, sizeof(err));
+	ok(ret == -EINVAL && !m, "bad kv_type: -EINVAL \"%s\"", err);
+
+	a = load(3, 0, MMHAL_KV_F16, 0, 1);
+	b = load(3, 0, MMHAL_KV_F16, 0, 0);
+	ret = !a || !b;
+	if (!ret) {
+		ret = mmhal_model_eval(a, prompt, 8, la);
+		ret |= mmhal_model_eval(b, prompt, 8, lb);
+	}
+	ok(!ret && !memcmp(la, lb, sizeof(la)), "use_mmap 0 == use_mmap 1");
+	ret = a ? mmhal_model_info(a, &in) : -1;
+	ok(!ret && in.n_vocab == 300 && in.n_embd == 256 && in.n_layer == 2 &&
+	   in.n_head == 4 && in.n_head_kv == 2 && in.n_ff == 512 &&
+	   in.n_ctx == 512 && in.n_ctx_train == 512 && in.tied_output &&
+	   in.n_threads == 2 && in.file_bytes > in.weight_bytes &&
+	   in.n_wtypes >= 1 && in.weight_bytes_per_token > 0,
+	   "info: vocab %d embd %d layers %d heads %d/%d ff %d ctx %d/%d tied %d, %s %llu bytes, kernels %s",
+	   in.n_vocab, in.n_embd, in.n_layer, in.n_head, in.n_head_kv, in.n_ff,
+	   in.n_ctx, in.n_ctx_train, in.tied_output, in.wtype_name[0],
+	   (unsigned long long)in.wtype_bytes[0], in.kernels);
+	if (a) {
+		int32_t t = 5;
+
+		mmhal_model_eval(a, &t, 1, NULL);
+		mmhal_model_eval(a, &t, 1, NULL);
+	}
+	ret = a ? mmhal_model_stats(a, &st) : -1;
+	ok(!ret && st.load_ms > 0 && st.prefill_tokens == 8 &&
+	   st.prefill_calls == 1 && st.decode_tokens == 2 &&
+	   st.prefill_ms > 0 && st.decode_ms > 0 &&
+	   st.decode_min_ms <= st.decode_max_ms &&
+	   st.kv_bytes == in.kv_bytes && st.alloc_peak_bytes > st.kv_bytes &&
+	   st.peak_rss_bytes > st.alloc_peak_bytes && st.n_past == 10,
+	   "stats: load %.2f ms, prefill %lld tok %.2f ms, decode %lld tok %.2f ms, kv %llu, alloc peak %llu, rss %llu",
+	   st.load_ms, (long long)st.prefill_tokens, st.prefill_ms,
+	   (long long)st.decode_tokens, st.decode_ms,
+	   (unsigned long long)st.kv_bytes,
+	   (unsigned long long)st.alloc_peak_bytes,
+	   (unsigned long long)st.peak_rss_bytes);
+	mmhal_model_free(a);
+	mmhal_model_free(b);
+}
+
+static void test_sampler(void)
+{
+	struct mmhal_sampler_params p = mmhal_sampler_default_params();
+	struct mmhal_sampler *s = NULL, *s2 = NULL;
+	float lg[300];
+	int32_t a[64], b[64];
+	int same, diff, cnt[4] = { 0 };
+	uint64_t st = 12345;
+
+	for (int i = 0; i < 300; i++) {
+		st = st * 6364136223846793005ull + 1442695040888963407ull;
+		lg[i] = (float)((st >> 40) / 16777216.0 * 4.0 - 2.0);
+	}
+	p.temperature = 0;
+	mmhal_sampler_create(&p, &s);
+	ok(s && mmhal_sampler_sample(s, lg, 300, NULL, 0) == argmax(lg, 300),
+	   "temperature 0: greedy = argmax (%d)", argmax(lg, 300));
+	mmhal_sampler_free(s);
+
+	p = mmhal_sampler_default_params();
+	p.temperature = 1.0f;
+	p.top_k = 0;
+	p.top_p = 1.0f;
+	p.seed = 42;
+	mmhal_sampler_create(&p, &s);
+	mmhal_sampler_create(&p, &s2);
+	same = 1;
+	diff = 0;
+	for (int i = 0; i < 64; i++) {
+		a[i] = mmhal_sampler_sample(s, lg, 300, NULL, 0);
+		b[i] = mmhal_sampler_sample(s2, lg, 300, NULL, 0);
+		same &= a[i] == b[i];
+		diff += a[i] != a[0];
+	}
+	mmhal_sampler_reseed(s2, 43);
+	for (int i = 0, d2 = 0; i < 64; i++) {
+		d2 += mmhal_sampler_sample(s2, lg, 300, NULL, 0) != a[i];
+		if (i == 63)
+			diff = diff && d2;
+	}
+	ok(same && diff, "seeded sampling reproducible, another seed differs");
+	mmhal_sampler_free(s);
+	mmhal_sampler_free(s2);
+
+	p.top_k = 1;
+	mmhal_sampler_create(&p, &s);
+	same = 1;
+	for (int i = 0; i < 32; i++)
+		same &= mmhal_sampler_sample(s, lg, 300, NULL, 0) ==
+			argmax(lg, 300);
+	ok(same, "top-k 1 equals greedy");
+	mmhal_sampler_free(s);
+
+	/* probabilities 0.5, 0.3, 0.15, 0.05 */
+	{
+		float l4[4] = { logf(0.5f), logf(0.3f), logf(0.15f),
+				logf(0.05f) };
+
+		p.top_k = 0;
+		p.top_p = 0.9f;
+		p.temperature = 1.0f;
+		mmhal_sampler_create(&p, &s);
+		for (int i = 0; i < 2000; i++)
+			cnt[mmhal_sampler_sample(s, l4, 4, NULL, 0)]++;
+		ok(cnt[3] == 0 && cnt[0] > cnt[1] && cnt[1] > cnt[2] &&
+		   cnt[2] > 0 && fabs(cnt[0] / 2000.0 - 0.5 / 0.95) < 0.05,
+		   "top-p 0.9 drops the 5%% tail, keeps the rest in proportion (%d %d %d %d)",
+		   cnt[0], cnt[1], cnt[2], cnt[3]);
+		mmhal_sampler_free(s);
+		p.top_p = 0.4f;
+		mmhal_sampler_create(&p, &s);
+		same = 1;
+		for (int i = 0; i < 200; i++)
+			same &= mmhal_sampler_sample(s, l4, 4, NULL, 0) == 0;
+		ok(same, "top-p 0.4 keeps only the top token");
+		mmhal_sampler_free(s);
+	}
+
+	/* repetition penalty */
+	{
+		float l3[4] = { 1.0f, 1.2f, -0.5f, -0.6f };
+		int32_t hist[3] = { 1, 2, 1 };
+		float l5[2] = { -0.5f, -0.6f };
+		int32_t h5[1] = { 0 };
+		int g1, g2, g3, g4;
+
+		p = mmhal_sampler_default_params();
+		p.temperature = 0;
+		p.repeat_penalty = 1.5f;
+		mmhal_sampler_create(&p, &s);
+		g1 = mmhal_sampler_sample(s, l3, 4, NULL, 0);
+		g2 = mmhal_sampler_sample(s, l3, 4, hist, 3);
+		g3 = mmhal_sampler_sample(s, l5, 2, NULL, 0);
+		g4 = mmhal_sampler_sample(s, l5, 2, h5, 1);
+		mmhal_sampler_free(s);
+		p.repeat_last_n = 1;	/* only the last token (1) counts */
+		mmhal_sampler_create(&p, &s);
+		ok(g1 == 1 && g2 == 0 && g3 == 0 && g4 == 1 &&
+		   mmhal_sampler_sample(s, l3, 4, (int32_t[]){ 1, 0 }, 2) == 1 &&
+		   l3[1] == 1.2f,
+		   "repetition penalty lowers repeated tokens (positive and negative logits, window)");
+		mmhal_sampler_free(s);
+	}
+	ok(mmhal_sampler_create(&(struct mmhal_sampler_params){
+		.temperature = NAN, .top_p = 1, .repeat_penalty = 1 }, &s) ==
+	   -EINVAL && !s, "bad sampler params: -EINVAL");
+}
+
+struct gen_cb {
+	char text[2048];
+	size_t len;
+	int n;
+};
+
+static int on_token(int32_t tok, const char *piece, size_t len, void *arg)
+{
+	struct gen_cb *g = arg;
+
+	(void)tok;
+	if (g->len + len < sizeof(g->text)) {
+		memcpy(g->text + g->len, piece, len);
+		g->len += len;
+		g->text[g->len] = 0;
+	}
+	g->n++;
+	return 0;
+}
+
+static void test_chat(void)
+{
+	struct mmhal_model *m = load(1, 256, MMHAL_KV_F16, 0, 1);
+	struct mmhal_chat_msg msgs[2] = {
+		{ "system", "You are a helpful assistant." },
+		{ "user", "What is the capital of France?" },
+	};
+	struct mmhal_sampler_params sp = mmhal_sampler_default_params();
+	struct mmhal_sampler *s = NULL;
+	struct gen_cb cb = { .len = 0 };
+	char buf[1024], text[2048];
+	int32_t ids[256], out[32];
+	size_t len = 0, tl = 0;
+	int n = 0, ng = 0, ret;
+
+	if (!m) {
+		ok(0, "chat path");
+		ok(0, "generate stats");
+		return;
+	}
+	ret = mmhal_model_chat_format(m, msgs, 2, 1, buf, sizeof(buf), &len);
+	if (!ret)
+		ret = mmhal_model_tokenize(m, buf, len, 0, 1, ids, 256, &n);
+	printf("# chat: %zu bytes -> %d tokens (ret %d)\n", len, n, ret);
+	sp.seed = 7;
+	sp.repeat_penalty = 1.1f;
+	if (!ret)
+		ret = mmhal_sampler_create(&sp, &s);
+	if (!ret)
+		ret = mmhal_model_generate(m, ids, n, 16, s,
+					   MMHAL_GEN_IGNORE_EOG, out, on_token,
+					   &cb, &ng);
+	if (!ret)
+		ret = mmhal_model_detokenize(m, out, ng, text, sizeof(text),
+					     &tl);
+	printf("# generated %d tokens: \"%s\"\n", ng, ret ? "" : text);
+	ok(!ret && len > 0 && strstr(buf, "<|im_start|>assistant\n") &&
+	   n > 10 && ng == 16 && tl > 0 && cb.n == 16 && cb.len > 0,
+	   "chat path: chat_format -> tokenize -> generate -> detokenize gives text (%zu bytes)",
+	   tl);
+	{
+		struct mmhal_model_stats st;
+
+		mmhal_model_stats(m, &st);
+		ok(st.prefill_tokens == n && st.decode_tokens == 16 &&
+		   st.sample_tokens == 16 && mmhal_model_n_past(m) == n + 16,
+		   "generate accounting: prefill %lld, decode %lld, sampled %lld",
+		   (long long)st.prefill_tokens, (long long)st.decode_tokens,
+		   (long long)st.sample_tokens);
+	}
+	mmhal_sampler_free(s);
+	mmhal_model_free(m);
+}
+
+int main(void)
+{
+	struct mm_gen_params gp = {
+		.shape = "tiny", .tokenizer = "gpt2", .type = MM_TYPE_F32,
+		.seed = 1,
+	};
+	const char *tmp = getenv("TMPDIR");
+	char err[256];
+	int ret, fb;
+
+	printf("1..%d\n", N_TESTS);
+	for (int i = 0; i < 40; i++)
+		long_prompt[i] = (i * 71 + 3) % 300;
+	snprintf(dir, sizeof(dir), "%s/llama_test.XXXXXX", tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	for (int t = 0; t < 4; t++)
+		snprintf(path[t], sizeof(path[t]), "%s/tiny-%s.gguf", dir,
+			 tname[t]);
+	ret = mm_gen_model(&gp, path[0], err, sizeof(err));
+	ok(!ret, "generate tiny model at F32%s%s", ret ? ": " : "",
+	   ret ? err : "");
+	for (int t = 1; t < 4; t++) {
+		ret = ref_quantize_file(path[0], path[t], ttype[t], &fb, err,
+					sizeof(err));
+		ok(!ret && !fb, "quantize tiny to %s%s%s", tname[t],
+		   ret ? ": " : "", ret ? err : "");
+	}
+	for (int t = 0; t < 4; t++)
+		test_vs_ref(t);
+	test_prefill_vs_steps();
+	test_kv_q8();
+	test_ctx_limit();
+	test_load_misc();
+	test_sampler();
+	test_chat();
+
+	for (int t = 0; t < 4; t++)
+		unlink(path[t]);
+	rmdir(dir);
+	if (n_test != N_TESTS)
+		printf("# planned %d tests, ran %d\n", N_TESTS, n_test);
+	printf("RESULT llama %d %d\n", n_test - n_fail, n_fail);
+	return n_fail || n_test != N_TESTS;
+}

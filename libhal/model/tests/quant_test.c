@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: MIT
+/*
+ * quant_test.c - types, quantizers and kernels of libhal/model (TAP).
+ *
+ * Tolerances:
+ *  - quantize -> dequantize: relative RMS error per type (table below),
+ *    from the type's step size on uniform [-1, 1] data;
+ *  - every kernel set vs the scalar reference (same quantized
+ *    activations, same integer block sums): |y - ref| <= 2e-5 * S + 1e-6
+ *    where S = sum |w_deq * x| over the row (f32 summation order only);
+ *  - scalar reference vs f32 math on dequantized weights: the activation
+ *    quantization error, |y - W_deq.x| <= S_w * max|x| / 100 (Q8 steps are
+ *    max|x|/127 per block) and 1e-5 * S for F32/F16/BF16.
+ */
+#include "quant.h"
+#include "quant_kern.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int t_num, t_pass, t_fail;
+
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	t_num++;
+	printf("%s %d - ", cond ? "ok" : "not ok", t_num);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (cond)
+		t_pass++;
+	else
+		t_fail++;
+	fflush(stdout);
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static float frand(void)	/* uniform [-1, 1) */
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (float)((rng_state >> 40) / 8388608.0) - 1.0f;
+}
+
+static void fill(float *x, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		x[i] = frand();
+}
+
+static const enum mm_type all_types[] = {
+	MM_TYPE_F32, MM_TYPE_F16, MM_TYPE_BF16, MM_TYPE_Q8_0, MM_TYPE_Q4_0,
+	MM_TYPE_Q4_1, MM_TYPE_Q4_K, MM_TYPE_Q6_K,
+};
+#define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
+
+/* ---- type table and golden layouts ----------------------------------- */
+
+static void test_type_table(void)
+{
+	int good = 1;
+
+	good &= mm_type_block_bytes(MM_TYPE_Q4_0) == 18 &&
+		mm_type_block_bytes(MM_TYPE_Q4_1) == 20 &&
+		mm_type_block_bytes(MM_TYPE_Q8_0) == 34 &&
+		mm_type_block_bytes(MM_TYPE_Q4_K) == 144 &&
+		mm_type_block_bytes(MM_TYPE_Q6_K) == 210 &&
+		mm_type_block_bytes(MM_TYPE_Q8_K) == 292 &&
+		mm_type_block_bytes(MM_TYPE_F16) == 2 &&
+		mm_type_block_bytes(MM_TYPE_BF16) == 2;
+	good &= mm_type_block_elems(MM_TYPE_Q4_K) == 256 &&
+		mm_type_block_elems(MM_TYPE_Q8_0) == 32 &&
+		mm_type_block_elems(MM_TYPE_F32) == 1;
+	good &= mm_row_bytes(MM_TYPE_Q8_0, 4096) == 128 * 34 &&
+		mm_row_bytes(MM_TYPE_Q8_0, 33) == 0 &&
+		mm_row_bytes(MM_TYPE_Q4_K, 512) == 288;
+	good &= mm_type_valid(MM_TYPE_Q4_K) && !mm_type_valid(MM_TYPE_Q8_K) &&
+		!mm_type_valid(7) && !mm_type_valid(31);
+	good &= !strcmp(mm_type_name(MM_TYPE_Q4_K), "q4_K") &&
+		!strcmp(mm_type_name(MM_TYPE_Q8_0), "q8_0");
+	ok(good, "type table: block sizes, row bytes, names, validity");
+}
+
+static void test_f16_bf16(void)
+{
+	static const struct { float f; uint16_t h; } f16[] = {
+		{ 1.0f, 0x3C00 }, { -2.0f, 0xC000 }, { 0.1f, 0x2E66 },
+		{ 65504.f, 0x7BFF }, { 65520.f, 0x7C00 }, { 0.0f, 0x0000 },
+		{ 5.9604645e-8f, 0x0001 }, { 6.1035156e-5f, 0x0400 },
+		{ 1.00048828125f, 0x3C00 },	/* tie: to even */
+		{ 1.00146484375f, 0x3C02 },	/* tie: to even (up) */
+	};
+	int good = 1;
+
+	for (size_t i = 0; i < sizeof(f16) / sizeof(f16[0]); i++) {
+		if (mm_f32_to_f16(f16[i].f) != f16[i].h) {
+			printf("# f16(%g) = %04x, want %04x\n", f16[i].f,
+			       mm_f32_to_f16(f16[i].f), f16[i].h);
+			good = 0;
+		}
+	}
+	for (uint32_t h = 0; h < 0x7C00; h++)	/* all finite positives */
+		if (mm_f32_to_f16(mm_f16_to_f32(h)) != h)
+			good = 0;
+	ok(good, "f16: known values, round to nearest even, round trip");
+
+	uint32_t u[] = { 0x3F800000, 0x3F808000, 0x3F818000, 0x3F80C000 };
+	uint16_t want[] = { 0x3F80, 0x3F80, 0x3F82, 0x3F81 };
+	good = 1;
+	for (int i = 0; i < 4; i++) {
+		float f;
+
+		memcpy(&f, &u[i], 4);
+		if (mm_f32_to_bf16(f) != want[i])
+			good = 0;
+	}
+	good &= mm_bf16_to_f32(0x3F80) == 1.0f && mm_bf16_to_f32(0xC000) == -2.0f;
+	ok(good, "bf16: round to nearest even, decode");
+}
+
+static void test_golden(void)
+{
+	float x[32];
+	uint8_t got[34], want[34];
+
+	/* Q8_0: amax 127 -> d = 1.0 (f16 0x3C00), q = x exactly. */
+	for (int j = 0; j < 32; j++)
+		x[j] = j - 16;
+	x[0] = -127;
+	mm_quantize_row(MM_TYPE_Q8_0, x, got, 32);
+	want[0] = 0x00;
+	want[1] = 0x3C;
+	for (int j = 0; j < 32; j++)
+		want[2 + j] = (uint8_t)(int8_t)x[j];
+	ok(!memcmp(got, want, 34), "golden: q8_0 block bytes");
+
+	/* Q4_0: max by |x| is x[0] = -8 -> d = -8/-8 = 1.0,
+	 * q = (int8)(x + 8.5) = j % 16; byte j = q[j] | q[j+16] << 4. */
+	for (int j = 0; j < 32; j++)
+		x[j] = (j % 16) - 8;
+	mm_quantize_row(MM_TYPE_Q4_0, x, got, 32);
+	want[0] = 0x00;
+	want[1] = 0x3C;
+	for (int j = 0; j < 16; j++)
+		want[2 + j] = (uint8_t)(j | (j << 4));
+	ok(!memcmp(got, want, 18), "golden: q4_0 block bytes");
+
+	/* Q4_1: min -4, max 11 -> d = 1.0, m = -4 (f16 0xC400), q = x + 4. */
+	for (int j = 0; j < 32; j++)
+		x[j] = (j % 16) - 4;
+	mm_quantize_row(MM_TYPE_Q4_1, x, got, 32);
+	uint8_t w41[20] = { 0x00, 0x3C, 0x00, 0xC4 };
+	for (int j = 0; j < 16; j++)
+		w41[4 + j] = (uint8_t)(j | (j << 4));
+	ok(!memcmp(got, w41, 20), "golden: q4_1 block bytes");
+
+	/* Q4_K: hand-built block, d = 1, dmin = 0.5; sub-block j has
+	 * scale j+1 and min 2j+40 (6 bits, high bits packed as ggml does);
+	 * element l of sub-block j has q = l % 16. */
+	struct mm_block_q4_k bk;
+	float y[256];
+	int good = 1;
+
+	memset(&bk, 0, sizeof(bk));
+	bk.d = 0x3C00;
+	bk.dmin = 0x3800;
+	for (int j = 0; j < 8; j++) {
+		int sc = j + 1, m = 2 * j + 40;
+
+		if (j < 4) {
+			bk.scales[j] = sc;
+			bk.scales[j + 4] = m;
+		} else {
+			bk.scales[j + 4] = (sc & 0xF) | ((m & 0xF) << 4);
+			bk.scales[j - 4] |= (sc >> 4) << 6;
+			bk.scales[j] |= (m >> 4) << 6;
+		}
+	}
+	for (int g = 0; g < 4; g++)
+		for (int l = 0; l < 32; l++)
+			bk.qs[32 * g + l] = (l % 16) | ((l % 16) << 4);
+	mm_dequantize_row(MM_TYPE_Q4_K, &bk, y, 256);
+	for (int j = 0; j < 8; j++)
+		for (int l = 0; l < 32; l++)
+			if (y[32 * j + l] != (float)((j + 1) * (l % 16)) - 0.5f * (2 * j + 40))
+				good = 0;
+	ok(good, "golden: q4_K layout (6-bit scales/mins, nibble order)");
+
+	/* Q6_K: d = 1, scale of sub-block s = s - 8; q6 of element e is
+	 * (e * 7) % 64 stored as ggml's ql/qh interleave. */
+	struct mm_block_q6_k b6;
+	int8_t L[256];
+
+	memset(&b6, 0, sizeof(b6));
+	b6.d = 0x3C00;
+	for (int s = 0; s < 16; s++)
+		b6.scales[s] = s - 8;
+	for (int e = 0; e < 256; e++)
+		L[e] = (e * 7) % 64;
+	for (int h = 0; h < 2; h++) {
+		for (int l = 0; l < 32; l++) {
+			const int8_t *Lh = L + 128 * h;
+
+			b6.ql[64 * h + l] = (Lh[l] & 15) | ((Lh[l + 64] & 15) << 4);
+			b6.ql[64 * h + l + 32] = (Lh[l + 32] & 15) | ((Lh[l + 96] & 15) << 4);
+			b6.qh[32 * h + l] = (Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) |
+					    ((Lh[l + 64] >> 4) << 4) | ((Lh[l + 96] >> 4) << 6);
+		}
+	}
+	mm_dequantize_row(MM_TYPE_Q6_K, &b6, y, 256);
+	good = 1;
+	for (int e = 0; e < 256; e++)
+		if (y[e] != (float)((e / 16 - 8) * (L[e] - 32)))
+			good = 0;
+	ok(good, "golden: q6_K layout (ql/qh interleave, 16 scales)");
+
+	/* Q6_K and Q4_K quantizers reproduce exactly representable data. */
+	float xs[256], z[256];
+	uint8_t buf[210];
+
+	for (int e = 0; e < 256; e++)
+		xs[e] = (float)((e / 16 - 8) * (L[e] - 32));
+	mm_quantize_row(MM_TYPE_Q6_K, xs, buf, 256);
+	mm_dequantize_row(MM_TYPE_Q6_K, buf, z, 256);
+	float err = 0, mx = 0;
+	for (int e = 0; e < 256; e++) {
+		err = fmaxf(err, fabsf(z[e] - xs[e]));
+		mx = fmaxf(mx, fabsf(xs[e]));
+	}
+	ok(err <= mx * 0.02f, "q6_K quantizer on near-representable data (max err %g of %g)", err, mx);
+}
+
+/* ---- quantize -> dequantize error ------------------------------------ */
+
+static void test_roundtrip(void)
+{
+	static const struct { enum mm_type t; float rel; } tab[] = {
+		{ MM_TYPE_F32, 0 }, { MM_TYPE_F16, 5e-4f },
+		{ MM_TYPE_BF16, 4e-3f }, { MM_TYPE_Q8_0, 6e-3f },
+		{ MM_TYPE_Q4_0, 0.12f }, { MM_TYPE_Q4_1, 0.09f },
+		{ MM_TYPE_Q4_K, 0.09f }, { MM_TYPE_Q6_K, 0.025f },
+		{ MM_TYPE_Q8_K, 6e-3f },
+	};
+	const int64_t n = 4096;
+	float *x = malloc(n * 4), *y = malloc(n * 4);
+	void *q = malloc(n * 4);
+
+	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+		double se = 0, sx = 0;
+
+		fill(x, n);
+		/* vary the scale per block and add a zero block */
+		for (int64_t e = 0; e < n; e++)
+			x[e] *= (e >= 256 && e < 512) ? 0 : 1 + (e / 256) % 7;
+		mm_quantize_row(tab[i].t, x, q, n);
+		mm_dequantize_row(tab[i].t, q, y, n);
+		for (int64_t e = 0; e < n; e++) {
+			se += (double)(y[e] - x[e]) * (y[e] - x[e]);
+			sx += (double)x[e] * x[e];
+		}
+		int zero_ok = 1;
+		for (int64_t e = 256; e < 512; e++)
+			if (y[e] != 0)
+				zero_ok = 0;
+		double rel = sqrt(se / sx);
+
+		ok(rel <= tab[i].rel && zero_ok,
+		   "%s quantize/dequantize: relative rms error %.2e <= %.1e, zeros kept",
+		   mm_type_name(tab[i].t), rel, tab[i].rel);
+	}
+	free(x);
+	free(y);
+	free(q);
+}
+
+/* ---- kernels ---------------------------------------------------------- */
+
+struct shape { int64_t m, k, n; };
+
+static int check_kernels(const char *kset, enum mm_type t, int matmul,
+			 int nthreads, struct mm_ctx *ref, const struct shape *s,
+			 double *worst)
+{
+	struct mm_ctx *ctx;
+	int64_t m = s->m, k = s->k, n = matmul ? s->n : 1;
+	size_t rb = mm_row_bytes(t, k);
+	uint8_t *W = malloc(rb * m);
+	float *Wd = malloc(sizeof(float) * m * k);
+	float *X = malloc(sizeof(float) * n * k);
+	float *Y = malloc(sizeof(float) * n * m);
+	float *R = malloc(sizeof(float) * n * m);
+	float *tmp = malloc(sizeof(float) * k);
+	int good = 1;
+
+	if (mm_ctx_create_with(nthreads, kset, &ctx)) {
+		printf("# cannot create ctx %s\n", kset);
+		return 0;
+	}
+	for (int64_t i = 0; i < m; i++) {
+		fill(tmp, k);
+		mm_quantize_row(t, tmp, W + i * rb, k);
+		mm_dequantize_row(t, W + i * rb, Wd + i * k, k);
+	}
+	fill(X, n * k);
+	for (int64_t i = 0; i < n * m; i++)
+		Y[i] = NAN;
+	if (matmul) {
+		mm_matmul(ctx, t, W, X, Y, m, k, n);
+		mm_matmul(ref, t, W, X, R, m, k, n);
+	} else {
+		mm_matvec(ctx, t, W, X, Y, m, k);
+		mm_matvec(ref, t, W, X, R, m, k);
+	}
+	for (int64_t j = 0; j < n; j++) {
+		for (int64_t i = 0; i < m; i++) {
+			double S = 0, Sw = 0, f = 0, xmax = 0;
+
+			for (int64_t l = 0; l < k; l++) {
+				S += fabs(Wd[i * k + l] * X[j * k + l]);
+				Sw += fabs(Wd[i * k + l]);
+				f += (double)Wd[i * k + l] * X[j * k + l];
+				xmax = fmax(xmax, fabs(X[j * k + l]));
+			}
+			double y = Y[j * m + i], r = R[j * m + i];
+			double d = fabs(y - r), tol = 2e-5 * S + 1e-6;
+			int isf = t == MM_TYPE_F32 || t == MM_TYPE_F16 || t == MM_TYPE_BF16;
+			double tol2 = isf ? 1e-5 * S + 1e-6 : Sw * xmax / 100;
+
+			if (!(d <= tol) || !(fabs(r - f) <= tol2)) {
+				if (good)
+					printf("# %s %s m=%lld k=%lld n=%lld thr=%d: [%lld,%lld] y=%g ref=%g f32=%g\n",
+					       kset, mm_type_name(t), (long long)m, (long long)k,
+					       (long long)n, nthreads, (long long)j, (long long)i, y, r, f);
+				good = 0;
+			}
+			if (S > 0 && d / S > *worst)
+				*worst = d / S;
+		}
+	}
+	mm_ctx_destroy(ctx);
+	free(W);
+	free(Wd);
+	free(X);
+	free(Y);
+	free(R);
+	free(tmp);
+	return good;
+}
+
+static void test_kernels(void)
+{
+	static const char *const sets[] = { "scalar", "avx2", "avx512vnni", "neon" };
+	struct mm_ctx *ref;
+
+	if (mm_ctx_create_with(1, "scalar", &ref)) {
+		ok(0, "scalar reference ctx");
+		return;
+	}
+	for (size_t s = 0; s < sizeof(sets) / sizeof(sets[0]); s++) {
+		if (!mm_kernels_available(sets[s])) {
+			printf("ok %d - # SKIP %s kernels: not on this CPU\n", ++t_num, sets[s]);
+			t_pass++;
+			continue;
+		}
+		for (size_t ti = 0; ti < NTYPES; ti++) {
+			enum mm_type t = all_types[ti];
+			int64_t be = mm_type_block_elems(t) == 256 ? 256 : 32;
+			const struct shape shapes[] = {
+				{ 1, be, 2 }, { 5, be, 3 }, { 13, 3 * be, 7 },
+				{ 37, 8 * be, 5 }, { 9, 5 * be, 65 },
+				{ 70, (be == 256 ? 4 : 40) * be, 4 },
+			};
+
+			for (int mm = 0; mm < 2; mm++) {
+				int good = 1;
+				double worst = 0;
+
+				for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++)
+					for (int thr = 1; thr <= 3; thr++)
+						good &= check_kernels(sets[s], t, mm, thr, ref,
+								      &shapes[si], &worst);
+				ok(good, "%s %s %s vs scalar, odd shapes, 1-3 threads (worst |d|/S %.1e)",
+				   sets[s], mm_type_name(t), mm ? "matmul" : "matvec", worst);
+			}
+		}
+	}
+	mm_ctx_destroy(ref);
+}
+
+/* ---- pool, env -------------------------------------------------------- */
+
+static void pfor_fn(int64_t b, int64_t e, void *arg)
+{
+	int *hits = arg;
+
+	for (int64_t i = b; i < e; i++)
+		__atomic_fetch_add(&hits[i], 1, __ATOMIC_RELAXED);
+}
+
+static void test_pool(void)
+{
+	int good = 1;
+
+	for (int thr = 1; thr <= 3; thr++) {
+		struct mm_ctx *ctx;
+
+		if (mm_ctx_create_with(thr, "scalar", &ctx)) {
+			good = 0;
+			continue;
+		}
+		good &= mm_ctx_threads(ctx) == thr;
+		for (int64_t n = 0; n <= 100; n += (n < 5 ? 1 : 19)) {
+			for (int rep = 0; rep < 50; rep++) {
+				int hits[101] = { 0 };
+
+				mm_parallel_for(ctx, n, pfor_fn, hits);
+				for (int64_t i = 0; i < 101; i++)
+					if (hits[i] != (i < n))
+						good = 0;
+			}
+		}
+		mm_ctx_destroy(ctx);
+	}
+	ok(good, "thread pool: parallel_for covers [0,n) once, 1-3 threads, repeated");
+}
+
+static void test_env(void)
+{
+	struct mm_ctx *ctx = NULL;
+	int good = 1, err;
+
+	setenv("MMHAL_KERNELS", "scalar", 1);
+	err = mm_ctx_create(2, &ctx);
+	good &= !err && !strcmp(mm_ctx_kernels(ctx), "scalar");
+	mm_ctx_destroy(ctx);
+	setenv("MMHAL_KERNELS", "nonsense", 1);
+	good &= mm_ctx_create(2, &ctx) == -ENOTSUP;
+	unsetenv("MMHAL_KERNELS");
+	ctx = NULL;
+	err = mm_ctx_create(0, &ctx);
+	good &= !err && mm_ctx_threads(ctx) >= 1;
+	if (!err)
+		printf("# default kernels: %s, %d threads\n", mm_ctx_kernels(ctx),
+		       mm_ctx_threads(ctx));
+	mm_ctx_destroy(ctx);
+	ok(good, "MMHAL_KERNELS forces a set, rejects unknown; default = online CPUs");
+}
+
+int main(void)
+{
+	test_type_table();
+	test_f16_bf16();
+	test_golden();
+	test_roundtrip();
+	test_pool();
+	test_env();
+	test_kernels();
+	printf("1..%d\n", t_num);
+	printf("RESULT quant %d %d\n", t_pass, t_fail);
+	return t_fail ? 1 : 0;
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * threadpool.h - persistent pthread workers for the model kernels.
+ *
+ * mm_pool_run() runs fn(tid, nth, arg) once on each of nth threads; the
+ * caller is tid 0 and the call returns when all are done. Workers spin
+ * briefly after a job (so back-to-back kernel calls wake fast), then sleep
+ * on a futex: an idle pool uses no CPU. One mm_pool_run at a time per pool
+ * (not reentrant).
+ */
+#ifndef MM_THREADPOOL_H
+#define MM_THREADPOOL_H
+
+struct mm_pool;
+
+typedef void (*mm_pool_fn)(int tid, int nth, void *arg);
+
+/* nthreads >= 1. Returns 0 or -errno. */
+int mm_pool_create(int nthreads, struct mm_pool **out);
+void mm_pool_destroy(struct mm_pool *pool);
+int mm_pool_threads(const struct mm_pool *pool);
+void mm_pool_run(struct mm_pool *pool, mm_pool_fn fn, void *arg);
+
+#endif
