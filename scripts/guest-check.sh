@@ -37,6 +37,7 @@ modprobe vivid n_devs=1 || echo "guest: modprobe vivid failed"
 run libhal_dev "$B/libhal/tests/mmhal_dev_test" /dev/mmedge0
 run mmctl tools/tests/mmctl_cli_test.sh "$B/tools/mmctl"
 run mmstream tools/tests/mmstream_cli_test.sh "$B/tools/mmstream"
+run mmctl_nl tools/tests/mmctl_nl_test.sh "$B/tools/mmctl" "$B/tools/mmstream" "$B/tools/tests/mmhal-view"
 
 run mmedge_buf_selftest "$B/selftests/mmedge_buf_test"
 # Channels: streams, arbitration (sets the bus model, puts it back),

@@ -27,6 +27,36 @@ step "mmctl -j dev show"
 step "mmstream -n 10: camera, microphone and IMU streaming, hardware timestamps"
 "$B/tools/mmstream" -n 10
 
+step "mmstream -n 0 in the background: the three sensors stream until stopped"
+"$B/tools/mmstream" -n 0 > /tmp/mmstream-demo.log 2>&1 &
+spid=$!
+sleep 1
+sed 's/^/  /' /tmp/mmstream-demo.log
+
+step "mmctl chan show: the channels, over generic netlink"
+"$B/tools/mmctl" chan show
+
+step "mmctl stats -w 1 -c 2: MB/s, share of bytes vs share of weight, p99 wait, drops"
+"$B/tools/mmctl" stats -w 1 -c 2
+
+step "mmctl chan set camera0 weight 400 (mmctl monitor, in the background, sees it)"
+"$B/tools/mmctl" monitor -c 1 > /tmp/mmctl-monitor.log 2>&1 &
+mpid=$!
+sleep 0.5
+"$B/tools/mmctl" chan set camera0 weight 400
+wait "$mpid"
+sed 's/^/  monitor: /' /tmp/mmctl-monitor.log
+"$B/tools/mmctl" -j chan show camera0 | python3 -c \
+	'import json,sys; c=json.load(sys.stdin)[0]; print("  camera0 weight now", c["weight"])'
+
+step "mmctl stats -w 1 -c 2 after the change"
+"$B/tools/mmctl" stats -w 1 -c 2
+
+step "stopping mmstream (SIGTERM): its summary"
+kill -TERM "$spid"
+wait "$spid"
+sed -n '/^chan /,$p' /tmp/mmstream-demo.log
+
 step "instance counters: /sys/class/mmedge/mmedge0/stats/"
 for f in /sys/class/mmedge/mmedge0/stats/*; do
 	[ -f "$f" ] && printf '  %-14s %s\n' "$(basename "$f")" "$(cat "$f")"

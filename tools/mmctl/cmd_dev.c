@@ -12,6 +12,8 @@
 #include <mmhal.h>
 
 #include "mmctl.h"
+#include "nl.h"
+#include "units.h"
 
 /* A bit set nobody named yet still gets printed. */
 static const char *mmctl_bit_name(const char *(*namer)(unsigned int),
@@ -212,13 +214,48 @@ static int mmctl_dev_cmp(const struct dirent **a, const struct dirent **b)
 struct mmctl_dev_entry {
 	char path[PATH_MAX];
 	struct mmhal_caps caps;
+	/* From netlink, when the family answered. */
+	bool has_nl;
+	struct mmctl_dev_info nl;
 };
 
 static void mmctl_dev_text(const struct mmctl_dev_entry *e)
 {
-	printf("%s: driver %s bus_info %s api_version %u%s\n",
+	char buf[32];
+
+	printf("%s: driver %s bus_info %s api_version %u%s",
 	       mmctl_basename(e->path), e->caps.driver, e->caps.bus_info,
 	       e->caps.api_version, e->caps.virtual_dev ? " virtual" : "");
+	if (e->has_nl)
+		printf(" bus %s channels %u",
+		       mmctl_fmt_rate(e->nl.bus_bw, buf, sizeof(buf)),
+		       e->nl.nr_chans);
+	putchar('\n');
+}
+
+/* Adds what the netlink family knows; silently nothing without it. */
+static void mmctl_dev_add_nl(struct mmctl_dev_entry *entries, int n)
+{
+	struct mmctl_dev_info *devs;
+	struct mmctl_nl nl;
+	size_t nr, j;
+	int i;
+
+	if (mmctl_nl_open_quiet(&nl))
+		return;
+	if (mmctl_nl_devs(&nl, &devs, &nr) == 0) {
+		for (i = 0; i < n; i++) {
+			for (j = 0; j < nr; j++) {
+				if (strcmp(devs[j].name,
+					   mmctl_basename(entries[i].path)))
+					continue;
+				entries[i].has_nl = true;
+				entries[i].nl = devs[j];
+			}
+		}
+		free(devs);
+	}
+	mmctl_nl_close(&nl);
 }
 
 static void mmctl_dev_json(struct json_writer *jw,
@@ -232,6 +269,11 @@ static void mmctl_dev_json(struct json_writer *jw,
 	json_kv_u64(jw, "instance", e->caps.instance);
 	json_kv_u64(jw, "api_version", e->caps.api_version);
 	json_kv_bool(jw, "virtual", e->caps.virtual_dev);
+	if (e->has_nl) {
+		json_kv_u64(jw, "dev_index", e->nl.index);
+		json_kv_u64(jw, "bus_bw", e->nl.bus_bw);
+		json_kv_u64(jw, "nr_chans", e->nl.nr_chans);
+	}
 	json_end_object(jw);
 }
 
@@ -289,6 +331,7 @@ int mmctl_cmd_dev_show(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
 
 	if (!found)
 		goto out;
+	mmctl_dev_add_nl(entries, found);
 	if (ctx->json) {
 		mmctl_json_begin(ctx);
 		json_begin_array(&ctx->jw);

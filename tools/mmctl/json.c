@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "json.h"
@@ -250,6 +251,25 @@ void json_s64(struct json_writer *w, int64_t v)
 	json_post_value(w);
 }
 
+void json_double(struct json_writer *w, double v)
+{
+	char buf[32], *c;
+
+	if (!isfinite(v)) {
+		json_null(w);
+		return;
+	}
+	if (!json_pre_value(w))
+		return;
+	/* Enough digits for a ratio or a rate; never locale-dependent. */
+	snprintf(buf, sizeof(buf), "%.6g", v);
+	c = strchr(buf, ',');
+	if (c)
+		*c = '.';
+	fputs(buf, w->fp);
+	json_post_value(w);
+}
+
 void json_bool(struct json_writer *w, bool v)
 {
 	if (!json_pre_value(w))
@@ -282,6 +302,12 @@ void json_kv_s64(struct json_writer *w, const char *key, int64_t v)
 {
 	json_key(w, key);
 	json_s64(w, v);
+}
+
+void json_kv_double(struct json_writer *w, const char *key, double v)
+{
+	json_key(w, key);
+	json_double(w, v);
 }
 
 void json_kv_bool(struct json_writer *w, const char *key, bool v)

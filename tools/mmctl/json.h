@@ -41,6 +41,8 @@ void json_key(struct json_writer *w, const char *key);
 void json_string(struct json_writer *w, const char *s);
 void json_u64(struct json_writer *w, uint64_t v);
 void json_s64(struct json_writer *w, int64_t v);
+/* A finite number as "%.6g"; NaN and infinities become null. */
+void json_double(struct json_writer *w, double v);
 void json_bool(struct json_writer *w, bool v);
 void json_null(struct json_writer *w);
 
@@ -48,6 +50,7 @@ void json_null(struct json_writer *w);
 void json_kv_string(struct json_writer *w, const char *key, const char *s);
 void json_kv_u64(struct json_writer *w, const char *key, uint64_t v);
 void json_kv_s64(struct json_writer *w, const char *key, int64_t v);
+void json_kv_double(struct json_writer *w, const char *key, double v);
 void json_kv_bool(struct json_writer *w, const char *key, bool v);
 
 /*

@@ -5,7 +5,8 @@
  *	mmctl [OPTIONS] OBJECT [VERB] [ARGS]
  *
  * in the style of ip(8) and devlink(8). Exit codes: 0 success, 1 the
- * request failed, 2 the command line is wrong.
+ * request failed, 2 the command line (or a profile file) is wrong, 3 the
+ * kernel refused for lack of privilege.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,9 +20,9 @@
 
 /*
  * The command table. The first row of an object gives its default verb
- * ("mmctl dev" is "mmctl dev show"). Verbs are plain words: no '/', and
- * not starting with "mmedge", which introduce a device. Netlink commands
- * (stats, monitor) join this table later.
+ * ("mmctl dev" is "mmctl dev show"); an object whose row has an empty
+ * verb takes no verb at all ("mmctl apply FILE"). Verbs are plain words:
+ * no '/', and not starting with "mmedge", which introduce a device.
  */
 static const struct mmctl_cmd mmctl_cmds[] = {
 	{
@@ -44,8 +45,108 @@ static const struct mmctl_cmd mmctl_cmds[] = {
 		.help = "List mmedge devices",
 		.details =
 			"Lists every /dev/mmedgeN with its driver, location and\n"
-			"interface version, or only DEV (or -d) if given. Exits 1\n"
-			"if there is none or one cannot be read.\n",
+			"interface version, or only DEV (or -d) if given; with the\n"
+			"module's netlink family, also the modelled bus bandwidth and\n"
+			"the number of channels. Exits 1 if there is none or one\n"
+			"cannot be read.\n",
+	},
+	{
+		.object = "chan",
+		.verb = "show",
+		.handler = mmctl_cmd_chan_show,
+		.args = "[NAME]",
+		.help = "Show channels: settings and counters",
+		.details =
+			"Lists the channels of the device (-d, default mmedge0), or\n"
+			"only NAME: id, source, weight, class, cap, and the counters:\n"
+			"rate (the driver's moving average), bytes, frames, drops,\n"
+			"errors, and the 99th percentile of the segment queue wait.\n",
+	},
+	{
+		.object = "chan",
+		.verb = "set",
+		.handler = mmctl_cmd_chan_set,
+		.args = "NAME [weight N] [class C] [cap RATE]",
+		.help = "Change a channel's weight, class or rate cap",
+		.details =
+			"weight N   share of the DMA engine, 1..10000 (default 100);\n"
+			"           raising it above 100 needs CAP_SYS_NICE\n"
+			"class C    best-effort, or latency (served first up to its\n"
+			"           cap; needs a cap and CAP_SYS_NICE)\n"
+			"cap RATE   bytes/s: 200M, 1.5G, 64k, 4MiB; none or 0 = no cap\n"
+			"\n"
+			"Needs CAP_NET_ADMIN. Takes effect from the next segment and\n"
+			"is announced to 'mmctl monitor'. With -j, prints the channel\n"
+			"as it is after the change.\n",
+	},
+	{
+		.object = "stats",
+		.verb = "show",
+		.handler = mmctl_cmd_stats,
+		.args = "[-w INTERVAL] [-c COUNT]",
+		.help = "Live view of how the channels share the bus",
+		.details =
+			"Per channel: MB/s, its share of the bytes against its share\n"
+			"of the weights, the 99th percentile of the segment queue wait\n"
+			"(from the driver's histogram), and drops.\n"
+			"\n"
+			"Without -w, one sample (MB/s from the driver's moving average).\n"
+			"-w INTERVAL   refresh every INTERVAL seconds (0.1..3600, e.g.\n"
+			"              1 or 0.5); rates and waits then cover the last\n"
+			"              interval. Stops on Ctrl-C (exit 0).\n"
+			"-c COUNT      stop after COUNT samples.\n"
+			"With -j, one JSON object per sample, one per line.\n",
+	},
+	{
+		.object = "monitor",
+		.verb = "all",
+		.handler = mmctl_cmd_monitor,
+		.args = "[-c COUNT]",
+		.help = "Print events as they happen",
+		.details =
+			"Channels created and destroyed, weight changes with who made\n"
+			"them (pid and uid, or the adaptive mode), drops (at most 10\n"
+			"events a second per channel) and engine stalls, one line\n"
+			"each (with -j, one JSON object per line), until Ctrl-C or\n"
+			"SIGTERM (exit 0).\n"
+			"-c COUNT   stop after COUNT events.\n",
+	},
+	{
+		.object = "bus",
+		.verb = "show",
+		.handler = mmctl_cmd_bus_show,
+		.args = "",
+		.help = "Show the soft DMA engine's modelled bus bandwidth",
+		.details = NULL,
+	},
+	{
+		.object = "bus",
+		.verb = "set",
+		.handler = mmctl_cmd_bus_set,
+		.args = "BANDWIDTH",
+		.help = "Change the modelled bus bandwidth",
+		.details =
+			"BANDWIDTH in bytes/s, 1M..100G: 200M, 1.5G, 800MB/s.\n"
+			"Needs CAP_SYS_ADMIN.\n",
+	},
+	{
+		.object = "apply",
+		.verb = "",
+		.handler = mmctl_cmd_apply,
+		.args = "[-n] FILE",
+		.help = "Apply a tuning profile to several channels at once",
+		.details =
+			"FILE (or - for stdin) has one channel per line, with the\n"
+			"settings of 'chan set':\n"
+			"\n"
+			"    # camera first, audio must not starve\n"
+			"    camera0  weight 400\n"
+			"    mic0     weight 200 class latency cap 64k\n"
+			"\n"
+			"Everything after '#' is a comment. The whole file is checked,\n"
+			"then sent as one request: either every line applies or none\n"
+			"does. Errors name the line.\n"
+			"-n   check the file against the device only; change nothing.\n",
 	},
 };
 
@@ -59,6 +160,29 @@ static const char mmctl_options_help[] =
 	"  -p, --pretty    indent JSON (with -j)\n"
 	"  -h, --help      show this help; after a command, its help\n"
 	"  -V, --version   show the versions of mmctl and libmmhal\n";
+
+static const char mmctl_exit_help[] =
+	"Exit status: 0 success, 1 the request failed, 2 usage error (command\n"
+	"line or profile), 3 permission denied.\n";
+
+volatile sig_atomic_t mmctl_stop;
+
+static void mmctl_on_signal(int sig)
+{
+	(void)sig;
+	mmctl_stop = 1;
+}
+
+void mmctl_catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	/* No SA_RESTART: sleeps and poll() return early. */
+	sa.sa_handler = mmctl_on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
 
 void mmctl_err(const char *fmt, ...)
 {
@@ -82,8 +206,8 @@ int mmctl_usage_err(const struct mmctl_cmd *cmd, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	if (cmd)
-		fprintf(stderr, "\nTry 'mmctl %s %s -h' for help.\n",
-			cmd->object, cmd->verb);
+		fprintf(stderr, "\nTry 'mmctl %s%s%s -h' for help.\n",
+			cmd->object, cmd->verb[0] ? " " : "", cmd->verb);
 	else
 		fputs("\nTry 'mmctl -h' for help.\n", stderr);
 	return MMCTL_EXIT_USAGE;
@@ -101,15 +225,16 @@ static void mmctl_usage(FILE *fp)
 	      "Commands:\n", fp);
 	for (i = 0; i < MMCTL_NR_CMDS; i++) {
 		const struct mmctl_cmd *c = &mmctl_cmds[i];
-		char syn[64];
+		char syn[80];
 
-		snprintf(syn, sizeof(syn), "%s %s %s", c->object, c->verb,
-			 c->args);
-		fprintf(fp, "  %-24s %s\n", syn, c->help);
+		snprintf(syn, sizeof(syn), "%s%s%s %s", c->object,
+			 c->verb[0] ? " " : "", c->verb, c->args);
+		if (strlen(syn) > 30)
+			fprintf(fp, "  %s\n  %-30s %s\n", syn, "", c->help);
+		else
+			fprintf(fp, "  %-30s %s\n", syn, c->help);
 	}
-	fprintf(fp, "\n%s\n", mmctl_options_help);
-	fputs("Exit status: 0 success, 1 the request failed, 2 usage error.\n",
-	      fp);
+	fprintf(fp, "\n%s\n%s", mmctl_options_help, mmctl_exit_help);
 }
 
 /* Prints multi-line @text with every line indented by @indent spaces. */
@@ -128,13 +253,13 @@ static void mmctl_print_indented(FILE *fp, const char *text, int indent)
 
 void mmctl_cmd_help(const struct mmctl_cmd *cmd, FILE *fp)
 {
-	fprintf(fp, "Usage: mmctl [OPTIONS] %s %s %s\n\n%s.\n", cmd->object,
-		cmd->verb, cmd->args, cmd->help);
+	fprintf(fp, "Usage: mmctl [OPTIONS] %s%s%s %s\n\n%s.\n", cmd->object,
+		cmd->verb[0] ? " " : "", cmd->verb, cmd->args, cmd->help);
 	if (cmd->details) {
 		fputc('\n', fp);
 		mmctl_print_indented(fp, cmd->details, 0);
 	}
-	fprintf(fp, "\n%s", mmctl_options_help);
+	fprintf(fp, "\n%s\n%s", mmctl_options_help, mmctl_exit_help);
 }
 
 static const struct mmctl_cmd *mmctl_find(const char *object, const char *verb)
@@ -182,7 +307,12 @@ const char *mmctl_dev_path(const char *dev, char *buf, size_t len)
 	return buf;
 }
 
-static bool mmctl_is_global_opt(const char *a)
+bool mmctl_is_help(const char *a)
+{
+	return !strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help");
+}
+
+bool mmctl_is_global_opt(const char *a)
 {
 	static const char *const opts[] = {
 		"-d", "--dev", "-j", "--json", "-p", "--pretty", "-jp", "-pj",
@@ -193,6 +323,28 @@ static bool mmctl_is_global_opt(const char *a)
 		if (!strcmp(a, opts[i]))
 			return true;
 	return false;
+}
+
+int mmctl_other_arg(const struct mmctl_cmd *cmd, const char *a, bool *done)
+{
+	*done = false;
+	if (mmctl_is_help(a)) {
+		mmctl_cmd_help(cmd, stdout);
+		*done = true;
+		return MMCTL_EXIT_OK;
+	}
+	if (mmctl_is_global_opt(a))
+		return mmctl_usage_err(cmd,
+			"%s%s%s: '%s' goes before the object: mmctl %s %s%s%s ...",
+			cmd->object, cmd->verb[0] ? " " : "", cmd->verb, a, a,
+			cmd->object, cmd->verb[0] ? " " : "", cmd->verb);
+	if (a[0] == '-' && a[1])
+		return mmctl_usage_err(cmd, "%s%s%s: unknown option '%s'",
+				       cmd->object, cmd->verb[0] ? " " : "",
+				       cmd->verb, a);
+	return mmctl_usage_err(cmd, "%s%s%s: unexpected argument '%s'",
+			       cmd->object, cmd->verb[0] ? " " : "",
+			       cmd->verb, a);
 }
 
 int mmctl_parse_dev_args(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
@@ -293,6 +445,9 @@ static int mmctl_dispatch(struct mmctl_ctx *ctx, int argc, char **argv)
 	def = mmctl_find(object, NULL);
 	if (!def)
 		return mmctl_usage_err(NULL, "unknown object '%s'", object);
+	/* An object without verbs: everything after it is its arguments. */
+	if (!def->verb[0])
+		return def->handler(ctx, def, argc - 1, argv + 1);
 
 	if (verb && (!strcmp(verb, "help") || !strcmp(verb, "-h") ||
 		     !strcmp(verb, "--help"))) {

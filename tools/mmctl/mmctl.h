@@ -9,6 +9,7 @@
 #ifndef MMCTL_H
 #define MMCTL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -19,7 +20,8 @@
 /* Exit codes */
 #define MMCTL_EXIT_OK		0
 #define MMCTL_EXIT_RUNTIME	1	/* the request failed */
-#define MMCTL_EXIT_USAGE	2	/* the command line is wrong */
+#define MMCTL_EXIT_USAGE	2	/* the command line (or a profile) is wrong */
+#define MMCTL_EXIT_PERM		3	/* the kernel said EPERM or EACCES */
 
 struct mmctl_ctx {
 	/* -d: device path, or NULL for the default */
@@ -81,6 +83,22 @@ const char *mmctl_dev_path(const char *dev, char *buf, size_t len);
  */
 int mmctl_open_err(const char *path, int err);
 
+/*
+ * For an argument a command does not know: "-h", "--help" and "help"
+ * print the command's help (*done set, MMCTL_EXIT_OK); a global option
+ * gets a hint to move it; anything else is a usage error.
+ */
+int mmctl_other_arg(const struct mmctl_cmd *cmd, const char *a, bool *done);
+/* "-h", "--help" or "help". */
+bool mmctl_is_help(const char *a);
+/* -d, -j, -p and their long forms: options that go before the object. */
+bool mmctl_is_global_opt(const char *a);
+
+/* Set by SIGINT and SIGTERM once mmctl_catch_signals() ran. */
+extern volatile sig_atomic_t mmctl_stop;
+/* SIGINT and SIGTERM set mmctl_stop and interrupt sleeps and poll(). */
+void mmctl_catch_signals(void);
+
 /* Start / end a JSON document on stdout (only when ctx->json). */
 void mmctl_json_begin(struct mmctl_ctx *ctx);
 int mmctl_json_end(struct mmctl_ctx *ctx);
@@ -90,5 +108,43 @@ int mmctl_cmd_caps_show(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
 			int argc, char **argv);
 int mmctl_cmd_dev_show(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
 		       int argc, char **argv);
+
+/* cmd_chan.c */
+struct mmctl_chan_setting;
+struct mmctl_chan_info;
+struct mmctl_dev_info;
+
+/*
+ * Parses "[weight N] [class C] [cap RATE]" (at least one) into @st,
+ * checking values as the kernel will. On error, @why (of @len bytes)
+ * says what is wrong in the kernel's words where it has some.
+ * Return: 0 or -EINVAL.
+ */
+int mmctl_parse_setting(int argc, char **argv, struct mmctl_chan_setting *st,
+			char *why, size_t len);
+/* [a-z0-9_-], 1..15 characters, as the driver accepts. */
+bool mmctl_chan_name_valid(const char *name);
+/* One channel as a JSON object. */
+void mmctl_chan_json(struct json_writer *jw, const struct mmctl_dev_info *dev,
+		     const struct mmctl_chan_info *c);
+
+int mmctl_cmd_chan_show(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+			int argc, char **argv);
+int mmctl_cmd_chan_set(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+		       int argc, char **argv);
+/* cmd_stats.c */
+int mmctl_cmd_stats(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+		    int argc, char **argv);
+/* cmd_monitor.c */
+int mmctl_cmd_monitor(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+		      int argc, char **argv);
+/* cmd_bus.c */
+int mmctl_cmd_bus_show(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+		       int argc, char **argv);
+int mmctl_cmd_bus_set(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+		      int argc, char **argv);
+/* cmd_apply.c */
+int mmctl_cmd_apply(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+		    int argc, char **argv);
 
 #endif /* MMCTL_H */

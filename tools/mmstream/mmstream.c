@@ -63,6 +63,8 @@ static uint64_t start_ns;
 static struct stream streams[MAX_CHANS];
 static int nr_streams;
 static bool json;
+/* -n 0: stream until a signal, quietly. */
+static bool forever;
 static volatile sig_atomic_t stop;
 
 static const char usage_text[] =
@@ -82,7 +84,9 @@ static const char usage_text[] =
 	"Options:\n"
 	"  -d, --dev DEV            device: a path, or a name under /dev (default "
 	MMHAL_DEFAULT_DEV ")\n"
-	"  -n, --frames N           frames per channel, then stop (default 30)\n"
+	"  -n, --frames N           frames per channel, then stop (default 30);\n"
+	"                           0: stream until SIGINT or SIGTERM without\n"
+	"                           frame lines, then print the summary\n"
 	"  -j, --json               JSON lines: {\"type\":\"frame\",...} per frame,\n"
 	"                           {\"type\":\"summary\",...} per channel\n"
 	"      --camera WxH@FPS[:FMT]  a camera; FMT GREY (default), RGB24, NV12\n"
@@ -576,7 +580,7 @@ static int summary(void)
 		unsigned int b;
 
 		/* Stopped early (signal): the counters as they are now. */
-		if (s->frames < s->want_frames) {
+		if (s->frames < s->want_frames || forever) {
 			s->st_err = mmhal_chan_stats(s->chan, &st);
 			elapsed_s = (double)(now_ns() - start_ns) / 1e9;
 		}
@@ -662,7 +666,7 @@ static int run(struct mmhal_dev *dev, uint64_t want)
 		for (i = 0; i < nr_streams; i++)
 			if (streams[i].frames < want)
 				done = 0;
-		if (done || stop)
+		if ((done && !forever) || stop)
 			break;
 
 		e = poll(&pfd, 1, 1000);
@@ -752,10 +756,16 @@ int main(int argc, char **argv)
 			dev_arg = optarg;
 			break;
 		case 'n':
+			if (!strcmp(optarg, "0")) {
+				forever = true;
+				frames = 0;
+				break;
+			}
 			if (!parse_u32(optarg, strlen(optarg), 1000000000,
 				       &frames))
-				return usage_err("-n '%s': want a number of frames >= 1",
+				return usage_err("-n '%s': want a number of frames (0: until stopped)",
 						 optarg);
+			forever = false;
 			break;
 		case 'j':
 			json = true;

@@ -2,6 +2,7 @@
 /* Unit tests of mmctl's JSON writer. */
 #define _GNU_SOURCE		/* open_memstream() */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -190,6 +191,29 @@ static void test_misuse_detected(void)
 	json_result();
 }
 
+static void test_double(void)
+{
+	struct json_writer w;
+
+	json_start(&w, false);
+	json_begin_array(&w);
+	json_double(&w, 0.5);
+	json_double(&w, 1.0 / 3.0);
+	json_double(&w, 2.5e9);
+	json_double(&w, NAN);
+	json_double(&w, -INFINITY);
+	json_end_array(&w);
+	CHECK_INT(json_finish(&w), 0);
+	CHECK_STR(json_result(), "[0.5,0.333333,2.5e+09,null,null]\n");
+
+	json_start(&w, false);
+	json_begin_object(&w);
+	json_kv_double(&w, "share", 0.25);
+	json_end_object(&w);
+	CHECK_INT(json_finish(&w), 0);
+	CHECK_STR(json_result(), "{\"share\":0.25}\n");
+}
+
 static void test_depth_limit(void)
 {
 	struct json_writer w;
@@ -217,6 +241,7 @@ static const struct tap_test tests[] = {
 	TAP_TEST(test_escape_utf8),
 	TAP_TEST(test_key_escaped),
 	TAP_TEST(test_misuse_detected),
+	TAP_TEST(test_double),
 	TAP_TEST(test_depth_limit),
 };
 

@@ -161,6 +161,179 @@ else
 	skip "mmctl links libmmhal statically" "no readelf"
 fi
 
+# --- netlink commands: arguments checked before any request ---
+
+run chan set camera0 weight 0
+want_rc 2; out_empty; err_has 'chan set camera0: weight 0 out of range 1..10000'
+err_has "Try 'mmctl chan set -h'"
+result "chan set weight 0: the range, exit 2"
+
+run chan set camera0 weight 10001
+want_rc 2; err_has 'weight 10001 out of range 1..10000'
+result "chan set weight 10001: the range, exit 2"
+
+run chan set camera0 weight -1
+want_rc 2; err_has "weight '-1' is not a number"
+result "chan set weight -1: not a number, exit 2"
+
+run chan set camera0 class fast
+want_rc 2; err_has "unknown class 'fast' (latency, best-effort)"
+result "chan set unknown class: exit 2"
+
+run chan set camera0 cap 1.5X
+want_rc 2; err_has "cap '1.5X' is not a rate"
+result "chan set bad cap: exit 2"
+
+run chan set camera0 class latency cap none
+want_rc 2; err_has 'the latency class needs a rate cap'
+result "chan set latency without a cap: exit 2"
+
+run chan set camera0 speed 5
+want_rc 2; err_has "unknown setting 'speed' (weight, class, cap)"
+result "chan set unknown setting: exit 2"
+
+run chan set camera0 weight
+want_rc 2; err_has "'weight' needs a value"
+result "chan set setting without value: exit 2"
+
+run chan set camera0
+want_rc 2; err_has 'nothing to set'
+result "chan set without settings: exit 2"
+
+run chan set
+want_rc 2; err_has 'which channel'
+result "chan set without a channel: exit 2"
+
+run chan set CAM weight 5
+want_rc 2; err_has "'CAM' is not a channel name"
+result "chan set invalid channel name: exit 2"
+
+run chan set camera0 weight 5 -j
+want_rc 2; err_has "'-j' goes before the object"
+result "chan set with -j after it gets a hint"
+
+run chan show a b
+want_rc 2; err_has 'more than one channel'
+result "chan show with two names: exit 2"
+
+run bus set 500k
+want_rc 2; err_has 'bandwidth 500k out of range 1 MB/s..100 GB/s'
+result "bus set below the range: exit 2"
+
+run bus set 200G
+want_rc 2; err_has 'bandwidth 200G out of range'
+result "bus set above the range: exit 2"
+
+run bus set fast
+want_rc 2; err_has "'fast' is not a rate"
+result "bus set not a rate: exit 2"
+
+run bus set
+want_rc 2; err_has 'give the BANDWIDTH'
+result "bus set without a value: exit 2"
+
+run stats -w 0
+want_rc 2; err_has "\-w '0': want seconds in 0.1..3600"
+result "stats -w 0: exit 2"
+
+run stats -c 3
+want_rc 2; err_has 'needs -w INTERVAL'
+result "stats -c without -w: exit 2"
+
+run stats -w
+want_rc 2; err_has "'-w' needs a value"
+result "stats -w without a value: exit 2"
+
+run monitor -c 0
+want_rc 2; err_has 'number of events >= 1'
+result "monitor -c 0: exit 2"
+
+run monitor all extra
+want_rc 2; err_has "unexpected argument 'extra'"
+result "monitor with a stray argument: exit 2"
+
+run apply
+want_rc 2; err_has 'give a FILE'; err_has "Try 'mmctl apply -h'"
+result "apply without a file: exit 2"
+
+run apply /nonexistent/profile
+want_rc 1; err_has 'cannot open /nonexistent/profile'
+result "apply of a missing file: exit 1"
+
+printf '# nothing\n\n' >"$tmp/empty.conf"
+run apply "$tmp/empty.conf"
+want_rc 2; err_has 'empty.conf: no channels to set'
+result "apply of an empty profile: exit 2"
+
+printf 'camera0 weight 5\n\nmic0 weight 0 # bad\n' >"$tmp/bad.conf"
+run apply "$tmp/bad.conf"
+want_rc 2; err_has 'bad.conf:3: mic0: weight 0 out of range 1..10000'
+result "apply names the bad line"
+
+printf 'camera0 weight 5\ncamera0 cap 1M\n' >"$tmp/dup.conf"
+run apply "$tmp/dup.conf"
+want_rc 2; err_has 'dup.conf:2: camera0 is already set on line 1'
+result "apply refuses a channel twice"
+
+printf 'Camera weight 5\n' | "$MMCTL" apply - >"$tmp/out" 2>"$tmp/err"
+rc=$?
+want_rc 2; err_has "<stdin>:1: 'Camera' is not a channel name"
+result "apply - reads stdin"
+
+for c in "chan show" "chan set" "stats show" "monitor all" "bus show" \
+	 "bus set" "apply"; do
+	# shellcheck disable=SC2086
+	run $c -h
+	want_rc 0; err_empty; out_has "^Usage: mmctl \[OPTIONS\] $c"
+	out_has '^Exit status: 0 success'; out_has '3 permission denied'
+done
+result "-h prints every command's help and the exit statuses"
+
+run -h
+want_rc 0; out_has 'chan set NAME \[weight N\]'; out_has 'stats show'
+out_has 'monitor all'; out_has 'apply \[-n\] FILE'; out_has '3 permission denied'
+result "-h lists the netlink commands"
+
+if [ -n "${MAN_PAGE:-}" ] && [ -f "$MAN_PAGE" ]; then
+	for s in NAME SYNOPSIS DESCRIPTION COMMANDS OPTIONS 'EXIT STATUS' EXAMPLES; do
+		grep -q "^\.SH \"*$s" "$MAN_PAGE" || fail "man page lacks $s"
+	done
+	grep -q 'CAP_SYS_NICE' "$MAN_PAGE" || fail "man page lacks CAP_SYS_NICE"
+	: >"$tmp/out"; : >"$tmp/err"
+	result "the man page has its sections"
+else
+	skip "the man page has its sections" "MAN_PAGE not built"
+fi
+
+if [ -n "${COMPLETION:-}" ] && command -v bash >/dev/null 2>&1 &&
+   [ -f /usr/share/bash-completion/bash_completion ]; then
+	# complete WORDS...: the completions of the last word.
+	complete_words() {
+		bash -c '
+. /usr/share/bash-completion/bash_completion
+. "$0"
+COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+_mmctl mmctl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf "%s\n" "${COMPREPLY[@]}"' "$COMPLETION" "$@" >"$tmp/out" 2>"$tmp/err"
+	}
+	complete_words mmctl ""
+	out_has '^chan$'; out_has '^stats$'; out_has '^apply$'
+	complete_words mmctl chan ""
+	out_has '^set$'; out_has '^show$'
+	complete_words mmctl chan set camera0 ""
+	out_has '^weight$'; out_has '^class$'; out_has '^cap$'
+	complete_words mmctl chan set camera0 weight 5 ""
+	out_has '^class$'; grep -q '^weight$' "$tmp/out" && fail "weight offered twice"
+	complete_words mmctl chan set camera0 class ""
+	out_has '^latency$'; out_has '^best-effort$'
+	complete_words mmctl stats -
+	out_has '^-w$'
+	result "bash completion offers objects, verbs and settings"
+else
+	skip "bash completion offers objects, verbs and settings" "no bash-completion"
+fi
+
 # --- without a device ---
 
 if [ -e "$DEV" ]; then
