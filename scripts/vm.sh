@@ -21,7 +21,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${MMEDGE_BUILD:-$ROOT/build}
 VM="$OUT/vm"
-TIMEOUT=${VM_TIMEOUT:-900}
+TIMEOUT=${VM_TIMEOUT:-2400}
 MEM=${VM_MEM:-2048}
 
 mode=${1:-check}
