@@ -5,8 +5,11 @@
  *
  * Int8 dot products use ggml's trick: vpmaddubsw(|x|, sign(y, x)) then
  * vpmaddwd with ones (exact: |x| <= 128, |y| <= 127, pair sums fit s16).
+ * Q8_0/Q4_0 decode runs 4 W rows at a time sharing the activation loads,
+ * with a linear software prefetch of the next 4-row group; Q6_K has an
+ * AVX2 dot (ggml's layout handling, the -32 offset folded into bsums).
  * Q8_0 x Q8_0 matmul tiles 4 W rows x 2 X rows in registers so each
- * loaded block is used 2 or 4 times. Q4_1 and Q6_K use the scalar code.
+ * loaded block is used 2 or 4 times. Q4_1 uses the scalar code.
  */
 #include "quant_kern.h"
 
@@ -186,12 +189,72 @@ static inline __m256i mm_nibbles_bc(const uint8_t *p)
 
 #define MM_MAXNB 8192	/* k <= 262144 on the fast path */
 
+/*
+ * 4 W rows at a time share each activation load (and its |x|). The four
+ * rows' s32 block vectors of two blocks are reduced with vphaddd into one
+ * vector [rows 0-3 of block i | rows 0-3 of block i+1], so the int->float
+ * conversion and the FMA are paid once per 8 (row, block) pairs, against
+ * a scale vector dw[r][b] * dx[b] built from 8 f16 scales.
+ */
+static inline __m256i mm_sum4(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+	return _mm256_hadd_epi32(_mm256_hadd_epi32(a, b),
+				 _mm256_hadd_epi32(c, d));
+}
+
+/* [rows 0-3 of u0's block | rows 0-3 of u1's block] */
+static inline __m256i mm_fold2(__m256i u0, __m256i u1)
+{
+	return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+				_mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+/* f16 scales of 4 rows (r0..r3) at blocks i (lanes 0-3), i+1 (4-7). */
+#define MM_D4X2(r0, r1, r2, r3, i)					\
+	_mm256_cvtph_ps(_mm_set_epi16(					\
+		(short)(r3)[(i) + 1].d, (short)(r2)[(i) + 1].d,		\
+		(short)(r1)[(i) + 1].d, (short)(r0)[(i) + 1].d,		\
+		(short)(r3)[i].d, (short)(r2)[i].d,			\
+		(short)(r1)[i].d, (short)(r0)[i].d))
+
+/* [xd[i] x4 | xd[i+1] x4] */
+static inline __m256 mm_dx2(const float *xd)
+{
+	const __m128 p = _mm_castpd_ps(_mm_load_sd((const double *)xd));
+
+	return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(p),
+					_mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0));
+}
+
+/*
+ * The 4 rows of a group are 4 short streams that restart every group,
+ * which the hardware prefetcher ramps up on poorly; so while a group is
+ * processed, the next group's bytes (contiguous: rows are ws apart) are
+ * prefetched linearly, in step: blocks i, i+1 of 4 rows = 8 blocks.
+ */
+#ifndef MM_PF_HINT
+#define MM_PF_HINT _MM_HINT_T1
+#endif
+#define MM_PF_NEXT(next, i, bs) do {					\
+	const char *pf_ = (const char *)(next) + (i) * 4 * (bs);		\
+	for (size_t o_ = 0; o_ < 8 * (bs); o_ += 64)			\
+		_mm_prefetch(pf_ + o_, MM_PF_HINT);			\
+} while (0)
+
+static inline void mm_store4(float *y, __m256 acc, __m128 tail)
+{
+	_mm_storeu_ps(y, _mm_add_ps(_mm_add_ps(_mm256_castps256_ps128(acc),
+					       _mm256_extractf128_ps(acc, 1)),
+				    tail));
+}
+
 static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
 			      const void *xq, float *y, int64_t nr)
 {
 	const struct mm_block_q8_0 *x = xq;
-	const int64_t nb = k / MM_QK, nb8 = nb & ~7;
-	float xd[MM_MAXNB];
+	const int64_t nb = k / MM_QK, nb2 = nb & ~1;
+	float xd[MM_MAXNB + 1];
+	int64_t r = 0;
 
 	if (nb > MM_MAXNB) {
 		mm_scalar_gemv_q8_0(k, w, ws, xq, y, nr);
@@ -199,83 +262,178 @@ static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
 	}
 	for (int64_t i = 0; i < nb; i++)
 		xd[i] = mm_h2f(x[i].d);
-	for (int64_t r = 0; r < nr; r++) {
+	xd[nb] = 0;
+	for (; r + 4 <= nr; r += 4) {
+		const uint8_t *row = (const uint8_t *)w + r * ws;
+		const struct mm_block_q8_0 *b0 = (const void *)row;
+		const struct mm_block_q8_0 *b1 = (const void *)(row + ws);
+		const struct mm_block_q8_0 *b2 = (const void *)(row + 2 * ws);
+		const struct mm_block_q8_0 *b3 = (const void *)(row + 3 * ws);
+		__m256 acc = _mm256_setzero_ps();
+		__m128 tail = _mm_setzero_ps();
+		int64_t i = 0;
+
+		for (; i < nb2; i += 2) {
+			__m256i u[2];
+
+			MM_PF_NEXT(row + 4 * ws, i, sizeof(*b0));
+			for (int h = 0; h < 2; h++) {
+				const __m256i xv = _mm256_loadu_si256((const __m256i *)x[i + h].qs);
+				const __m256i ax = _mm256_abs_epi8(xv);
+#define MM_Q8D(bb) mm_dpbusd(ax, _mm256_sign_epi8(				\
+		_mm256_loadu_si256((const __m256i *)(bb)[i + h].qs), xv))
+				u[h] = mm_sum4(MM_Q8D(b0), MM_Q8D(b1), MM_Q8D(b2), MM_Q8D(b3));
+#undef MM_Q8D
+			}
+			const __m256 sc = _mm256_mul_ps(MM_D4X2(b0, b1, b2, b3, i),
+							mm_dx2(xd + i));
+
+			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_fold2(u[0], u[1])),
+					      sc, acc);
+		}
+		if (i < nb) {	/* odd block count: block i alone */
+			const __m256i xv = _mm256_loadu_si256((const __m256i *)x[i].qs);
+			const __m256i ax = _mm256_abs_epi8(xv);
+#define MM_Q8D(bb) mm_dpbusd(ax, _mm256_sign_epi8(				\
+		_mm256_loadu_si256((const __m256i *)(bb)[i].qs), xv))
+			const __m256i u0 = mm_sum4(MM_Q8D(b0), MM_Q8D(b1), MM_Q8D(b2), MM_Q8D(b3));
+#undef MM_Q8D
+			const __m128i v = _mm_add_epi32(_mm256_castsi256_si128(u0),
+							_mm256_extracti128_si256(u0, 1));
+			const __m128 d4 = _mm_cvtph_ps(_mm_set_epi16(0, 0, 0, 0,
+				(short)b3[i].d, (short)b2[i].d, (short)b1[i].d, (short)b0[i].d));
+
+			tail = _mm_mul_ps(_mm_cvtepi32_ps(v),
+					  _mm_mul_ps(d4, _mm_set1_ps(xd[i])));
+		}
+		mm_store4(y + r, acc, tail);
+	}
+	for (; r < nr; r++) {
 		const struct mm_block_q8_0 *b =
 			(const void *)((const uint8_t *)w + r * ws);
 		__m256 acc = _mm256_setzero_ps();
-		float tail = 0;
 
-		for (int64_t g = 0; g < nb8; g += 8) {
-			__m256i s[8];
-
-			for (int u = 0; u < 8; u++) {
-				const __m256i xv = _mm256_loadu_si256((const __m256i *)x[g + u].qs);
-				const __m256i wv = _mm256_loadu_si256((const __m256i *)b[g + u].qs);
-
-				s[u] = mm_dpbusd(_mm256_abs_epi8(xv),
-						 _mm256_sign_epi8(wv, xv));
-			}
-			const __m256 sc = _mm256_mul_ps(MM_D8(&b[g].d, sizeof(*b)),
-							_mm256_loadu_ps(xd + g));
-
-			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_reduce8(s)), sc, acc);
-		}
-		for (int64_t i = nb8; i < nb; i++) {
+		for (int64_t i = 0; i < nb; i++) {
 			__m256i p = mm_dot_i8(_mm256_loadu_si256((const __m256i *)b[i].qs),
 					      _mm256_loadu_si256((const __m256i *)x[i].qs));
 
-			tail += mm_hsum(_mm256_cvtepi32_ps(p)) * (mm_h2f(b[i].d) * xd[i]);
+			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+					      _mm256_set1_ps(mm_h2f(b[i].d) * xd[i]), acc);
 		}
-		y[r] = mm_hsum(acc) + tail;
+		y[r] = mm_hsum(acc);
 	}
 }
 
+/*
+ * 4 rows of one Q4_0 block against x: mm_sum4's layout. Without VNNI the
+ * s16 products of vpmaddubsw (|q*x pair| <= 2*15*127) are summed 4 deep
+ * with vphaddw (<= 8*15*127, no overflow) before one vpmaddwd, so the
+ * multiply port does 5 ops per 4 (row, block) pairs instead of 8.
+ */
+static inline __m256i mm_q4dot4(__m256i q0, __m256i q1, __m256i q2,
+				__m256i q3, __m256i xv)
+{
+#ifdef MM_VNNI
+	return mm_sum4(mm_dpbusd(q0, xv), mm_dpbusd(q1, xv),
+		       mm_dpbusd(q2, xv), mm_dpbusd(q3, xv));
+#else
+	const __m256i a = _mm256_hadd_epi16(_mm256_maddubs_epi16(q0, xv),
+					    _mm256_maddubs_epi16(q1, xv));
+	const __m256i b = _mm256_hadd_epi16(_mm256_maddubs_epi16(q2, xv),
+					    _mm256_maddubs_epi16(q3, xv));
+
+	return _mm256_madd_epi16(_mm256_hadd_epi16(a, b), _mm256_set1_epi16(1));
+#endif
+}
+
+/* Q4_0: vpmaddubsw(q, x) with q in 0..15, minus 8*sum(x_b) per block. */
 static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
 			      const void *xq, float *y, int64_t nr)
 {
 	const struct mm_block_q8_0 *x = xq;
-	const int64_t nb = k / MM_QK, nb8 = nb & ~7;
-	float xd[MM_MAXNB];
-	int32_t xs8[MM_MAXNB];
+	const int64_t nb = k / MM_QK, nb2 = nb & ~1;
+	float xd[MM_MAXNB + 1];
+	int32_t xs8[MM_MAXNB + 1];
+	int64_t r = 0;
 
 	if (nb > MM_MAXNB) {
 		mm_scalar_gemv_q4_0(k, w, ws, xq, y, nr);
 		return;
 	}
 	for (int64_t i = 0; i < nb; i++) {
-		int s = 0;
+		const __m256i xv = _mm256_loadu_si256((const __m256i *)x[i].qs);
+		const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), xv);
+		const __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+		__m128i t = _mm_add_epi32(_mm256_castsi256_si128(s32),
+					  _mm256_extracti128_si256(s32, 1));
 
-		for (int j = 0; j < MM_QK; j++)
-			s += x[i].qs[j];
+		t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+		t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
 		xd[i] = mm_h2f(x[i].d);
-		xs8[i] = 8 * s;
+		xs8[i] = 8 * _mm_cvtsi128_si32(t);
 	}
-	for (int64_t r = 0; r < nr; r++) {
-		const struct mm_block_q4_0 *b =
-			(const void *)((const uint8_t *)w + r * ws);
+	xd[nb] = 0;
+	xs8[nb] = 0;
+	for (; r + 4 <= nr; r += 4) {
+		const uint8_t *row = (const uint8_t *)w + r * ws;
+		const struct mm_block_q4_0 *b0 = (const void *)row;
+		const struct mm_block_q4_0 *b1 = (const void *)(row + ws);
+		const struct mm_block_q4_0 *b2 = (const void *)(row + 2 * ws);
+		const struct mm_block_q4_0 *b3 = (const void *)(row + 3 * ws);
 		__m256 acc = _mm256_setzero_ps();
-		float tail = 0;
+		__m128 tail = _mm_setzero_ps();
+		int64_t i = 0;
 
-		for (int64_t g = 0; g < nb8; g += 8) {
-			__m256i s[8];
+		for (; i < nb2; i += 2) {
+			__m256i u[2];
 
-			for (int u = 0; u < 8; u++)
-				s[u] = mm_dpbusd(mm_nibbles_bc(b[g + u].qs),
-					_mm256_loadu_si256((const __m256i *)x[g + u].qs));
-			const __m256i v = _mm256_sub_epi32(mm_reduce8(s),
-				_mm256_loadu_si256((const __m256i *)(xs8 + g)));
-			const __m256 sc = _mm256_mul_ps(MM_D8(&b[g].d, sizeof(*b)),
-							_mm256_loadu_ps(xd + g));
+			MM_PF_NEXT(row + 4 * ws, i, sizeof(*b0));
+			for (int h = 0; h < 2; h++) {
+				const __m256i xv = _mm256_loadu_si256((const __m256i *)x[i + h].qs);
+#define MM_Q4N(bb) mm_nibbles_bc((bb)[i + h].qs)
+				u[h] = mm_q4dot4(MM_Q4N(b0), MM_Q4N(b1), MM_Q4N(b2), MM_Q4N(b3), xv);
+#undef MM_Q4N
+			}
+			/* subtract 8*sum(x) of block i (lanes 0-3), i+1 (4-7) */
+			const __m256i xs = _mm256_permutevar8x32_epi32(
+				_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(xs8 + i))),
+				_mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0));
+			const __m256i v = _mm256_sub_epi32(mm_fold2(u[0], u[1]), xs);
+			const __m256 sc = _mm256_mul_ps(MM_D4X2(b0, b1, b2, b3, i),
+							mm_dx2(xd + i));
 
 			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), sc, acc);
 		}
-		for (int64_t i = nb8; i < nb; i++) {
+		if (i < nb) {
+			const __m256i xv = _mm256_loadu_si256((const __m256i *)x[i].qs);
+#define MM_Q4N(bb) mm_nibbles_bc((bb)[i].qs)
+			const __m256i u0 = mm_q4dot4(MM_Q4N(b0), MM_Q4N(b1), MM_Q4N(b2), MM_Q4N(b3), xv);
+#undef MM_Q4N
+			const __m128i v = _mm_sub_epi32(
+				_mm_add_epi32(_mm256_castsi256_si128(u0),
+					      _mm256_extracti128_si256(u0, 1)),
+				_mm_set1_epi32(xs8[i]));
+			const __m128 d4 = _mm_cvtph_ps(_mm_set_epi16(0, 0, 0, 0,
+				(short)b3[i].d, (short)b2[i].d, (short)b1[i].d, (short)b0[i].d));
+
+			tail = _mm_mul_ps(_mm_cvtepi32_ps(v),
+					  _mm_mul_ps(d4, _mm_set1_ps(xd[i])));
+		}
+		mm_store4(y + r, acc, tail);
+	}
+	for (; r < nr; r++) {
+		const struct mm_block_q4_0 *b =
+			(const void *)((const uint8_t *)w + r * ws);
+		__m256 acc = _mm256_setzero_ps();
+
+		for (int64_t i = 0; i < nb; i++) {
 			__m256i q = _mm256_sub_epi8(mm_nibbles(b[i].qs), _mm256_set1_epi8(8));
 			__m256i p = mm_dot_i8(q, _mm256_loadu_si256((const __m256i *)x[i].qs));
 
-			tail += mm_hsum(_mm256_cvtepi32_ps(p)) * (mm_h2f(b[i].d) * xd[i]);
+			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+					      _mm256_set1_ps(mm_h2f(b[i].d) * xd[i]), acc);
 		}
-		y[r] = mm_hsum(acc) + tail;
+		y[r] = mm_hsum(acc);
 	}
 }
 
@@ -429,6 +587,75 @@ static void mm_avx2_gemv_q4_k(int64_t k, const void *w, size_t ws,
 	}
 }
 
+/* ---- Q6_K x Q8_K ------------------------------------------------------ */
+
+/*
+ * ggml's AVX2 scheme: 6-bit q (0..63) from ql nibbles and qh pairs,
+ * vpmaddubsw(q, x) per 32 elements, vpmaddwd with the two int8 scales of
+ * its 16-element halves. The -32 offset is applied once per super-block
+ * from the activation block sums: 32 * sum_j scale_j * bsums_j.
+ */
+static void mm_avx2_gemv_q6_k(int64_t k, const void *w, size_t ws,
+			      const void *xq, float *y, int64_t nr)
+{
+	const struct mm_block_q8_k *x = xq;
+	const int64_t nb = k / MM_QK_K;
+	const __m256i m4 = _mm256_set1_epi8(0xF);
+	const __m256i m2 = _mm256_set1_epi8(3);
+	/* bytes 0-7 <- scale 2i, bytes 8-15 <- scale 2i+1 */
+	const __m128i sh0 = _mm_set_epi64x(0x0101010101010101ll, 0);
+	const __m128i two = _mm_set1_epi8(2);
+
+	for (int64_t r = 0; r < nr; r++) {
+		const struct mm_block_q6_k *b =
+			(const void *)((const uint8_t *)w + r * ws);
+		__m256 acc = _mm256_setzero_ps();
+
+		for (int64_t i = 0; i < nb; i++) {
+			const float d = x[i].d * mm_h2f(b[i].d);
+			const uint8_t *ql = b[i].ql, *qh = b[i].qh;
+			const int8_t *q8 = x[i].qs;
+			const __m128i scales = _mm_loadu_si128((const __m128i *)b[i].scales);
+			/* offset: 32 * sum_j scale_j * bsums_j */
+			const __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(scales),
+				_mm256_loadu_si256((const __m256i *)x[i].bsums));
+			__m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(),
+							_mm256_slli_epi32(corr, 5));
+			__m128i shuf = sh0;
+
+			for (int j = 0; j < MM_QK_K / 128; j++) {
+				const __m256i qb1 = _mm256_loadu_si256((const __m256i *)ql);
+				const __m256i qb2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+				const __m256i qbh = _mm256_loadu_si256((const __m256i *)qh);
+				__m256i q[4];
+
+				q[0] = _mm256_or_si256(_mm256_and_si256(qb1, m4),
+					_mm256_slli_epi16(_mm256_and_si256(qbh, m2), 4));
+				q[1] = _mm256_or_si256(_mm256_and_si256(qb2, m4),
+					_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qbh, 2), m2), 4));
+				q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb1, 4), m4),
+					_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qbh, 4), m2), 4));
+				q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb2, 4), m4),
+					_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qbh, 6), m2), 4));
+				for (int u = 0; u < 4; u++) {
+					const __m256i sc = _mm256_cvtepi8_epi16(
+						_mm_shuffle_epi8(scales, shuf));
+					const __m256i p = _mm256_maddubs_epi16(q[u],
+						_mm256_loadu_si256((const __m256i *)(q8 + 32 * u)));
+
+					sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(sc, p));
+					shuf = _mm_add_epi8(shuf, two);
+				}
+				ql += 64;
+				qh += 32;
+				q8 += 128;
+			}
+			acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+		}
+		y[r] = mm_hsum(acc);
+	}
+}
+
 const struct mm_kernels MM_KERNELS_NAME = {
 	.name = MM_KERNELS_STR,
 	.gemv = {
@@ -439,7 +666,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q4_0] = mm_avx2_gemv_q4_0,
 		[MM_TYPE_Q4_1] = mm_scalar_gemv_q4_1,
 		[MM_TYPE_Q4_K] = mm_avx2_gemv_q4_k,
-		[MM_TYPE_Q6_K] = mm_scalar_gemv_q6_k,
+		[MM_TYPE_Q6_K] = mm_avx2_gemv_q6_k,
 	},
 	.gemm = {
 		[MM_TYPE_Q8_0] = mm_avx2_gemm_q8_0,

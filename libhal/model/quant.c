@@ -894,29 +894,40 @@ struct mm_job {
 	size_t xs;		/* quantized X row bytes */
 	float *Y;
 	int64_t m, k, n;
-	void (*fn)(int64_t, int64_t, void *);
-	void *arg;
+	int64_t chunk;		/* W rows per claimed unit (matvec) */
+	int64_t next;		/* next unit to claim (atomic) */
+	int64_t qnext;		/* matmul: next X row to quantize (atomic) */
+	int64_t qdone;		/* matmul: X rows quantized (atomic) */
 };
 
-/* Rows [begin, end) of thread tid; boundaries on multiples of align. */
-static void mm_split(int64_t n, int tid, int nth, int64_t align,
-		     int64_t *begin, int64_t *end)
+/*
+ * Work is claimed dynamically, a unit at a time, from an atomic counter:
+ * a worker that is descheduled (2 cores shared with other jobs) only
+ * delays the unit it holds, and the pool lets the caller finish alone if
+ * a worker never shows up (threadpool.c).
+ */
+static inline int64_t mm_claim(int64_t *next)
 {
-	int64_t units = (n + align - 1) / align;
-
-	*begin = MM_MIN(n, units * tid / nth * align);
-	*end = MM_MIN(n, units * (tid + 1) / nth * align);
+	return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
 }
+
+#define MM_CHUNK_BYTES (32 << 10)	/* W bytes per matvec unit */
 
 static void mm_matvec_task(int tid, int nth, void *arg)
 {
 	struct mm_job *j = arg;
-	int64_t r0, r1;
+	const mm_gemv_fn gemv = j->kern->gemv[j->t];
 
-	mm_split(j->m, tid, nth, 8, &r0, &r1);
-	if (r1 > r0)
-		j->kern->gemv[j->t](j->k, j->W + r0 * j->ws, j->ws, j->xq,
-				    j->Y + r0, r1 - r0);
+	(void)tid;
+	(void)nth;
+	for (;;) {
+		int64_t r0 = mm_claim(&j->next) * j->chunk;
+
+		if (r0 >= j->m)
+			break;
+		gemv(j->k, j->W + r0 * j->ws, j->ws, j->xq, j->Y + r0,
+		     MM_MIN(j->chunk, j->m - r0));
+	}
 }
 
 static void mm_kernel_gemv_check(const struct mm_kernels *kern,
@@ -933,6 +944,8 @@ void mm_matvec(struct mm_ctx *ctx, enum mm_type t, const void *W,
 		.kern = ctx->kern, .t = t, .W = W, .ws = mm_row_bytes(t, k),
 		.Y = y, .m = m, .k = k,
 	};
+	int nth = mm_pool_threads(ctx->pool);
+	int64_t c;
 
 	mm_kernel_gemv_check(ctx->kern, t);
 	if (m <= 0 || k <= 0)
@@ -940,6 +953,15 @@ void mm_matvec(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	j.xs = mm_act_row_bytes(t, k);
 	j.xq = mm_ctx_scratch(ctx, j.xs);
 	mm_quantize_act(t, x, j.xq, k);
+	/* ~32 KiB of W per unit, a multiple of 4 rows (the SIMD kernels
+	 * do 4 rows at a time), at least ~4 units per thread. */
+	c = MM_MAX(4, (int64_t)(MM_CHUNK_BYTES / j.ws)) & ~(int64_t)3;
+	c = MM_MIN(c, ((m + 4 * nth - 1) / (4 * nth) + 3) & ~(int64_t)3);
+	j.chunk = MM_MAX(4, c);
+	if (nth == 1 || m <= j.chunk) {
+		j.kern->gemv[t](k, j.W, j.ws, j.xq, y, m);
+		return;
+	}
 	mm_pool_run(ctx->pool, mm_matvec_task, &j);
 }
 
@@ -950,44 +972,54 @@ static void mm_matmul_task(int tid, int nth, void *arg)
 {
 	struct mm_job *j = arg;
 	mm_gemm_fn gemm = j->kern->gemm[j->t];
-	int64_t r0, r1, q0, q1;
+	const int64_t nmc = (j->m + MM_MC - 1) / MM_MC;
+	const int64_t units = nmc * ((j->n + MM_NC - 1) / MM_NC);
 
-	/* Quantize this thread's share of X. */
-	mm_split(j->n, tid, nth, 1, &q0, &q1);
-	for (int64_t i = q0; i < q1; i++)
+	(void)tid;
+	(void)nth;
+	/* Quantize X, a row per claim; then wait until all rows are done
+	 * (only threads that claimed a row are waited for). */
+	for (;;) {
+		int64_t i = mm_claim(&j->qnext);
+
+		if (i >= j->n)
+			break;
 		mm_quantize_act(j->t, j->X + i * j->k, j->xq + i * j->xs, j->k);
-	/* Barrier: all of X quantized before use. */
-	__atomic_fetch_add((int *)j->arg, 1, __ATOMIC_ACQ_REL);
-	while (__atomic_load_n((int *)j->arg, __ATOMIC_ACQUIRE) < nth)
-		sched_yield();
-	mm_split(j->m, tid, nth, 8, &r0, &r1);
-	for (int64_t jc = 0; jc < j->n; jc += MM_NC) {
+		__atomic_fetch_add(&j->qdone, 1, __ATOMIC_RELEASE);
+	}
+	for (int spin = 0; __atomic_load_n(&j->qdone, __ATOMIC_ACQUIRE) < j->n;
+	     spin++) {
+		if (spin > 1000)
+			sched_yield();
+	}
+	for (;;) {
+		int64_t u = mm_claim(&j->next);
+
+		if (u >= units)
+			break;
+		int64_t jc = u / nmc * MM_NC, ic = u % nmc * MM_MC;
 		int64_t nc = MM_MIN(MM_NC, j->n - jc);
+		int64_t mc = MM_MIN(MM_MC, j->m - ic);
 
-		for (int64_t ic = r0; ic < r1; ic += MM_MC) {
-			int64_t mc = MM_MIN(MM_MC, r1 - ic);
-
-			if (gemm) {
-				gemm(j->k, j->W + ic * j->ws, j->ws,
-				     j->xq + jc * j->xs, j->xs,
-				     j->Y + jc * j->m + ic, j->m, mc, nc);
-				continue;
-			}
-			for (int64_t jj = jc; jj < jc + nc; jj++)
-				j->kern->gemv[j->t](j->k, j->W + ic * j->ws,
-						    j->ws, j->xq + jj * j->xs,
-						    j->Y + jj * j->m + ic, mc);
+		if (gemm) {
+			gemm(j->k, j->W + ic * j->ws, j->ws,
+			     j->xq + jc * j->xs, j->xs,
+			     j->Y + jc * j->m + ic, j->m, mc, nc);
+			continue;
 		}
+		for (int64_t jj = jc; jj < jc + nc; jj++)
+			j->kern->gemv[j->t](j->k, j->W + ic * j->ws,
+					    j->ws, j->xq + jj * j->xs,
+					    j->Y + jj * j->m + ic, mc);
 	}
 }
 
 void mm_matmul(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	       const float *X, float *Y, int64_t m, int64_t k, int64_t n)
 {
-	int barrier = 0;
 	struct mm_job j = {
 		.kern = ctx->kern, .t = t, .W = W, .ws = mm_row_bytes(t, k),
-		.X = X, .Y = Y, .m = m, .k = k, .n = n, .arg = &barrier,
+		.X = X, .Y = Y, .m = m, .k = k, .n = n,
 	};
 
 	mm_kernel_gemv_check(ctx->kern, t);
@@ -1003,8 +1035,12 @@ void mm_matmul(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	mm_pool_run(ctx->pool, mm_matmul_task, &j);
 }
 
+/* nth contiguous ranges, each claimed by one thread (the caller does the
+ * ones no worker took): at most nth calls of fn in all. */
 struct mm_pfor {
 	int64_t n;
+	int64_t next;	/* atomic */
+	int nth;
 	void (*fn)(int64_t, int64_t, void *);
 	void *arg;
 };
@@ -1012,11 +1048,19 @@ struct mm_pfor {
 static void mm_pfor_task(int tid, int nth, void *arg)
 {
 	struct mm_pfor *p = arg;
-	int64_t b, e;
 
-	mm_split(p->n, tid, nth, 1, &b, &e);
-	if (e > b)
-		p->fn(b, e, p->arg);
+	(void)tid;
+	(void)nth;
+	for (;;) {
+		int64_t r = mm_claim(&p->next), b, e;
+
+		if (r >= p->nth)
+			break;
+		b = p->n * r / p->nth;
+		e = p->n * (r + 1) / p->nth;
+		if (e > b)
+			p->fn(b, e, p->arg);
+	}
 }
 
 void mm_parallel_for(struct mm_ctx *ctx, int64_t n,
@@ -1027,5 +1071,10 @@ void mm_parallel_for(struct mm_ctx *ctx, int64_t n,
 
 	if (n <= 0)
 		return;
+	p.nth = (int)MM_MIN(n, mm_pool_threads(ctx->pool));
+	if (p.nth == 1) {
+		fn(0, n, arg);
+		return;
+	}
 	mm_pool_run(ctx->pool, mm_pfor_task, &p);
 }

@@ -155,9 +155,11 @@ void mm_matvec(struct mm_ctx *ctx, enum mm_type t, const void *W,
 /* Y[n][m] = X[n][k] . W[m][k]^T (prefill). */
 void mm_matmul(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	       const float *X, float *Y, int64_t m, int64_t k, int64_t n);
-/* Splits [0, n) into at most one contiguous range per thread and runs
- * fn(begin, end, arg) for each, the caller's thread included; returns when
- * all are done. */
+/* Splits [0, n) into at most one contiguous range per thread (nthreads
+ * ranges at most) and runs fn(begin, end, arg) once for each, on the
+ * caller's thread or a worker (the caller takes the ranges no worker
+ * claimed, so a thread may run more than one); returns when all are
+ * done. */
 void mm_parallel_for(struct mm_ctx *ctx, int64_t n,
 		     void (*fn)(int64_t begin, int64_t end, void *arg),
 		     void *arg);

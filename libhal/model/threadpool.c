@@ -2,10 +2,16 @@
 /*
  * threadpool.c - persistent workers woken by a generation counter.
  *
- * The caller publishes (fn, arg), bumps gen and futex-wakes sleepers.
- * Workers that finished the previous job spin on gen for MM_POOL_SPIN
- * iterations (about 100 us) before futex-waiting on it. Completion is a
- * countdown (pending) that the caller spins on, then futex-waits on.
+ * The caller publishes (fn, arg) and a job word (generation << 32 | count
+ * of workers inside the job), bumps gen and futex-wakes sleepers (only if
+ * some worker is actually asleep: no syscall on the hot path). A worker
+ * joins the job by a CAS on the job word that checks the generation and
+ * the CLOSED bit, so a worker that wakes late (descheduled on a busy
+ * machine) never delays the caller: once the caller has finished fn (job
+ * functions claim their work dynamically, so the caller does whatever no
+ * worker took), it sets CLOSED and waits only for the workers that did
+ * join, which are already running. Workers spin on gen for MM_POOL_SPIN
+ * iterations before futex-waiting on it.
  */
 #include "threadpool.h"
 
@@ -13,6 +19,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +27,8 @@
 #include <unistd.h>
 
 #define MM_POOL_SPIN 20000
+#define MM_JOB_CLOSED (1ull << 31)
+#define MM_JOB_COUNT 0x7fffffffull
 
 struct mm_pool_worker {
 	struct mm_pool *pool;
@@ -33,7 +42,8 @@ struct mm_pool {
 	mm_pool_fn fn;
 	void *arg;
 	_Atomic uint32_t gen;		/* futex word: job generation */
-	_Atomic uint32_t pending;	/* futex word: workers still running */
+	_Atomic uint64_t job;		/* gen << 32 | CLOSED | joined */
+	_Atomic int sleepers;		/* workers in (or entering) FUTEX_WAIT */
 	_Atomic int stop;
 	struct mm_pool_worker *workers;	/* nthreads - 1 of them */
 };
@@ -53,22 +63,41 @@ static inline void mm_cpu_relax(void)
 #endif
 }
 
-/* Waits until *addr != old: spin, then sleep. Returns the new value. */
-static uint32_t mm_wait_change(_Atomic uint32_t *addr, uint32_t old)
+/* Waits until gen != old: spin, then sleep. Returns the new value. */
+static uint32_t mm_wait_gen(struct mm_pool *pool, uint32_t old)
 {
 	uint32_t v;
 
 	for (int i = 0; i < MM_POOL_SPIN; i++) {
-		v = atomic_load_explicit(addr, memory_order_acquire);
+		v = atomic_load_explicit(&pool->gen, memory_order_acquire);
 		if (v != old)
 			return v;
 		mm_cpu_relax();
 	}
 	for (;;) {
-		v = atomic_load_explicit(addr, memory_order_acquire);
+		atomic_fetch_add(&pool->sleepers, 1);	/* seq_cst */
+		v = atomic_load(&pool->gen);		/* seq_cst */
+		if (v == old)
+			mm_futex(&pool->gen, FUTEX_WAIT, old);
+		atomic_fetch_sub(&pool->sleepers, 1);
+		v = atomic_load_explicit(&pool->gen, memory_order_acquire);
 		if (v != old)
 			return v;
-		mm_futex(addr, FUTEX_WAIT, old);
+	}
+}
+
+/* Joins job generation g unless it is closed or superseded. */
+static int mm_pool_join(struct mm_pool *pool, uint32_t g)
+{
+	uint64_t s = atomic_load_explicit(&pool->job, memory_order_acquire);
+
+	for (;;) {
+		if ((uint32_t)(s >> 32) != g || (s & MM_JOB_CLOSED))
+			return 0;
+		if (atomic_compare_exchange_weak_explicit(&pool->job, &s, s + 1,
+							  memory_order_acq_rel,
+							  memory_order_acquire))
+			return 1;
 	}
 }
 
@@ -79,13 +108,13 @@ static void *mm_pool_main(void *p)
 	uint32_t seen = 0;
 
 	for (;;) {
-		seen = mm_wait_change(&pool->gen, seen);
+		seen = mm_wait_gen(pool, seen);
 		if (atomic_load_explicit(&pool->stop, memory_order_acquire))
 			break;
+		if (!mm_pool_join(pool, seen))
+			continue;
 		pool->fn(w->tid, pool->nthreads, pool->arg);
-		if (atomic_fetch_sub_explicit(&pool->pending, 1,
-					      memory_order_acq_rel) == 1)
-			mm_futex(&pool->pending, FUTEX_WAKE, INT_MAX);
+		atomic_fetch_sub_explicit(&pool->job, 1, memory_order_release);
 	}
 	return NULL;
 }
@@ -102,7 +131,8 @@ int mm_pool_create(int nthreads, struct mm_pool **out)
 		return -ENOMEM;
 	pool->nthreads = nthreads;
 	atomic_init(&pool->gen, 0);
-	atomic_init(&pool->pending, 0);
+	atomic_init(&pool->job, MM_JOB_CLOSED);
+	atomic_init(&pool->sleepers, 0);
 	atomic_init(&pool->stop, 0);
 	if (nthreads > 1) {
 		pool->workers = calloc(nthreads - 1, sizeof(*pool->workers));
@@ -133,7 +163,7 @@ void mm_pool_destroy(struct mm_pool *pool)
 	if (!pool)
 		return;
 	atomic_store_explicit(&pool->stop, 1, memory_order_release);
-	atomic_fetch_add_explicit(&pool->gen, 1, memory_order_acq_rel);
+	atomic_fetch_add(&pool->gen, 1);
 	mm_futex(&pool->gen, FUTEX_WAKE, INT_MAX);
 	for (i = 0; i < pool->nthreads - 1; i++)
 		pthread_join(pool->workers[i].thread, NULL);
@@ -148,7 +178,8 @@ int mm_pool_threads(const struct mm_pool *pool)
 
 void mm_pool_run(struct mm_pool *pool, mm_pool_fn fn, void *arg)
 {
-	uint32_t left;
+	uint32_t g;
+	uint64_t s;
 
 	if (pool->nthreads == 1) {
 		fn(0, 1, arg);
@@ -156,12 +187,20 @@ void mm_pool_run(struct mm_pool *pool, mm_pool_fn fn, void *arg)
 	}
 	pool->fn = fn;
 	pool->arg = arg;
-	atomic_store_explicit(&pool->pending, pool->nthreads - 1,
-			      memory_order_relaxed);
-	atomic_fetch_add_explicit(&pool->gen, 1, memory_order_release);
-	mm_futex(&pool->gen, FUTEX_WAKE, INT_MAX);
+	g = atomic_load_explicit(&pool->gen, memory_order_relaxed) + 1;
+	atomic_store_explicit(&pool->job, (uint64_t)g << 32,
+			      memory_order_release);
+	atomic_store(&pool->gen, g);			/* seq_cst */
+	if (atomic_load(&pool->sleepers) > 0)		/* seq_cst */
+		mm_futex(&pool->gen, FUTEX_WAKE, INT_MAX);
 	fn(0, pool->nthreads, arg);
-	while ((left = atomic_load_explicit(&pool->pending,
-					    memory_order_acquire)) != 0)
-		mm_wait_change(&pool->pending, left);
+	s = atomic_fetch_or_explicit(&pool->job, MM_JOB_CLOSED,
+				     memory_order_acq_rel);
+	for (int i = 0; (s & MM_JOB_COUNT) != 0; i++) {
+		if (i < MM_POOL_SPIN)
+			mm_cpu_relax();
+		else
+			sched_yield();
+		s = atomic_load_explicit(&pool->job, memory_order_acquire);
+	}
 }

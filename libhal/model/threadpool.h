@@ -2,8 +2,11 @@
 /*
  * threadpool.h - persistent pthread workers for the model kernels.
  *
- * mm_pool_run() runs fn(tid, nth, arg) once on each of nth threads; the
- * caller is tid 0 and the call returns when all are done. Workers spin
+ * mm_pool_run() runs fn(tid, nth, arg) on the caller (tid 0) and on each
+ * worker that wakes up in time (tids 1..nth-1); a worker that comes late
+ * skips the job. fn must therefore claim its work dynamically so that
+ * the caller alone can complete it. The call returns when the caller's
+ * fn has returned and every worker that joined has finished. Workers spin
  * briefly after a job (so back-to-back kernel calls wake fast), then sleep
  * on a futex: an idle pool uses no CPU. One mm_pool_run at a time per pool
  * (not reentrant).

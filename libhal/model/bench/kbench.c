@@ -11,7 +11,10 @@
  *    rotated so the set read exceeds the L3 (cold weights, as in decode);
  *  - prefill matmul: 2*m*k*n int8 ops / s over the dot peak.
  *
- *   kbench [-t threads] [-q]   (MMHAL_KERNELS picks the kernel set)
+ *   kbench [-t threads] [-f substring] [-w]   (MMHAL_KERNELS picks the kernel
+ *   set; -f runs only the kernel rows whose "type shape" label contains
+ *   the substring, e.g. -f q8_0 or -f m=4096; -w keeps one copy of W, so
+ *   matvec runs from cache: the kernels' compute rate, not a bar figure)
  */
 #include "quant.h"
 #include "quant_kern.h"
@@ -253,11 +256,16 @@ static void fill_weights(enum mm_type t, uint8_t *w, size_t rows, size_t rb)
 			memcpy(w + off, &d, 2);
 			memcpy(w + off + 2, &d, 2);
 			break;
+		case MM_TYPE_Q6_K:
+			memcpy(w + off + 208, &d, 2);
+			break;
 		default:
 			break;
 		}
 	}
 }
+
+static int warm_only;	/* -w: one W copy (cache-warm; kernel compute rate) */
 
 static int cmp_dbl(const void *a, const void *b)
 {
@@ -270,7 +278,7 @@ static double bench_matvec(struct mm_ctx *ctx, enum mm_type t, int64_t m,
 			   int64_t k, double *bytes_out)
 {
 	size_t rb = mm_row_bytes(t, k), wbytes = rb * m;
-	size_t copies = (256u << 20) / wbytes + 2;	/* > 256 MiB in all */
+	size_t copies = warm_only ? 1 : (256u << 20) / wbytes + 2;	/* > 256 MiB in all */
 	uint8_t *w = xalloc(wbytes * copies);
 	float *x = malloc(k * 4), *y = malloc(m * 4);
 	int iters = (int)(copies * 4 > 60 ? copies * 4 : 60);
@@ -329,12 +337,18 @@ int main(int argc, char **argv)
 {
 	struct mm_ctx *ctx;
 	int nth = 0, opt;
+	const char *filt = NULL;
+	char label[128];
 
-	while ((opt = getopt(argc, argv, "t:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:f:w")) != -1) {
 		if (opt == 't') {
 			nth = atoi(optarg);
+		} else if (opt == 'w') {
+			warm_only = 1;
+		} else if (opt == 'f') {
+			filt = optarg;
 		} else {
-			fprintf(stderr, "usage: kbench [-t threads]\n");
+			fprintf(stderr, "usage: kbench [-t threads] [-f substring]\n");
 			return 2;
 		}
 	}
@@ -375,14 +389,21 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q4_K, 4096, 4096, "attn 4096x4096" },
 		{ MM_TYPE_Q4_K, 14336, 4096, "ffn_up 14336x4096" },
 		{ MM_TYPE_Q4_K, 1536, 768, "small 1536x768" },
+		{ MM_TYPE_Q6_K, 4096, 4096, "attn 4096x4096" },
+		{ MM_TYPE_Q6_K, 14336, 4096, "ffn_up 14336x4096" },
+		{ MM_TYPE_Q6_K, 576, 1536, "small ffn_down 576x1536" },
 	};
-	printf("\ndecode matvec (y = W.x, cold weights)            GB/s   of bw   goal\n");
+	printf("\ndecode matvec (y = W.x, %s weights)            GB/s   of bw   goal\n",
+	       warm_only ? "WARM (-w)" : "cold");
 	for (size_t i = 0; i < sizeof(mv) / sizeof(mv[0]); i++) {
+		snprintf(label, sizeof(label), "%s %s", mm_type_name(mv[i].t), mv[i].what);
+		if (filt && !strstr(label, filt))
+			continue;
 		double bytes, r = bench_matvec(ctx, mv[i].t, mv[i].m, mv[i].k, &bytes);
 
 		printf("  %-5s %-26s %7.2f MB %7.2f  %5.1f%%  %s\n",
 		       mm_type_name(mv[i].t), mv[i].what, bytes / 1e6, r / 1e9,
-		       100 * r / bw, mv[i].t == MM_TYPE_Q4_K ? "" : ">=90%");
+		       100 * r / bw, mv[i].t == MM_TYPE_Q4_K || mv[i].t == MM_TYPE_Q6_K ? "" : ">=90%");
 	}
 
 	static const struct { enum mm_type t; int64_t m, k, n; } mmv[] = {
@@ -396,6 +417,11 @@ int main(int argc, char **argv)
 	};
 	printf("\nprefill matmul (Y = X.W^T)                    Gop/s   of peak (%s)\n", pk_name);
 	for (size_t i = 0; i < sizeof(mmv) / sizeof(mmv[0]); i++) {
+		snprintf(label, sizeof(label), "%s m=%lld k=%lld n=%lld",
+			 mm_type_name(mmv[i].t), (long long)mmv[i].m,
+			 (long long)mmv[i].k, (long long)mmv[i].n);
+		if (filt && !strstr(label, filt))
+			continue;
 		double r = bench_matmul(ctx, mmv[i].t, mmv[i].m, mmv[i].k, mmv[i].n);
 
 		printf("  %-5s m=%-5lld k=%-5lld n=%-4lld            %8.1f   %5.1f%%%s\n",
