@@ -165,13 +165,13 @@ want_rc 0
 out_lines 'meta ok' 5
 # Sequence numbers increase; every gap is accounted as drops (a loaded
 # TCG guest can miss a period), never lost silently.
-bad=$(awk '/^imu0 *seq/ {
+gaps=$(awk '/^imu0 *seq/ {
 	seq = $3; for (i = 1; i <= NF; i++) if ($i == "dropped") d = $(i + 1)
 	if (n++ && (seq <= pseq || seq - pseq - 1 != d - pd))
 		printf "seq %d after %d with dropped %d after %d; ", seq, pseq, d, pd
 	pseq = seq; pd = d
 }' "$tmp/out")
-[ -z "$bad" ] || fail "unaccounted gaps: $bad"
+[ -z "$gaps" ] || fail "unaccounted gaps: $gaps"
 result "meta and timestamps are consistent"
 
 run -n 1 --camera 320x240@1000
