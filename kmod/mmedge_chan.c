@@ -12,8 +12,16 @@
  * segment lands, the frame is stamped again (end of frame), the in-band
  * record is written after the data, the buffer's fence signals and the
  * buffer waits for MMEDGE_IOC_DQBUF.
+ *
+ * Feed and copy channels have no timer: a job is due as soon as it is
+ * queued. A feed job's bytes go, segment by segment, to a virtual sink
+ * that reads them and keeps their CRC-32; a copy job's bytes go from its
+ * source buffer into its destination, and the in-band record follows
+ * them there. Arbitration, pacing, stats, fences, poll and destroy are
+ * the same code for every direction.
  */
 
+#include <linux/crc32.h>
 #include <linux/delay.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-fence.h>
@@ -93,7 +101,13 @@ static bool mmedge_inject(unsigned int every, u64 seq)
  * @dmabuf: the buffer (referenced).
  * @map: its kernel mapping.
  * @cookie: userspace's tag.
- * @fence: signalled when the buffer is filled.
+ * @fence: signalled when the buffer is filled (feed: consumed).
+ * @src: copy: the source buffer (referenced); else NULL.
+ * @src_map: its kernel mapping.
+ * @len: feed, copy: bytes to move; capture: 0.
+ * @queued_ns: when the job was queued (feed, copy: its first segment is
+ *	ready then).
+ * @crc: feed: running CRC-32 of what the sink read, then the final one.
  * @flags: MMEDGE_FRAME_* of the frame it holds.
  * @sequence: frame number.
  * @bytesused: bytes of data.
@@ -108,6 +122,11 @@ struct mmedge_qb {
 	struct iosys_map map;
 	u64 cookie;
 	struct dma_fence *fence;
+	struct dma_buf *src;
+	struct iosys_map src_map;
+	u64 len;
+	u64 queued_ns;
+	u32 crc;
 	u32 flags;
 	u64 sequence;
 	u64 bytesused;
@@ -124,8 +143,9 @@ struct mmedge_qb {
  * @id: channel id, unique in the instance.
  * @name: channel name, unique in the instance.
  * @node: in mmedge_engine.chans.
- * @src: the source configuration.
- * @frame_bytes: data bytes per frame.
+ * @dir: MMEDGE_CHAN_*.
+ * @src: the source configuration (capture).
+ * @frame_bytes: data bytes per frame (capture).
  * @meta_offset: where the in-band record goes.
  * @segment: bytes per arbitration segment.
  * @overrun: MMEDGE_OVERRUN_*.
@@ -169,6 +189,7 @@ struct mmedge_chan {
 	u32 id;
 	char name[MMEDGE_NAME_LEN];
 	struct list_head node;
+	u32 dir;
 	struct mmedge_src_config src;
 	u64 frame_bytes;
 	u32 meta_offset;
@@ -284,7 +305,26 @@ static const struct dma_fence_ops mmedge_fence_ops = {
 	.get_timeline_name = mmedge_fence_timeline_name,
 };
 
-/* Give @qb a new unsignalled fence, added to its buffer as a write fence. */
+static int mmedge_resv_add(struct dma_buf *dmabuf, struct dma_fence *fence,
+			   enum dma_resv_usage usage)
+{
+	int ret;
+
+	ret = dma_resv_lock_interruptible(dmabuf->resv, NULL);
+	if (ret)
+		return ret;
+	ret = dma_resv_reserve_fences(dmabuf->resv, 1);
+	if (!ret)
+		dma_resv_add_fence(dmabuf->resv, fence, usage);
+	dma_resv_unlock(dmabuf->resv);
+	return ret;
+}
+
+/*
+ * Give @qb a new unsignalled fence, added to the buffer the engine writes
+ * as a write fence, and to a buffer it only reads (a feed's buffer, a
+ * copy's source) as a read fence.
+ */
 static int mmedge_qb_arm_fence(struct mmedge_chan *ch, struct mmedge_qb *qb)
 {
 	struct dma_fence *fence;
@@ -296,16 +336,16 @@ static int mmedge_qb_arm_fence(struct mmedge_chan *ch, struct mmedge_qb *qb)
 	dma_fence_init(fence, &mmedge_fence_ops, &ch->fence_lock,
 		       ch->fence_ctx, ++ch->fence_seqno);
 
-	ret = dma_resv_lock_interruptible(qb->dmabuf->resv, NULL);
-	if (ret)
+	ret = mmedge_resv_add(qb->dmabuf, fence, ch->dir == MMEDGE_CHAN_FEED ?
+			      DMA_RESV_USAGE_READ : DMA_RESV_USAGE_WRITE);
+	if (!ret && qb->src)
+		ret = mmedge_resv_add(qb->src, fence, DMA_RESV_USAGE_READ);
+	if (ret) {
+		/* Already in a reservation object: it must not stay pending. */
+		dma_fence_set_error(fence, ret);
+		dma_fence_signal(fence);
 		goto err_put;
-	ret = dma_resv_reserve_fences(qb->dmabuf->resv, 1);
-	if (!ret)
-		dma_resv_add_fence(qb->dmabuf->resv, fence,
-				   DMA_RESV_USAGE_WRITE);
-	dma_resv_unlock(qb->dmabuf->resv);
-	if (ret)
-		goto err_put;
+	}
 
 	if (qb->fence)
 		dma_fence_put(qb->fence);
@@ -332,6 +372,10 @@ static void mmedge_qb_free(struct mmedge_qb *qb, int error)
 		dma_buf_detach(qb->dmabuf, qb->att);
 	if (qb->map.vaddr)
 		dma_buf_vunmap(qb->dmabuf, &qb->map);
+	if (qb->src_map.vaddr)
+		dma_buf_vunmap(qb->src, &qb->src_map);
+	if (qb->src)
+		dma_buf_put(qb->src);
 	dma_buf_put(qb->dmabuf);
 	kfree(qb);
 }
@@ -426,7 +470,9 @@ static void mmedge_chan_complete(struct mmedge_chan *ch, u32 flags)
 
 	lockdep_assert_held(&eng->lock);
 
-	qb->flags = flags | MMEDGE_FRAME_TS_SOF_SOURCE;
+	qb->flags = flags;
+	if (ch->dir == MMEDGE_CHAN_CAPTURE)
+		qb->flags |= MMEDGE_FRAME_TS_SOF_SOURCE;
 	if (ch->drop_mark)
 		qb->flags |= MMEDGE_FRAME_DROPPED_BEFORE;
 	qb->sequence = ch->cur_seq;
@@ -438,8 +484,13 @@ static void mmedge_chan_complete(struct mmedge_chan *ch, u32 flags)
 	qb->ts.sof_boot = qb->ts.sof_mono + eng->boot_offset;
 	qb->ts.eof_boot = qb->ts.eof_mono + eng->boot_offset;
 	qb->dropped = ch->dropped;
+	if (ch->dir == MMEDGE_CHAN_FEED) {
+		qb->crc = ~qb->crc;
+		goto done;
+	}
 
-	meta = qb->map.vaddr + ch->meta_offset;
+	meta = qb->map.vaddr + (ch->dir == MMEDGE_CHAN_COPY ?
+				ALIGN(qb->len, 64) : ch->meta_offset);
 	memset(meta, 0, sizeof(*meta));
 	meta->magic = MMEDGE_META_MAGIC;
 	meta->version = MMEDGE_META_VERSION;
@@ -451,6 +502,7 @@ static void mmedge_chan_complete(struct mmedge_chan *ch, u32 flags)
 	meta->ts = qb->ts;
 	meta->dropped = qb->dropped;
 
+done:
 	list_add_tail(&qb->node, &ch->done);
 	ch->frames++;
 	if (flags & MMEDGE_FRAME_ERROR)
@@ -467,6 +519,25 @@ static void mmedge_chan_complete(struct mmedge_chan *ch, u32 flags)
 	wake_up_interruptible(&eng->done_wq);
 }
 
+/* Feed, copy: the oldest queued job, if none is in progress, is next. */
+static void mmedge_chan_take_job(struct mmedge_chan *ch)
+{
+	struct mmedge_qb *qb;
+
+	lockdep_assert_held(&ch->eng->lock);
+	if (ch->cur || list_empty(&ch->queued))
+		return;
+	qb = list_first_entry(&ch->queued, struct mmedge_qb, node);
+	list_del(&qb->node);
+	qb->crc = ~0U;
+	ch->cur = qb;
+	ch->frame_pending = true;
+	ch->cur_seq = ch->seq_next++;
+	ch->cur_sof_raw = 0;
+	ch->seg_ready_ns = qb->queued_ns;
+	ch->cur_off = 0;
+}
+
 /* Take frames the timers made due; give each pending frame a buffer. */
 static void mmedge_engine_absorb(struct mmedge_engine *eng, u64 now)
 {
@@ -477,6 +548,13 @@ static void mmedge_engine_absorb(struct mmedge_engine *eng, u64 now)
 	list_for_each_entry(ch, &eng->chans, node) {
 		unsigned int due;
 		u64 due_raw, due_ns;
+
+		if (ch->dir != MMEDGE_CHAN_CAPTURE) {
+			mmedge_chan_take_job(ch);
+			mmedge_arb_set_backlogged(&eng->arb, &ch->arb, ch->cur);
+			mmedge_chan_stats_bw(ch, now);
+			continue;
+		}
 
 		spin_lock_irq(&eng->irq_lock);
 		due = ch->frames_due;
@@ -597,11 +675,46 @@ static void mmedge_engine_adapt(struct mmedge_engine *eng)
 	}
 }
 
+/* Bytes of @ch's current frame or job. */
+static u64 mmedge_chan_cur_len(const struct mmedge_chan *ch)
+{
+	return ch->dir == MMEDGE_CHAN_CAPTURE ? ch->frame_bytes : ch->cur->len;
+}
+
+/*
+ * Feed, copy: move one segment out of memory: to the virtual sink, which
+ * reads it and folds it into the job's CRC-32, or into the destination.
+ * Return: MMEDGE_FRAME_ERROR if the dmaengine back end failed, else 0.
+ */
+static u32 mmedge_engine_move(struct mmedge_engine *eng, struct mmedge_chan *ch,
+			      u64 len)
+{
+	struct mmedge_qb *qb = ch->cur;
+	u64 off = ch->cur_off;
+
+	lockdep_assert_held(&eng->lock);
+
+	if (!off)
+		ch->cur_sof_raw = mmedge_counter_read(eng);
+	if (ch->dir == MMEDGE_CHAN_FEED) {
+		qb->crc = crc32_le(qb->crc, qb->map.vaddr + off, len);
+		return 0;
+	}
+	if (qb->dsgt) {
+		memcpy(eng->dmaeng.bounce, qb->src_map.vaddr + off, len);
+		return mmedge_dmaeng_copy(&eng->dmaeng, qb->dsgt, off, len) ?
+		       MMEDGE_FRAME_ERROR : 0;
+	}
+	memcpy(qb->map.vaddr + off, qb->src_map.vaddr + off, len);
+	return 0;
+}
+
 /* Move one segment of @ch's current frame. */
 static void mmedge_engine_serve(struct mmedge_engine *eng,
 				struct mmedge_chan *ch, u64 now)
 {
-	u64 len = min_t(u64, ch->segment, ch->frame_bytes - ch->cur_off);
+	u64 total = mmedge_chan_cur_len(ch);
+	u64 len = min_t(u64, ch->segment, total - ch->cur_off);
 	u64 start = max(now, eng->bus_free_ns);
 	u64 t0;
 
@@ -618,7 +731,11 @@ static void mmedge_engine_serve(struct mmedge_engine *eng,
 
 	lockdep_assert_held(&eng->lock);
 
-	if (ch->cur->dsgt) {
+	if (ch->dir != MMEDGE_CHAN_CAPTURE) {
+		error = mmedge_engine_move(eng, ch, len);
+		if (ch->cur->dsgt)
+			eng->bus_free_ns = ktime_get_ns();
+	} else if (ch->cur->dsgt) {
 		/* dmaengine back end: produce, then let the DMA engine move it. */
 		mmedge_src_fill(&ch->src, ch->cur_seq, ch->cur_off,
 				eng->dmaeng.bounce, len);
@@ -645,10 +762,12 @@ static void mmedge_engine_serve(struct mmedge_engine *eng,
 		mmedge_chan_complete(ch, error);
 		return;
 	}
-	if (ch->cur_off < ch->frame_bytes)
+	if (ch->cur_off < total)
 		return;
-	if (mmedge_inject(READ_ONCE(inject_corrupt_every), ch->cur_seq))
-		memset(ch->cur->map.vaddr, 0xa5, min_t(u64, ch->frame_bytes, 64));
+	/* A feed's buffer is the user's data: the device never writes it. */
+	if (ch->dir != MMEDGE_CHAN_FEED &&
+	    mmedge_inject(READ_ONCE(inject_corrupt_every), ch->cur_seq))
+		memset(ch->cur->map.vaddr, 0xa5, min_t(u64, total, 64));
 	mmedge_chan_complete(ch, mmedge_inject(READ_ONCE(inject_error_every),
 					       ch->cur_seq) ?
 			     MMEDGE_FRAME_ERROR : 0);
@@ -836,12 +955,13 @@ static int mmedge_chan_check_perm(u32 weight, u32 class)
 }
 
 /*
- * MMEDGE_IOC_CHAN_CREATE: create a capture channel on a source.
+ * MMEDGE_IOC_CHAN_CREATE: create a channel: capture (on a source), feed
+ * (to the virtual sink) or copy (memory to memory).
  *
  * Errors:
- *  -EINVAL: unknown dir or flags, bad source config, weight/class/cap
- *	     out of range (latency without a cap), bad segment or overrun,
- *	     reserved set.
+ *  -EINVAL: unknown dir or flags, bad source config (feed, copy: not all
+ *	     zero), weight/class/cap out of range (latency without a cap),
+ *	     bad segment or overrun (feed, copy: not zero), reserved set.
  *  -EPERM:  weight above the default or latency class without
  *	     CAP_SYS_NICE.
  *  -ENOSPC: the instance has MMEDGE_MAX_CHANS channels.
@@ -859,13 +979,16 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	u64 id_mask = 0;
 	int ret;
 
-	if (c->dir != MMEDGE_CHAN_CAPTURE || c->flags || c->pad ||
+	if (c->dir > MMEDGE_CHAN_COPY || c->flags || c->pad ||
 	    c->reserved[0] || c->reserved[1])
 		return -EINVAL;
 	ret = mmedge_name_check(c->name, sizeof(c->name));
 	if (ret)
 		return ret;
-	ret = mmedge_src_check(&c->src);
+	if (c->dir == MMEDGE_CHAN_CAPTURE)
+		ret = mmedge_src_check(&c->src);
+	else if (memchr_inv(&c->src, 0, sizeof(c->src)) || c->overrun)
+		ret = -EINVAL;
 	if (ret)
 		return ret;
 	ret = mmedge_arb_check_config(weight, c->class, c->cap);
@@ -885,12 +1008,15 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 		return -ENOMEM;
 	ch->eng = eng;
 	ch->mf = mf;
+	ch->dir = c->dir;
 	ch->src = c->src;
-	ch->frame_bytes = mmedge_src_frame_bytes(&c->src);
-	ch->meta_offset = ALIGN(ch->frame_bytes, 64);
+	if (ch->dir == MMEDGE_CHAN_CAPTURE) {
+		ch->frame_bytes = mmedge_src_frame_bytes(&c->src);
+		ch->meta_offset = ALIGN(ch->frame_bytes, 64);
+		ch->period_ns = mmedge_src_period_ns(&c->src);
+	}
 	ch->segment = segment;
 	ch->overrun = c->overrun;
-	ch->period_ns = mmedge_src_period_ns(&c->src);
 	ch->arb.weight = weight;
 	ch->arb.class = c->class;
 	ch->arb.cap = c->cap;
@@ -918,11 +1044,13 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 			[MMEDGE_SRC_MIC] = "mic",
 			[MMEDGE_SRC_IMU] = "imu",
 		};
+		const char *base = c->dir == MMEDGE_CHAN_FEED ? "feed" :
+				   c->dir == MMEDGE_CHAN_COPY ? "copy" :
+				   kind[c->src.type];
 		unsigned int n = 0;
 
 		do {
-			snprintf(ch->name, sizeof(ch->name), "%s%u",
-				 kind[c->src.type], n++);
+			snprintf(ch->name, sizeof(ch->name), "%s%u", base, n++);
 		} while (mmedge_chan_find_name(eng, ch->name));
 	}
 	if (mmedge_chan_find_name(eng, ch->name)) {
@@ -1175,29 +1303,38 @@ static bool mmedge_chan_holds(struct mmedge_engine *eng, struct dma_buf *db)
 
 	lockdep_assert_held(&eng->lock);
 	list_for_each_entry(ch, &eng->chans, node) {
-		if (ch->cur && ch->cur->dmabuf == db)
+		if (ch->cur && (ch->cur->dmabuf == db || ch->cur->src == db))
 			return true;
 		list_for_each_entry(qb, &ch->queued, node)
-			if (qb->dmabuf == db)
+			if (qb->dmabuf == db || qb->src == db)
 				return true;
 		list_for_each_entry(qb, &ch->done, node)
-			if (qb->dmabuf == db)
+			if (qb->dmabuf == db || qb->src == db)
 				return true;
 	}
 	return false;
 }
 
 /*
- * MMEDGE_IOC_QBUF: queue an empty buffer on a channel of this file. The
- * first queued buffer starts the source.
+ * MMEDGE_IOC_QBUF: queue a buffer on a channel of this file: capture, an
+ * empty buffer to fill (the first one starts the source); feed, a filled
+ * buffer for the device to read; copy, a job (MMEDGE_QBUF_SRC: src_fd's
+ * first bytesused bytes into fd). Feed and copy jobs are due at once.
  *
  * Errors:
  *  -ENOENT: no channel with that id in this file.
- *  -EBADF:  fd is not open.
+ *  -EBADF:  fd (or src_fd) is not open.
  *  -EINVAL: not a dma-buf, or a foreign one this file did not import;
- *	     unknown flags, reserved set; a buffer without a CPU mapping.
- *  -ENOSPC: the buffer is smaller than meta_offset + the in-band record.
- *  -EBUSY:  the buffer is already queued (or filled and not dequeued).
+ *	     unknown flags, reserved set; a buffer without a CPU mapping;
+ *	     capture: bytesused or MMEDGE_QBUF_SRC set; feed: MMEDGE_QBUF_SRC
+ *	     set; copy: MMEDGE_QBUF_SRC missing, the source is the
+ *	     destination; feed, copy: bytesused 0 or past the end of the
+ *	     (source) buffer; src_fd set without MMEDGE_QBUF_SRC.
+ *  -ENOSPC: capture: the buffer is smaller than meta_offset + the in-band
+ *	     record; copy: the destination is smaller than
+ *	     ALIGN(bytesused, 64) + the in-band record.
+ *  -EBUSY:  the buffer (or source) is already queued, in flight, or
+ *	     done and not dequeued.
  *  -ENOMEM, -EMFILE: no memory or fd for the fence.
  */
 int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
@@ -1206,14 +1343,17 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 	struct mmedge_engine *eng = &mf->mdev->eng;
 	struct mmedge_qbuf *q = data;
 	struct sync_file *sync = NULL;
+	bool has_src = q->flags & MMEDGE_QBUF_SRC;
 	struct mmedge_chan *ch;
 	struct dma_buf *dmabuf;
 	struct mmedge_qb *qb;
+	bool is_copy, is_capture;
 	int ret, fd = -1;
+	u32 dir;
 
 	q->fence_fd = -1;
-	if (q->flags & ~MMEDGE_QBUF_FLAGS_VALID || q->reserved[0] ||
-	    q->reserved[1])
+	if (q->flags & ~MMEDGE_QBUF_FLAGS_VALID || q->reserved ||
+	    (!has_src && q->src_fd))
 		return -EINVAL;
 	dmabuf = dma_buf_get(q->fd);
 	if (IS_ERR(dmabuf))
@@ -1223,6 +1363,21 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 		return -EINVAL;
 	}
 
+	/* The direction decides what is checked and how buffers are mapped. */
+	mutex_lock(&eng->lock);
+	ch = mmedge_chan_find_own(mf, q->chan);
+	dir = ch ? ch->dir : 0;
+	mutex_unlock(&eng->lock);
+	is_copy = dir == MMEDGE_CHAN_COPY;
+	is_capture = dir == MMEDGE_CHAN_CAPTURE;
+	/* Copy needs a source; capture takes no length, the others need one. */
+	ret = !ch ? -ENOENT :
+	      has_src != is_copy || !q->bytesused != is_capture ? -EINVAL : 0;
+	if (ret) {
+		dma_buf_put(dmabuf);
+		return ret;
+	}
+
 	qb = kzalloc(sizeof(*qb), GFP_KERNEL_ACCOUNT);
 	if (!qb) {
 		dma_buf_put(dmabuf);
@@ -1230,6 +1385,7 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 	}
 	qb->dmabuf = dmabuf;
 	qb->cookie = q->cookie;
+	qb->len = q->bytesused;
 	ret = dma_buf_vmap(dmabuf, &qb->map);
 	if (ret) {
 		iosys_map_clear(&qb->map);
@@ -1241,7 +1397,34 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 		ret = -EINVAL;
 		goto err_free;
 	}
-	if (mmedge_dmaeng_dev(&eng->dmaeng)) {
+	if (has_src) {
+		qb->src = dma_buf_get(q->src_fd);
+		if (IS_ERR(qb->src)) {
+			ret = PTR_ERR(qb->src);
+			qb->src = NULL;
+			goto err_free;
+		}
+		if (qb->src == dmabuf || !mmedge_buf_usable(mf, qb->src)) {
+			ret = -EINVAL;
+			goto err_free;
+		}
+		ret = dma_buf_vmap(qb->src, &qb->src_map);
+		if (ret) {
+			iosys_map_clear(&qb->src_map);
+			goto err_free;
+		}
+		if (qb->src_map.is_iomem) {
+			ret = -EINVAL;
+			goto err_free;
+		}
+	}
+	if (dir == MMEDGE_CHAN_FEED ? q->bytesused > dmabuf->size :
+	    has_src && q->bytesused > qb->src->size) {
+		ret = -EINVAL;
+		goto err_free;
+	}
+	/* A feed's buffer is only read, by the CPU-side virtual sink. */
+	if (mmedge_dmaeng_dev(&eng->dmaeng) && dir != MMEDGE_CHAN_FEED) {
 		qb->att = dma_buf_attach(dmabuf, mmedge_dmaeng_dev(&eng->dmaeng));
 		if (IS_ERR(qb->att)) {
 			ret = PTR_ERR(qb->att);
@@ -1258,15 +1441,21 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 
 	mutex_lock(&eng->lock);
 	ch = mmedge_chan_find_own(mf, q->chan);
-	if (!ch) {
+	/* Destroyed meanwhile (and the id maybe reused): no such channel. */
+	if (!ch || ch->dir != dir) {
 		ret = -ENOENT;
 		goto err_unlock;
 	}
-	if (dmabuf->size < ch->meta_offset + sizeof(struct mmedge_frame_meta)) {
+	if ((dir == MMEDGE_CHAN_CAPTURE &&
+	     dmabuf->size < ch->meta_offset + sizeof(struct mmedge_frame_meta)) ||
+	    (dir == MMEDGE_CHAN_COPY &&
+	     dmabuf->size < ALIGN((u64)q->bytesused, 64) +
+			    sizeof(struct mmedge_frame_meta))) {
 		ret = -ENOSPC;
 		goto err_unlock;
 	}
-	if (mmedge_chan_holds(eng, dmabuf)) {
+	if (mmedge_chan_holds(eng, dmabuf) ||
+	    (qb->src && mmedge_chan_holds(eng, qb->src))) {
 		ret = -EBUSY;
 		goto err_unlock;
 	}
@@ -1286,11 +1475,13 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 			goto err_unlock;
 		}
 	}
+	qb->queued_ns = ktime_get_ns();
 	list_add_tail(&qb->node, &ch->queued);
 	if (!ch->streaming) {
 		ch->streaming = true;
-		hrtimer_start(&ch->timer, ns_to_ktime(ch->period_ns),
-			      HRTIMER_MODE_REL_SOFT);
+		if (dir == MMEDGE_CHAN_CAPTURE)
+			hrtimer_start(&ch->timer, ns_to_ktime(ch->period_ns),
+				      HRTIMER_MODE_REL_SOFT);
 	}
 	mutex_unlock(&eng->lock);
 
@@ -1335,13 +1526,14 @@ static struct mmedge_qb *mmedge_chan_take_done(struct mmedge_file *mf, u32 id,
 }
 
 /*
- * MMEDGE_IOC_DQBUF: dequeue the oldest filled buffer of a channel of this
- * file, with its sequence number and timestamps.
+ * MMEDGE_IOC_DQBUF: dequeue the oldest filled buffer (feed, copy: finished
+ * job) of a channel of this file, with its sequence number and
+ * timestamps, and for a feed the CRC-32 of what the sink read.
  *
  * Errors:
  *  -ENOENT:    no channel with that id in this file (or it was destroyed
  *		while waiting).
- *  -EINVAL:    unknown flags, reserved set.
+ *  -EINVAL:    unknown flags, pad or reserved set.
  *  -EAGAIN:    MMEDGE_DQBUF_NONBLOCK and nothing filled.
  *  -ETIMEDOUT: nothing filled within timeout_ms.
  *  -ERESTARTSYS: a signal arrived.
@@ -1356,8 +1548,7 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 	long left;
 	int err = 0;
 
-	if (d->flags & ~MMEDGE_DQBUF_FLAGS_VALID || d->reserved[0] ||
-	    d->reserved[1])
+	if (d->flags & ~MMEDGE_DQBUF_FLAGS_VALID || d->pad || d->reserved)
 		return -EINVAL;
 
 	left = d->timeout_ms ? msecs_to_jiffies(d->timeout_ms) :
@@ -1389,6 +1580,7 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 	d->bytesused = qb->bytesused;
 	d->ts = qb->ts;
 	d->dropped = qb->dropped;
+	d->checksum = qb->len && !qb->src ? qb->crc : 0;
 	mmedge_qb_free(qb, 0);
 	return 0;
 }

@@ -16,7 +16,7 @@ run() {
 	local name=$1
 	shift
 	echo "guest: running $name"
-	timeout -k 5 "${TEST_TIMEOUT:-300}" "$@" > "$RES/$name.tap" 2>&1
+	timeout -k 5 "${TEST_TIMEOUT:-900}" "$@" > "$RES/$name.tap" 2>&1
 	echo $? > "$RES/$name.rc"
 }
 
@@ -43,6 +43,8 @@ run mmedge_buf_selftest "$B/selftests/mmedge_buf_test"
 # Channels: streams, arbitration (sets the bus model, puts it back),
 # fences, and zero copy into a vgem buffer.
 run mmedge_chan_selftest "$B/selftests/mmedge_chan_test"
+# Feed (memory to device) and copy (memory to memory) channels.
+run mmedge_dir_selftest "$B/selftests/mmedge_dir_test"
 modprobe -r vivid vgem 2>/dev/null
 
 # Last: it unloads and reloads the module.

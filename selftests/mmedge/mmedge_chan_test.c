@@ -1993,7 +1993,7 @@ TEST_F(chan_bad, qbuf_bad)
 	memset(&q, 0, sizeof(q));
 	q.chan = id;
 	q.fd = b.fd;
-	q.reserved[1] = 1;
+	q.reserved = 1;
 	EXPECT_EQ(-EINVAL, xioctl(self->fd, MMEDGE_IOC_QBUF, &q));
 	EXPECT_EQ(-EBADF, qbuf(self->fd, id, 1000, 0, 0, NULL));
 	EXPECT_EQ(-EINVAL, qbuf(self->fd, id, self->fd, 0, 0, NULL));
@@ -2039,7 +2039,7 @@ TEST_F(chan_bad, dqbuf_bad)
 	memset(&d, 0, sizeof(d));
 	d.chan = id;
 	d.flags = MMEDGE_DQBUF_NONBLOCK;
-	d.reserved[0] = 1;
+	d.reserved = 1;
 	EXPECT_EQ(-EINVAL, xioctl(self->fd, MMEDGE_IOC_DQBUF, &d));
 	EXPECT_EQ(0, chan_destroy(self->fd, id));
 	EXPECT_EQ(-ENOENT, dqbuf(self->fd, id, MMEDGE_DQBUF_NONBLOCK, 0, &d));

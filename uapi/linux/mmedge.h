@@ -291,7 +291,9 @@ struct mmedge_buf_release {
  * A channel is a DMA stream. A capture channel moves frames from a source
  * (camera, microphone, IMU; virtual ones on a virtual instance) into
  * buffers that userspace queues (mmedge buffers or imported dma-bufs) and
- * dequeues when filled, like V4L2 streaming I/O. All channels of an
+ * dequeues when filled, like V4L2 streaming I/O. A feed channel moves
+ * filled buffers to a sink (memory to device); a copy channel moves one
+ * buffer's bytes into another (memory to memory). All channels of an
  * instance share one DMA engine, arbitrated by weight (see
  * Documentation/arbiter.rst).
  */
@@ -300,6 +302,8 @@ struct mmedge_buf_release {
 
 /* mmedge_chan_create.dir */
 #define MMEDGE_CHAN_CAPTURE		0	/* device to memory */
+#define MMEDGE_CHAN_FEED		1	/* memory to device */
+#define MMEDGE_CHAN_COPY		2	/* memory to memory */
 
 /* mmedge_src_config.type */
 #define MMEDGE_SRC_CAMERA		1
@@ -385,25 +389,30 @@ struct mmedge_src_config {
 
 /**
  * struct mmedge_chan_create - create a channel
- * @dir: MMEDGE_CHAN_CAPTURE.
+ * @dir: MMEDGE_CHAN_CAPTURE, MMEDGE_CHAN_FEED or MMEDGE_CHAN_COPY.
  * @flags: must be zero.
- * @src: the source.
+ * @src: capture: the source; feed and copy: must be all zero (the
+ *	virtual sink takes any size; each queued job says its length).
  * @weight: MMEDGE_WEIGHT_MIN..MAX; 0 means MMEDGE_WEIGHT_DEFAULT. Above
  *	the default needs CAP_SYS_NICE.
  * @class: MMEDGE_CLASS_*; LATENCY needs CAP_SYS_NICE and a @cap.
  * @cap: rate cap in bytes per second; 0 = none.
  * @segment: bytes per arbitration segment; 0 = the instance default
  *	(4096); 64..1 MiB, a multiple of 64.
- * @overrun: MMEDGE_OVERRUN_*.
+ * @overrun: capture: MMEDGE_OVERRUN_*; feed and copy: must be zero (jobs
+ *	wait in the queue, none is dropped).
  * @id: out: channel id, for the other channel ioctls.
- * @frame_size: out: bytes of data per frame.
- * @meta_offset: out: where in a buffer the struct mmedge_frame_meta
- *	record goes (after the data, 64-byte aligned); a queued buffer must
- *	hold @meta_offset + sizeof(struct mmedge_frame_meta) bytes.
+ * @frame_size: out: capture: bytes of data per frame; feed, copy: 0.
+ * @meta_offset: out: capture: where in a buffer the struct
+ *	mmedge_frame_meta record goes (after the data, 64-byte aligned); a
+ *	queued buffer must hold @meta_offset + sizeof(struct
+ *	mmedge_frame_meta) bytes. Feed, copy: 0 (a copy's record goes at
+ *	ALIGN(mmedge_qbuf.bytesused, 64) of its destination).
  * @pad: must be zero.
  * @name: in/out: the channel's name, unique in the instance, for
  *	operators (mmctl): [a-z0-9_-], NUL-terminated; empty = a name made
- *	from the source type and a number ("camera0", "mic0", "imu0").
+ *	from the source type and a number ("camera0", "mic0", "imu0";
+ *	"feed0", "copy0" for the other directions).
  * @reserved: must be zero.
  *
  * First published size: 112 bytes.
@@ -479,18 +488,31 @@ struct mmedge_chan_destroy {
 
 /* mmedge_qbuf.flags */
 #define MMEDGE_QBUF_FENCE		_BITUL(0)	/* return an out-fence */
-#define MMEDGE_QBUF_FLAGS_VALID		MMEDGE_QBUF_FENCE
+#define MMEDGE_QBUF_SRC			_BITUL(1)	/* src_fd is valid (copy) */
+#define MMEDGE_QBUF_FLAGS_VALID		(MMEDGE_QBUF_FENCE | MMEDGE_QBUF_SRC)
 
 /**
- * struct mmedge_qbuf - queue an empty buffer on a channel
+ * struct mmedge_qbuf - queue a buffer (or a copy job) on a channel
  * @chan: channel id.
- * @fd: dma-buf fd (an mmedge buffer, or one imported into this file).
- * @flags: MMEDGE_QBUF_*.
+ * @fd: dma-buf fd (an mmedge buffer, or one imported into this file):
+ *	capture: the empty buffer to fill; feed: the filled buffer the
+ *	device reads; copy: the destination.
+ * @flags: MMEDGE_QBUF_*. MMEDGE_QBUF_SRC is required on a copy channel
+ *	and refused on the others.
  * @fence_fd: out: with MMEDGE_QBUF_FENCE, a sync_file fd that signals
- *	when the buffer is filled (with an error status if the transfer
- *	fails or the channel is destroyed); else -1. The same fence is
- *	added to the dma-buf's reservation object as a write fence.
+ *	when the transfer is done (with an error status if it fails or the
+ *	channel is destroyed); else -1. Capture and copy: the buffer at @fd
+ *	is written; the fence is added to its reservation object as a write
+ *	fence. Feed: the device has consumed the buffer, which may be
+ *	reused; the fence is added as a read fence. Copy: also added to the
+ *	source's reservation object as a read fence.
  * @cookie: in: returned unchanged by MMEDGE_IOC_DQBUF.
+ * @src_fd: in: copy (with MMEDGE_QBUF_SRC): the source dma-buf, another
+ *	buffer than @fd; otherwise must be zero.
+ * @bytesused: in: feed and copy: bytes to move from the start of the
+ *	(source) buffer, 1..its size; a copy's destination must hold
+ *	ALIGN(@bytesused, 64) + sizeof(struct mmedge_frame_meta) bytes.
+ *	Capture: must be zero.
  * @reserved: must be zero.
  *
  * First published size: 40 bytes.
@@ -501,7 +523,9 @@ struct mmedge_qbuf {
 	__u32 flags;
 	__s32 fence_fd;
 	__u64 cookie;
-	__u64 reserved[2];
+	__s32 src_fd;
+	__u32 bytesused;
+	__u64 reserved;
 };
 
 #define MMEDGE_QBUF_SIZE_VER0		40
@@ -547,7 +571,9 @@ struct mmedge_timestamps {
  * @reserved: zero.
  *
  * Written at mmedge_chan_create.meta_offset with the data, so a device
- * reading the buffer (NPU, GPU) sees the stamp without a syscall.
+ * reading the buffer (NPU, GPU) sees the stamp without a syscall. A copy
+ * channel writes it into the destination at ALIGN(bytesused, 64); a feed
+ * channel writes none (the buffer is the device's input).
  */
 struct mmedge_frame_meta {
 	__u64 magic;
@@ -575,12 +601,18 @@ struct mmedge_frame_meta {
  * @cookie: out: from MMEDGE_IOC_QBUF.
  * @sequence: out: frame number.
  * @bytesused: out: bytes of data.
- * @ts: out: timestamps.
- * @dropped: out: frames dropped on the channel so far.
+ * @ts: out: timestamps. Feed and copy: start of frame is the start of
+ *	the first segment's transfer, end of frame the last one's end.
+ * @dropped: out: frames dropped on the channel so far (always 0 on feed
+ *	and copy channels).
+ * @checksum: out: feed: the CRC-32 of the bytes the sink read (the
+ *	zlib/IEEE 802.3 crc32(), so userspace can recompute it); capture,
+ *	copy: 0.
+ * @pad: must be zero.
  * @reserved: must be zero.
  *
  * poll() on the mmedge fd reports POLLIN when any channel of the file
- * has a filled buffer.
+ * has a filled buffer (a finished job).
  *
  * First published size: 112 bytes.
  */
@@ -594,7 +626,9 @@ struct mmedge_dqbuf {
 	__u64 bytesused;
 	struct mmedge_timestamps ts;
 	__u64 dropped;
-	__u64 reserved[2];
+	__u32 checksum;
+	__u32 pad;
+	__u64 reserved;
 };
 
 #define MMEDGE_DQBUF_SIZE_VER0		112
