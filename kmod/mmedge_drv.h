@@ -38,6 +38,7 @@
  * @nr_imports: live imports of foreign dma-bufs.
  * @next_buf_id: last buffer id handed out.
  * @eng: the DMA engine, arbiter and channels.
+ * @debugfs: the instance's debugfs directory.
  */
 struct mmedge_dev {
 	struct device dev;
@@ -57,6 +58,7 @@ struct mmedge_dev {
 	atomic64_t next_buf_id;
 
 	struct mmedge_engine eng;
+	struct dentry *debugfs;
 };
 
 /**

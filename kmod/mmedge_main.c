@@ -8,6 +8,7 @@
  * creates virtual instances.
  */
 
+#include <linux/debugfs.h>
 #include <linux/dma-mapping.h>
 #include <linux/err.h>
 #include <linux/fs.h>
@@ -16,6 +17,7 @@
 #include <linux/of.h>
 #include <linux/of_reserved_mem.h>
 #include <linux/platform_device.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/mmedge.h>
 
@@ -249,6 +251,37 @@ static const struct attribute_group *mmedge_dev_groups[] = {
 	NULL,
 };
 
+/*
+ * /sys/kernel/debug/mmedge/mmedgeN/channels: every channel's config and
+ * stats, from the same accessor the ioctls and netlink use.
+ */
+static int mmedge_debugfs_channels_show(struct seq_file *m, void *unused)
+{
+	struct mmedge_dev *mdev = m->private;
+	struct mmedge_chan_info *ci;
+	unsigned int pos, b;
+
+	ci = kzalloc(sizeof(*ci), GFP_KERNEL);
+	if (!ci)
+		return -ENOMEM;
+	seq_puts(m, "id name src weight class cap bytes segments frames dropped errors bw_ewma wait_hist\n");
+	for (pos = 0; !mmedge_engine_chan_info(&mdev->eng, pos, 0, NULL, ci);
+	     pos++) {
+		seq_printf(m, "%u %s %u %u %u %llu %llu %llu %llu %llu %llu %llu",
+			   ci->id, ci->name, ci->src_type, ci->weight,
+			   ci->class, ci->cap, ci->bytes, ci->segments,
+			   ci->frames, ci->dropped, ci->errors, ci->bw);
+		for (b = 0; b < MMEDGE_WAIT_BUCKETS; b++)
+			seq_printf(m, "%c%llu", b ? ',' : ' ', ci->wait_hist[b]);
+		seq_putc(m, '\n');
+	}
+	kfree(ci);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(mmedge_debugfs_channels);
+
+static struct dentry *mmedge_debugfs_root;
+
 static void mmedge_dev_release(struct device *dev)
 {
 	struct mmedge_dev *mdev = to_mmedge_dev(dev);
@@ -322,6 +355,10 @@ static int mmedge_probe(struct platform_device *pdev)
 	}
 
 	platform_set_drvdata(pdev, mdev);
+	mdev->debugfs = debugfs_create_dir(dev_name(&mdev->dev),
+					   mmedge_debugfs_root);
+	debugfs_create_file("channels", 0444, mdev->debugfs, mdev,
+			    &mmedge_debugfs_channels_fops);
 	mutex_lock(&mmedge_devs_lock);
 	mmedge_devs[mdev->id] = mdev;
 	mutex_unlock(&mmedge_devs_lock);
@@ -351,6 +388,8 @@ static int mmedge_remove(struct platform_device *pdev)
 	mutex_lock(&mmedge_devs_lock);
 	mmedge_devs[mdev->id] = NULL;
 	mutex_unlock(&mmedge_devs_lock);
+
+	debugfs_remove_recursive(mdev->debugfs);
 
 	/* Blocked dequeues hold the lock for read: wake them first. */
 	mmedge_engine_wake_waiters(&mdev->eng);
@@ -452,6 +491,8 @@ static int __init mmedge_init(void)
 		goto err_unregister_chrdev;
 	}
 
+	mmedge_debugfs_root = debugfs_create_dir(MMEDGE_DRV_NAME, NULL);
+
 	ret = mmedge_nl_init();
 	if (ret) {
 		pr_err("mmedge: cannot register the genetlink family: %d\n", ret);
@@ -474,6 +515,7 @@ err_unregister_driver:
 err_nl_exit:
 	mmedge_nl_exit();
 err_destroy_class:
+	debugfs_remove_recursive(mmedge_debugfs_root);
 	class_destroy(mmedge_class);
 err_unregister_chrdev:
 	unregister_chrdev_region(mmedge_devt, MMEDGE_MAX_DEVS);
@@ -485,6 +527,7 @@ static void __exit mmedge_exit(void)
 	mmedge_destroy_virtual();
 	platform_driver_unregister(&mmedge_driver);
 	mmedge_nl_exit();
+	debugfs_remove_recursive(mmedge_debugfs_root);
 	class_destroy(mmedge_class);
 	unregister_chrdev_region(mmedge_devt, MMEDGE_MAX_DEVS);
 	ida_destroy(&mmedge_ida);

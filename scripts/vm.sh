@@ -82,6 +82,7 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 for m in $order; do insmod /lib/modules/$KVER/\$m || echo "init: insmod \$m failed"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,ro hostroot /host || echo "init: no host root"
 mkdir -p /tmp/results
@@ -93,7 +94,6 @@ case "$ROOT" in /tmp/*) mkdir -p "/host$ROOT" && mount --bind /proj "/host$ROOT"
 # The host's modprobe finds this kernel's modules.
 mount --bind /lib/modules/$KVER /host/lib/modules/$KVER 2>/dev/null ||
 	echo "init: /lib/modules/$KVER missing on the host root"
-mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 script=\$(cat /tmp/results/.script)
 chroot /host /bin/bash -c "cd '$ROOT' && exec /bin/bash \$script" </dev/console >/dev/console 2>&1
 echo \$? > /tmp/results/.rc
