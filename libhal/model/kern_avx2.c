@@ -8,8 +8,8 @@
  * Q8_0/Q4_0 decode runs 4 W rows at a time sharing the activation loads,
  * with a linear software prefetch of the next 4-row group; Q6_K has an
  * AVX2 dot (ggml's layout handling, the -32 offset folded into bsums).
- * Q8_0 x Q8_0 matmul tiles 4 W rows x 2 X rows in registers so each
- * loaded block is used 2 or 4 times. Q4_1 uses the scalar code.
+ * Q8_0/Q4_0 matmul widens both sides to s16 in packed panels (below).
+ * Q4_1 uses the scalar code.
  */
 #include "quant_kern.h"
 
@@ -438,84 +438,261 @@ static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
 }
 
 /*
- * Register tile: MR W rows x NR X rows. W blocks are loaded once per tile
- * (as |w| and kept), X blocks once per tile; the sign of w moves onto x.
+ * Prefill: packed s16 GEMM for Q8_0 and Q4_0 weights x Q8_0 activations.
+ *
+ * Each call (mr <= MM_GEMM_MC W rows, any nc X rows) walks k in panels
+ * of MM_PK_KB blocks and widens both operands to s16 in the caller's
+ * scratch: W once per panel, X MM_GEMM_NC rows at a time. Exact, since
+ * |w| <= 128 and |x| <= 127 make every pair sum fit s32.
+ *   W: 8 rows interleaved by k pairs, one ymm = rows 0-7 x (k, k+1), made
+ *      with an 8x8 transpose of 32-bit pairs; Q4_0 nibbles become q - 8;
+ *   X: rows stay contiguous, so a k pair of one X row is a 32-bit
+ *      broadcast.
+ * The inner step is one vpmaddwd + vpaddd per 16 MACs (vpdpwssd with
+ * VNNI) on a register tile of 16 W rows x 4 X rows: 8 s32 sums, 2 W
+ * loads and 4 broadcasts per 8 multiplies. Lanes are W rows, so there
+ * are no horizontal sums: per block, one FMA per 8 rows x 1 X row applies
+ * dw[0..7] * dx, and results store as 8 consecutive floats of Y. Packing
+ * costs about 1/nc (W) and 1/mr (X) of the multiplies.
  */
-#define MM_TILE_MR 4
-#define MM_TILE_NR 2
+#define MM_PK_KB 16	/* blocks of k per panel */
+#define MM_PK_NT 4	/* X rows per register tile */
+#define MM_PK_RG 2	/* groups of 8 W rows per register tile */
 
-#define MM_DEF_GEMM_TILE(fname, WT, LOADW)				\
-static inline void fname(int64_t nb, const uint8_t *w, size_t ws,	\
-			 const uint8_t *xq, size_t xs, float *Y,		\
-			 size_t ldy, int mr, int nr)				\
-{									\
-	__m256 acc[MM_TILE_MR][MM_TILE_NR];				\
-	const WT *wb[MM_TILE_MR];					\
-	const struct mm_block_q8_0 *xb[MM_TILE_NR];			\
-									\
-	for (int i = 0; i < MM_TILE_MR; i++) {				\
-		wb[i] = (const void *)(w + (i < mr ? i : 0) * ws);	\
-		for (int j = 0; j < MM_TILE_NR; j++)			\
-			acc[i][j] = _mm256_setzero_ps();			\
-	}								\
-	for (int j = 0; j < MM_TILE_NR; j++)				\
-		xb[j] = (const void *)(xq + (j < nr ? j : 0) * xs);	\
-	for (int64_t b = 0; b < nb; b++) {				\
-		__m256i xv[MM_TILE_NR];					\
-		float dx[MM_TILE_NR];					\
-									\
-		for (int j = 0; j < MM_TILE_NR; j++) {			\
-			xv[j] = _mm256_loadu_si256((const __m256i *)xb[j][b].qs); \
-			dx[j] = mm_h2f(xb[j][b].d);			\
-		}							\
-		for (int i = 0; i < MM_TILE_MR; i++) {			\
-			const __m256i wv = LOADW(wb[i][b].qs);		\
-			const __m256i aw = _mm256_sign_epi8(wv, wv);	\
-			const float dw = mm_h2f(wb[i][b].d);		\
-									\
-			for (int j = 0; j < MM_TILE_NR; j++) {		\
-				__m256i p = mm_dpbusd(aw,		\
-					_mm256_sign_epi8(xv[j], wv));	\
-				acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), \
-					_mm256_set1_ps(dw * dx[j]), acc[i][j]); \
-			}						\
-		}							\
-	}								\
-	for (int i = 0; i < mr; i++)					\
-		for (int j = 0; j < nr; j++)				\
-			Y[j * ldy + i] = mm_hsum(acc[i][j]);		\
+struct mm_pk {
+	int16_t w[MM_GEMM_MC / 8][MM_PK_KB][16][8][2];
+	float wd[MM_GEMM_MC / 8][MM_PK_KB][8];
+	int16_t x[MM_GEMM_NC][MM_PK_KB][MM_QK];
+	float xd[MM_GEMM_NC][MM_PK_KB];
+};
+_Static_assert(sizeof(struct mm_pk) <= MM_GEMM_SCRATCH, "gemm scratch");
+_Static_assert(MM_GEMM_MC % (8 * MM_PK_RG) == 0, "row groups per tile");
+
+static inline __m256i mm_madd_acc(__m256i acc, __m256i w, __m256i x)
+{
+#ifdef MM_VNNI
+	return _mm256_dpwssd_epi32(acc, w, x);
+#else
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(w, x));
+#endif
 }
 
-#define MM_LOAD_Q8(p) _mm256_loadu_si256((const __m256i *)(p))
-#define MM_LOAD_Q4(p) _mm256_sub_epi8(mm_nibbles(p), _mm256_set1_epi8(8))
+/* r[i] = 8 s32 of row i -> out[j] = element j of rows 0-7 */
+static inline void mm_tr8x8(const __m256i r[8], __m256i *out)
+{
+	__m256i t[8], u[8];
 
-MM_DEF_GEMM_TILE(mm_avx2_tile_q8_0, struct mm_block_q8_0, MM_LOAD_Q8)
-MM_DEF_GEMM_TILE(mm_avx2_tile_q4_0, struct mm_block_q4_0, MM_LOAD_Q4)
+	for (int i = 0; i < 4; i++) {
+		t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+		t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+	}
+	for (int i = 0; i < 2; i++) {
+		u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+		u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+		u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+		u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+	}
+	for (int i = 0; i < 4; i++) {
+		_mm256_store_si256(out + i, _mm256_permute2x128_si256(u[i], u[i + 4], 0x20));
+		_mm256_store_si256(out + i + 4, _mm256_permute2x128_si256(u[i], u[i + 4], 0x31));
+	}
+}
+
+/* One W block widened: lo = elements 0-15, hi = 16-31; returns d. */
+static inline float mm_pk_wblock(int q4, const uint8_t *blk, __m256i *lo,
+				 __m256i *hi)
+{
+	uint16_t d;
+
+	memcpy(&d, blk, 2);
+	if (q4) {
+		const __m128i q = _mm_loadu_si128((const __m128i *)(blk + 2));
+		const __m128i m = _mm_set1_epi8(0x0F), e = _mm_set1_epi8(8);
+
+		*lo = _mm256_cvtepi8_epi16(_mm_sub_epi8(_mm_and_si128(q, m), e));
+		*hi = _mm256_cvtepi8_epi16(_mm_sub_epi8(
+			_mm_and_si128(_mm_srli_epi16(q, 4), m), e));
+	} else {
+		*lo = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 2)));
+		*hi = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 18)));
+	}
+	return mm_h2f(d);
+}
+
+static void mm_pk_pack_w(struct mm_pk *pk, int q4, const uint8_t *w,
+			 size_t ws, int mr, int64_t b0, int kb)
+{
+	const size_t bsz = q4 ? sizeof(struct mm_block_q4_0) :
+				sizeof(struct mm_block_q8_0);
+
+	const int ng = (mr + 8 * MM_PK_RG - 1) / (8 * MM_PK_RG) * MM_PK_RG;
+
+	for (int g = 0; g < ng; g++) {
+		for (int b = 0; b < kb; b++) {
+			__m256i lo[8], hi[8];
+
+			for (int r = 0; r < 8; r++) {
+				const int row = g * 8 + r;
+
+				if (row < mr) {
+					pk->wd[g][b][r] = mm_pk_wblock(q4,
+						w + row * ws + (b0 + b) * bsz, lo + r, hi + r);
+				} else {
+					lo[r] = hi[r] = _mm256_setzero_si256();
+					pk->wd[g][b][r] = 0;
+				}
+			}
+			mm_tr8x8(lo, (__m256i *)pk->w[g][b][0]);
+			mm_tr8x8(hi, (__m256i *)pk->w[g][b][8]);
+		}
+	}
+}
+
+static void mm_pk_pack_x(struct mm_pk *pk, const uint8_t *xq, size_t xs,
+			 int nc, int64_t b0, int kb)
+{
+	for (int c = 0; c < nc; c++) {
+		const struct mm_block_q8_0 *xb =
+			(const void *)(xq + c * xs);
+
+		for (int b = 0; b < kb; b++) {
+			const int8_t *q = xb[b0 + b].qs;
+			__m256i *o = (__m256i *)pk->x[c][b];
+
+			_mm256_store_si256(o, _mm256_cvtepi8_epi16(
+				_mm_loadu_si128((const __m128i *)q)));
+			_mm256_store_si256(o + 1, _mm256_cvtepi8_epi16(
+				_mm_loadu_si128((const __m128i *)(q + 16))));
+			pk->xd[c][b] = mm_h2f(xb[b0 + b].d);
+		}
+	}
+}
+
+static inline __m256i mm_bcast32(const int16_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return _mm256_set1_epi32(v);
+}
+
+/*
+ * MM_PK_RG groups of 8 W rows (from group g) x up to MM_PK_NT X rows
+ * (from c0), kb blocks. The s32 sums stay in registers; the float sums
+ * are touched once per block.
+ */
+static inline void mm_pk_tile(const struct mm_pk *pk, int g, int c0,
+			      int ncol, int mr, int kb, float *Y,
+			      size_t ldy, int add)
+{
+	const int16_t *xp[MM_PK_NT];
+	const float *xd[MM_PK_NT];
+	__m256 f[MM_PK_RG][MM_PK_NT];
+
+#pragma GCC unroll 8
+	for (int c = 0; c < MM_PK_NT; c++) {
+		const int i = c0 + (c < ncol ? c : 0);
+
+		xp[c] = pk->x[i][0];
+		xd[c] = pk->xd[i];
+#pragma GCC unroll 2
+		for (int h = 0; h < MM_PK_RG; h++)
+			f[h][c] = _mm256_setzero_ps();
+	}
+	for (int b = 0; b < kb; b++) {
+		__m256i a[MM_PK_RG][MM_PK_NT];
+
+#pragma GCC unroll 16
+		for (int p = 0; p < 16; p++) {
+			__m256i w[MM_PK_RG];
+
+#pragma GCC unroll 2
+			for (int h = 0; h < MM_PK_RG; h++)
+				w[h] = _mm256_load_si256((const __m256i *)pk->w[g + h][b][p]);
+#pragma GCC unroll 8
+			for (int c = 0; c < MM_PK_NT; c++) {
+				const __m256i xv = mm_bcast32(xp[c] + b * MM_QK + 2 * p);
+
+#pragma GCC unroll 2
+				for (int h = 0; h < MM_PK_RG; h++) {
+					if (p == 0) {
+						a[h][c] = _mm256_madd_epi16(w[h], xv);
+					} else {
+						a[h][c] = mm_madd_acc(a[h][c], w[h], xv);
+						/* keep one chain per sum: GCC would
+						 * regroup the s32 adds and spill */
+						__asm__("" : "+x"(a[h][c]));
+					}
+				}
+			}
+		}
+#pragma GCC unroll 2
+		for (int h = 0; h < MM_PK_RG; h++) {
+			const __m256 dw = _mm256_load_ps(pk->wd[g + h][b]);
+
+#pragma GCC unroll 8
+			for (int c = 0; c < MM_PK_NT; c++)
+				f[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[h][c]),
+					_mm256_mul_ps(dw, _mm256_set1_ps(xd[c][b])),
+					f[h][c]);
+		}
+	}
+	for (int h = 0; h < MM_PK_RG; h++) {
+		const int r0 = (g + h) * 8, nrow = mr - r0 < 8 ? mr - r0 : 8;
+
+		for (int c = 0; c < ncol; c++) {
+			float *y = Y + (size_t)(c0 + c) * ldy + r0;
+			float t[8];
+
+			if (nrow == 8) {
+				_mm256_storeu_ps(y, add ? _mm256_add_ps(_mm256_loadu_ps(y),
+									f[h][c]) : f[h][c]);
+				continue;
+			}
+			_mm256_storeu_ps(t, f[h][c]);
+			for (int r = 0; r < nrow; r++)
+				y[r] = add ? y[r] + t[r] : t[r];
+		}
+	}
+}
+
+static void mm_avx2_gemm_pk(int q4, int64_t k, const uint8_t *w, size_t ws,
+			    const uint8_t *xq, size_t xs, float *Y, size_t ldy,
+			    int mr, int nc, void *scratch)
+{
+	struct mm_pk *pk = scratch;
+	const int64_t nb = k / MM_QK;
+
+	for (int64_t b0 = 0; b0 < nb; b0 += MM_PK_KB) {
+		const int kb = (int)(nb - b0 < MM_PK_KB ? nb - b0 : MM_PK_KB);
+
+		/* W panel packed once, used by every X chunk */
+		mm_pk_pack_w(pk, q4, w, ws, mr, b0, kb);
+		for (int j0 = 0; j0 < nc; j0 += MM_GEMM_NC) {
+			const int nj = nc - j0 < MM_GEMM_NC ? nc - j0 : MM_GEMM_NC;
+
+			mm_pk_pack_x(pk, xq + (size_t)j0 * xs, xs, nj, b0, kb);
+			for (int g = 0; g < (mr + 7) / 8; g += MM_PK_RG)
+				for (int c0 = 0; c0 < nj; c0 += MM_PK_NT)
+					mm_pk_tile(pk, g, c0,
+						   nj - c0 < MM_PK_NT ? nj - c0 : MM_PK_NT,
+						   mr, kb, Y + (size_t)j0 * ldy, ldy, b0 > 0);
+		}
+	}
+}
 
 static void mm_avx2_gemm_q8_0(int64_t k, const void *w, size_t ws,
 			      const void *xq, size_t xs, float *Y, size_t ldy,
-			      int64_t mr, int64_t nc)
+			      int64_t mr, int64_t nc, void *scratch)
 {
-	for (int64_t j = 0; j < nc; j += MM_TILE_NR)
-		for (int64_t i = 0; i < mr; i += MM_TILE_MR)
-			mm_avx2_tile_q8_0(k / MM_QK, (const uint8_t *)w + i * ws, ws,
-					  (const uint8_t *)xq + j * xs, xs,
-					  Y + j * ldy + i, ldy,
-					  mr - i < MM_TILE_MR ? (int)(mr - i) : MM_TILE_MR,
-					  nc - j < MM_TILE_NR ? (int)(nc - j) : MM_TILE_NR);
+	mm_avx2_gemm_pk(0, k, w, ws, xq, xs, Y, ldy, (int)mr, (int)nc, scratch);
 }
 
 static void mm_avx2_gemm_q4_0(int64_t k, const void *w, size_t ws,
 			      const void *xq, size_t xs, float *Y, size_t ldy,
-			      int64_t mr, int64_t nc)
+			      int64_t mr, int64_t nc, void *scratch)
 {
-	for (int64_t j = 0; j < nc; j += MM_TILE_NR)
-		for (int64_t i = 0; i < mr; i += MM_TILE_MR)
-			mm_avx2_tile_q4_0(k / MM_QK, (const uint8_t *)w + i * ws, ws,
-					  (const uint8_t *)xq + j * xs, xs,
-					  Y + j * ldy + i, ldy,
-					  mr - i < MM_TILE_MR ? (int)(mr - i) : MM_TILE_MR,
-					  nc - j < MM_TILE_NR ? (int)(nc - j) : MM_TILE_NR);
+	mm_avx2_gemm_pk(1, k, w, ws, xq, xs, Y, ldy, (int)mr, (int)nc, scratch);
 }
 
 /* ---- Q4_K x Q8_K ------------------------------------------------------ */

@@ -898,6 +898,8 @@ struct mm_job {
 	int64_t next;		/* next unit to claim (atomic) */
 	int64_t qnext;		/* matmul: next X row to quantize (atomic) */
 	int64_t qdone;		/* matmul: X rows quantized (atomic) */
+	uint8_t *gscratch;	/* matmul: MM_GEMM_SCRATCH per thread */
+	int64_t ncu;		/* matmul: X rows per unit */
 };
 
 /*
@@ -965,17 +967,15 @@ void mm_matvec(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	mm_pool_run(ctx->pool, mm_matvec_task, &j);
 }
 
-#define MM_NC 64	/* X rows per cache block (quantized X in L2) */
-#define MM_MC 32	/* W rows per cache block (in L1/L2) */
+#define MM_MC MM_GEMM_MC	/* W rows per unit (packed panel in L2) */
 
 static void mm_matmul_task(int tid, int nth, void *arg)
 {
 	struct mm_job *j = arg;
 	mm_gemm_fn gemm = j->kern->gemm[j->t];
 	const int64_t nmc = (j->m + MM_MC - 1) / MM_MC;
-	const int64_t units = nmc * ((j->n + MM_NC - 1) / MM_NC);
+	const int64_t units = nmc * ((j->n + j->ncu - 1) / j->ncu);
 
-	(void)tid;
 	(void)nth;
 	/* Quantize X, a row per claim; then wait until all rows are done
 	 * (only threads that claimed a row are waited for). */
@@ -997,14 +997,15 @@ static void mm_matmul_task(int tid, int nth, void *arg)
 
 		if (u >= units)
 			break;
-		int64_t jc = u / nmc * MM_NC, ic = u % nmc * MM_MC;
-		int64_t nc = MM_MIN(MM_NC, j->n - jc);
+		int64_t jc = u / nmc * j->ncu, ic = u % nmc * MM_MC;
+		int64_t nc = MM_MIN(j->ncu, j->n - jc);
 		int64_t mc = MM_MIN(MM_MC, j->m - ic);
 
 		if (gemm) {
 			gemm(j->k, j->W + ic * j->ws, j->ws,
 			     j->xq + jc * j->xs, j->xs,
-			     j->Y + jc * j->m + ic, j->m, mc, nc);
+			     j->Y + jc * j->m + ic, j->m, mc, nc,
+			     j->gscratch + (size_t)tid * MM_GEMM_SCRATCH);
 			continue;
 		}
 		for (int64_t jj = jc; jj < jc + nc; jj++)
@@ -1031,7 +1032,18 @@ void mm_matmul(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	}
 	j.xs = mm_act_row_bytes(t, k);
 	j.xs = (j.xs + 63) & ~(size_t)63;
-	j.xq = mm_ctx_scratch(ctx, j.xs * n);
+	j.xq = mm_ctx_scratch(ctx, j.xs * n + (size_t)mm_pool_threads(ctx->pool) *
+			      MM_GEMM_SCRATCH);
+	j.gscratch = j.xq + j.xs * n;
+	/* A unit is MM_MC W rows x ncu X rows: all of X (each W panel is
+	 * packed once) unless that leaves fewer than ~8 units per thread. */
+	{
+		const int64_t nmc = (m + MM_MC - 1) / MM_MC;
+		const int64_t want = 8 * (int64_t)mm_pool_threads(ctx->pool);
+		const int64_t ncj = nmc >= want ? 1 : (want + nmc - 1) / nmc;
+
+		j.ncu = MM_MAX((n + ncj - 1) / ncj, MM_MIN(n, 16));
+	}
 	mm_pool_run(ctx->pool, mm_matmul_task, &j);
 }
 

@@ -10,8 +10,9 @@
  *   gemv: y[r] = dot(W row r, xq)                 r < nr
  *   gemm: Y[j*ldy + r] = dot(W row r, X row j)     r < mr, j < nc
  *
- * W rows are ws bytes apart, X rows xs bytes apart. A NULL gemm falls back
- * to gemv per X row.
+ * W rows are ws bytes apart, X rows xs bytes apart, mr <= MM_GEMM_MC
+ * (nc is not bounded: the kernel chunks X by MM_GEMM_NC); scratch is MM_GEMM_SCRATCH bytes (64-byte aligned)
+ * owned by the calling thread. A NULL gemm falls back to gemv per X row.
  */
 #ifndef MM_QUANT_KERN_H
 #define MM_QUANT_KERN_H
@@ -22,7 +23,11 @@ typedef void (*mm_gemv_fn)(int64_t k, const void *w, size_t ws,
 			   const void *xq, float *y, int64_t nr);
 typedef void (*mm_gemm_fn)(int64_t k, const void *w, size_t ws,
 			   const void *xq, size_t xs, float *Y, size_t ldy,
-			   int64_t mr, int64_t nc);
+			   int64_t mr, int64_t nc, void *scratch);
+
+#define MM_GEMM_MC 64			/* W rows per gemm call, at most */
+#define MM_GEMM_NC 72			/* X rows per packed chunk */
+#define MM_GEMM_SCRATCH (192 << 10)	/* per-thread gemm scratch bytes */
 
 #define MM_NTYPES 31
 

@@ -377,6 +377,7 @@ static void test_kernels(void)
 			const struct shape shapes[] = {
 				{ 1, be, 2 }, { 5, be, 3 }, { 13, 3 * be, 7 },
 				{ 37, 8 * be, 5 }, { 9, 5 * be, 65 },
+				{ 19, 3 * be, 150 },	/* > one packed X chunk */
 				{ 70, (be == 256 ? 4 : 40) * be, 4 },
 			};
 
