@@ -11,10 +11,14 @@
  * (token_embd when output.weight is absent).
  *
  * Prefill runs n tokens at once (mm_matmul), decode one (mm_matvec);
- * attention runs over (token, head) pairs with mm_parallel_for. K and V
+ * attention runs over (token, KV head) pairs with mm_parallel_for. K and V
  * rows are stored in the cache (F16 or Q8_0) before attention reads them,
  * so a token attends to itself through the cache's precision, as in
- * llama.cpp.
+ * llama.cpp. Each pair serves the query heads of one KV head; with an F16
+ * cache an AVX2 kernel reads K/V in place (4 scores per reduction,
+ * vectorised exp, V summed 8 dimensions at a time), for prefill and
+ * decode alike, so a prompt and the same tokens one by one give the same
+ * bits.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -563,7 +567,12 @@ MMHAL_API int mmhal_model_load(const char *path,
 		m->fused_rows = qd + 2 * m->kv_dim > 2 * f ?
 			qd + 2 * m->kv_dim : 2 * f;
 		m->fused = mm_llama_alloc(m, B * m->fused_rows * sizeof(float));
-		m->scratch_stride = ((size_t)m->n_ctx + 15) & ~(size_t)15;
+		/* per thread: grp score rows of n_ctx, one K/V row, grp
+		 * maxima and sums */
+		size_t grp = m->hp.n_head / m->hp.n_head_kv;
+
+		m->scratch_stride = ((size_t)m->n_ctx * grp + m->hp.head_dim +
+				     2 * grp + 15) & ~(size_t)15;
 		m->kf = mm_llama_alloc(m, (size_t)m->n_ctx * m->kv_dim *
 				       sizeof(float));
 		m->vf = mm_llama_alloc(m, (size_t)m->n_ctx * m->kv_dim *
@@ -626,8 +635,8 @@ MMHAL_API void mmhal_model_free(struct mmhal_model *m)
 	free(m->up);
 	free(m->logits);
 	free(m->scratch);
-	free(m->kf);
 	free(m->fused);
+	free(m->kf);
 	free(m->vf);
 	mm_ctx_destroy(m->ctx);
 	mm_tok_free(m->tok);
@@ -857,9 +866,200 @@ static void mm_f16_row_f16c(const void *src, float *dst, int n)
 	for (; i < n; i++)
 		dst[i] = mm_f16_to_f32(h[i]);
 }
+
+
+/* exp(x) on 8 lanes for x <= 0 (softmax): 2^n * p(r), |r| <= ln2/2,
+ * degree-6 Taylor p (relative error < 2e-7); below -87 it flushes to 0. */
+__attribute__((target("avx2,fma")))
+static inline __m256 mm_exp_neg_avx2(__m256 x)
+{
+	const __m256 lo = _mm256_set1_ps(-87.0f);
+	const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+					 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), x);
+	__m256 p;
+
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-6f), r);
+	p = _mm256_set1_ps(1.0f / 720);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	p = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(
+		_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+	return _mm256_and_ps(p, _mm256_cmp_ps(x, lo, _CMP_GE_OQ));
+}
+
+/*
+ * Decode attention of grp query heads over npos F16 K/V rows of one KV
+ * head (rows rs bytes apart, read in place): scores 4 rows at a time with
+ * one horizontal reduction per 4, a vectorised softmax, and V summed
+ * 8 dimensions at a time over all rows (no stores in the inner loop).
+ * hd is a multiple of 8. sc: grp rows of scs floats.
+ */
+__attribute__((target("avx2,fma,f16c")))
+static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
+			   const uint8_t *v, size_t rs, int npos, float scale,
+			   float *sc, size_t scs, float *o)
+{
+#define MM_KH(t, c) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)	\
+		(k + (size_t)(t) * rs + (size_t)(c) * 2)))
+	for (int g = 0; g < grp; g++) {
+		const float *qg = q + (size_t)g * hd;
+		float *sg = sc + (size_t)g * scs;
+		__m128 mx4 = _mm_set1_ps(-INFINITY);
+		__m256 sum8 = _mm256_setzero_ps();
+		float mx, sum;
+		int t = 0;
+
+		for (; t + 4 <= npos; t += 4) {
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+
+			for (int c = 0; c < hd; c += 8) {
+				const __m256 qv = _mm256_loadu_ps(qg + c);
+
+				a0 = _mm256_fmadd_ps(qv, MM_KH(t, c), a0);
+				a1 = _mm256_fmadd_ps(qv, MM_KH(t + 1, c), a1);
+				a2 = _mm256_fmadd_ps(qv, MM_KH(t + 2, c), a2);
+				a3 = _mm256_fmadd_ps(qv, MM_KH(t + 3, c), a3);
+			}
+			const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1),
+							_mm256_hadd_ps(a2, a3));
+			const __m128 s4 = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(h),
+								_mm256_extractf128_ps(h, 1)),
+						     _mm_set1_ps(scale));
+
+			_mm_storeu_ps(sg + t, s4);
+			mx4 = _mm_max_ps(mx4, s4);
+		}
+		{
+			__m128 m4 = _mm_max_ps(mx4, _mm_movehl_ps(mx4, mx4));
+
+			m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+			mx = t > 0 ? _mm_cvtss_f32(m4) : -INFINITY;
+		}
+		for (; t < npos; t++) {
+			__m256 a0 = _mm256_setzero_ps();
+			__m128 r;
+
+			for (int c = 0; c < hd; c += 8)
+				a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qg + c), MM_KH(t, c), a0);
+			r = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
+			r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+			r = _mm_add_ss(r, _mm_movehdup_ps(r));
+			sg[t] = _mm_cvtss_f32(r) * scale;
+			mx = sg[t] > mx ? sg[t] : mx;
+		}
+		/* softmax: sg = exp(sg - mx), normalised below */
+		t = 0;
+		for (; t + 8 <= npos; t += 8) {
+			const __m256 e = mm_exp_neg_avx2(_mm256_sub_ps(_mm256_loadu_ps(sg + t),
+								       _mm256_set1_ps(mx)));
+
+			_mm256_storeu_ps(sg + t, e);
+			sum8 = _mm256_add_ps(sum8, e);
+		}
+		{
+			float s8[8];
+
+			_mm256_storeu_ps(s8, sum8);
+			sum = ((s8[0] + s8[4]) + (s8[1] + s8[5])) +
+			      ((s8[2] + s8[6]) + (s8[3] + s8[7]));
+		}
+		for (; t < npos; t++) {
+			sg[t] = expf(sg[t] - mx);
+			sum += sg[t];
+		}
+		sum = 1.0f / sum;
+		for (int c = 0; c < hd; c += 8) {
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0;
+
+			for (t = 0; t + 2 <= npos; t += 2) {
+				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t]), _mm256_cvtph_ps(
+					_mm_loadu_si128((const __m128i *)(v + (size_t)t * rs + c * 2))), a0);
+				a1 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t + 1]), _mm256_cvtph_ps(
+					_mm_loadu_si128((const __m128i *)(v + (size_t)(t + 1) * rs + c * 2))), a1);
+			}
+			if (t < npos)
+				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t]), _mm256_cvtph_ps(
+					_mm_loadu_si128((const __m128i *)(v + (size_t)t * rs + c * 2))), a0);
+			_mm256_storeu_ps(o + (size_t)g * hd + c,
+					 _mm256_mul_ps(_mm256_add_ps(a0, a1), _mm256_set1_ps(sum)));
+		}
+	}
+#undef MM_KH
+}
+/* a . b and y += a * x with b, x in f16 (the KV cache, read in place) */
+__attribute__((target("avx2,fma,f16c")))
+static float mm_dot_h_avx2(const float *a, const void *b, int n)
+{
+	const uint16_t *h = b;
+	__m256 s0 = _mm256_setzero_ps(), s1 = s0;
+	__m128 r4;
+	int i;
+	float r;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_cvtph_ps(
+			_mm_loadu_si128((const __m128i *)(h + i))), s0);
+		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_cvtph_ps(
+			_mm_loadu_si128((const __m128i *)(h + i + 8))), s1);
+	}
+	for (; i + 8 <= n; i += 8)
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_cvtph_ps(
+			_mm_loadu_si128((const __m128i *)(h + i))), s0);
+	s0 = _mm256_add_ps(s0, s1);
+	r4 = _mm_add_ps(_mm256_castps256_ps128(s0), _mm256_extractf128_ps(s0, 1));
+	r4 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));
+	r4 = _mm_add_ss(r4, _mm_movehdup_ps(r4));
+	r = _mm_cvtss_f32(r4);
+	for (; i < n; i++)
+		r += a[i] * mm_f16_to_f32(h[i]);
+	return r;
+}
+
+__attribute__((target("avx2,fma,f16c")))
+static void mm_axpy_h_avx2(float *y, float a, const void *x, int n)
+{
+	const uint16_t *h = x;
+	const __m256 va = _mm256_set1_ps(a);
+	int i;
+
+	for (i = 0; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_cvtph_ps(
+			_mm_loadu_si128((const __m128i *)(h + i))),
+			_mm256_loadu_ps(y + i)));
+	for (; i < n; i++)
+		y[i] += a * mm_f16_to_f32(h[i]);
+}
 #endif
 
+static float mm_dot_h_c(const float *a, const void *b, int n)
+{
+	const uint16_t *h = b;
+	float s = 0;
+
+	for (int i = 0; i < n; i++)
+		s += a[i] * mm_f16_to_f32(h[i]);
+	return s;
+}
+
+static void mm_axpy_h_c(float *y, float a, const void *x, int n)
+{
+	const uint16_t *h = x;
+
+	for (int i = 0; i < n; i++)
+		y[i] += a * mm_f16_to_f32(h[i]);
+}
+
 static float (*mm_dot)(const float *, const float *, int) = mm_dot_c;
+static float (*mm_dot_h)(const float *, const void *, int) = mm_dot_h_c;
+static void (*mm_attn_h)(const float *, int, int, const uint8_t *,
+			 const uint8_t *, size_t, int, float, float *, size_t,
+			 float *);
+static void (*mm_axpy_h)(float *, float, const void *, int) = mm_axpy_h_c;
 static void (*mm_axpy)(float *, float, const float *, int) = mm_axpy_c;
 static void (*mm_f16_row)(const void *, float *, int) = mm_f16_row_c;
 
@@ -876,8 +1076,14 @@ static void mm_vec_init(void)
 			mm_axpy = mm_axpy_c;
 		}
 	}
-	if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2"))
+	if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2")) {
 		mm_f16_row = mm_f16_row_f16c;
+		if (mm_dot == mm_dot_avx2) {
+			mm_dot_h = mm_dot_h_avx2;
+			mm_axpy_h = mm_axpy_h_avx2;
+			mm_attn_h = mm_attn_h_avx2;
+		}
+	}
 #endif
 }
 
@@ -929,9 +1135,24 @@ static void mm_proj_multi(struct mmhal_model *m,
 struct mm_attn_job {
 	struct mmhal_model *m;
 	int layer, n;
+	int staged;	/* K/V rows of the layer are in kf/vf */
 };
 
-/* KV rows [begin, end) of a layer to f32 (kf, vf). */
+/* Elements [off, off + n) of a KV cache row to f32. */
+static void mm_kv_row(const struct mmhal_model *m, const uint8_t *row,
+		      int off, float *dst, int n)
+{
+	const enum mm_type t = (enum mm_type)m->kv_type;
+
+	row += mm_row_bytes(t, off);	/* off is a block multiple for Q8_0 */
+	if (m->kv_type == MMHAL_KV_F16)
+		mm_f16_row(row, dst, n);
+	else
+		mm_dequantize_row(t, row, dst, n);
+}
+
+/* KV rows [begin, end) of a layer to f32 (kf, vf): prefill stages them
+ * once, as n tokens then read every row. */
 static void mm_kv_stage_task(int64_t begin, int64_t end, void *arg)
 {
 	struct mm_attn_job *j = arg;
@@ -939,55 +1160,114 @@ static void mm_kv_stage_task(int64_t begin, int64_t end, void *arg)
 	const size_t lo = (size_t)j->layer * m->n_ctx * m->kv_rs;
 
 	for (int64_t t = begin; t < end; t++) {
-		const uint8_t *k = m->kv_k + lo + t * m->kv_rs;
-		const uint8_t *v = m->kv_v + lo + t * m->kv_rs;
-		float *kf = m->kf + t * m->kv_dim, *vf = m->vf + t * m->kv_dim;
-
-		if (m->kv_type == MMHAL_KV_F16) {
-			mm_f16_row(k, kf, m->kv_dim);
-			mm_f16_row(v, vf, m->kv_dim);
-		} else {
-			mm_dequantize_row((enum mm_type)m->kv_type, k, kf,
-					  m->kv_dim);
-			mm_dequantize_row((enum mm_type)m->kv_type, v, vf,
-					  m->kv_dim);
-		}
+		mm_kv_row(m, m->kv_k + lo + t * m->kv_rs, 0,
+			  m->kf + t * m->kv_dim, m->kv_dim);
+		mm_kv_row(m, m->kv_v + lo + t * m->kv_rs, 0,
+			  m->vf + t * m->kv_dim, m->kv_dim);
 	}
 }
 
-/* (token, head) pairs [begin, end): causal softmax(q.K^T * scale) V */
+/* Row t of K (v = 0) or V (v = 1), KV head kvh, as f32: from the staged
+ * copy, or converted into buf straight from the cache (decode). */
+static const float *mm_attn_row(const struct mm_attn_job *j, int v, int t,
+				int kvh, float *buf)
+{
+	const struct mmhal_model *m = j->m;
+	const int hd = m->hp.head_dim;
+
+	if (j->staged)
+		return (v ? m->vf : m->kf) + (size_t)t * m->kv_dim +
+		       (size_t)kvh * hd;
+	mm_kv_row(m, (v ? m->kv_v : m->kv_k) +
+		  ((size_t)j->layer * m->n_ctx + t) * m->kv_rs, kvh * hd, buf,
+		  hd);
+	return buf;
+}
+
+/* F16 cache and a SIMD kernel: attention reads K/V in place, prefill and
+ * decode alike (so both give the same bits). */
+static int mm_attn_fast(const struct mmhal_model *m)
+{
+	return m->kv_type == MMHAL_KV_F16 && mm_attn_h &&
+	       m->hp.head_dim % 8 == 0;
+}
+
+/*
+ * (token, KV head) pairs [begin, end): causal softmax(q.K^T * scale) V for
+ * the grp query heads that share the KV head, so each K and V row is
+ * read (and, in decode, converted) once for all of them.
+ */
 static void mm_attn_task(int64_t begin, int64_t end, void *arg)
 {
 	struct mm_attn_job *j = arg;
 	struct mmhal_model *m = j->m;
-	const int hd = m->hp.head_dim, nh = m->hp.n_head, kvd = m->kv_dim;
-	const int grp = nh / m->hp.n_head_kv;
+	const int hd = m->hp.head_dim, nh = m->hp.n_head, nkv = m->hp.n_head_kv;
+	const int grp = nh / nkv, nctx = m->n_ctx;
 	const float scale = 1.0f / sqrtf((float)hd);
 	int slot = __atomic_fetch_add(&m->slot, 1, __ATOMIC_RELAXED);
 	float *sc = m->scratch + (size_t)slot * m->scratch_stride;
+	float *buf = sc + (size_t)grp * nctx;	/* hd floats */
+	float *mx = buf + hd, *sum = mx + grp;	/* grp floats each */
 
 	for (int64_t it = begin; it < end; it++) {
-		int i = (int)(it / nh), h = (int)(it % nh);
-		int kvh = h / grp, pos = m->n_past + i;
-		const float *q = m->q + (size_t)i * nh * hd + (size_t)h * hd;
-		const float *kf = m->kf + (size_t)kvh * hd;
-		const float *vf = m->vf + (size_t)kvh * hd;
-		float *o = m->att + (size_t)i * nh * hd + (size_t)h * hd;
-		float mx = -INFINITY, sum = 0;
+		const int i = (int)(it / nkv), kvh = (int)(it % nkv);
+		const int pos = m->n_past + i;
+		const float *q = m->q + (size_t)i * nh * hd + (size_t)kvh * grp * hd;
+		float *o = m->att + (size_t)i * nh * hd + (size_t)kvh * grp * hd;
+		/* decode with an F16 cache: K/V read in place, converted in
+		 * the dot/axpy (h16 = this layer's K rows at head kvh) */
+		const size_t hoff = (size_t)j->layer * m->n_ctx * m->kv_rs +
+				    (size_t)kvh * hd * 2;
+		const uint8_t *h16 = !j->staged && m->kv_type == MMHAL_KV_F16 ?
+				     m->kv_k + hoff : NULL;	/* in place */
+		const uint8_t *v16 = h16 ? m->kv_v + hoff : NULL;
 
-		for (int t = 0; t <= pos; t++) {
-			sc[t] = mm_dot(q, kf + (size_t)t * kvd, hd) * scale;
-			if (sc[t] > mx)
-				mx = sc[t];
+		if (h16 && mm_attn_fast(m)) {
+			mm_attn_h(q, grp, hd, h16, v16, m->kv_rs, pos + 1, scale,
+				  sc, nctx, o);
+			continue;
 		}
+		for (int g = 0; g < grp; g++)
+			mx[g] = -INFINITY;
 		for (int t = 0; t <= pos; t++) {
-			sc[t] = expf(sc[t] - mx);
-			sum += sc[t];
+			const void *kh = h16 ? h16 + (size_t)t * m->kv_rs : NULL;
+			const float *kr = kh ? NULL : mm_attn_row(j, 0, t, kvh, buf);
+
+			for (int g = 0; g < grp; g++) {
+				const float *qg = q + (size_t)g * hd;
+				float s = (kh ? mm_dot_h(qg, kh, hd) :
+					   mm_dot(qg, kr, hd)) * scale;
+
+				sc[(size_t)g * nctx + t] = s;
+				if (s > mx[g])
+					mx[g] = s;
+			}
 		}
-		memset(o, 0, hd * sizeof(float));
-		sum = 1.0f / sum;
-		for (int t = 0; t <= pos; t++)
-			mm_axpy(o, sc[t] * sum, vf + (size_t)t * kvd, hd);
+		for (int g = 0; g < grp; g++) {
+			float *sg = sc + (size_t)g * nctx;
+
+			sum[g] = 0;
+			for (int t = 0; t <= pos; t++) {
+				sg[t] = expf(sg[t] - mx[g]);
+				sum[g] += sg[t];
+			}
+			sum[g] = 1.0f / sum[g];
+		}
+		memset(o, 0, (size_t)grp * hd * sizeof(float));
+		for (int t = 0; t <= pos; t++) {
+			const void *vh = v16 ? v16 + (size_t)t * m->kv_rs : NULL;
+			const float *vr = vh ? NULL : mm_attn_row(j, 1, t, kvh, buf);
+
+			for (int g = 0; g < grp; g++) {
+				float *og = o + (size_t)g * hd;
+				const float a = sc[(size_t)g * nctx + t] * sum[g];
+
+				if (vh)
+					mm_axpy_h(og, a, vh, hd);
+				else
+					mm_axpy(og, a, vr, hd);
+			}
+		}
 	}
 }
 
@@ -1031,18 +1311,20 @@ static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 					m->v + (size_t)i * kvd,
 					m->kv_v + lo + (size_t)pos * m->kv_rs, kvd);
 		}
-		/* small attention (decode at short context): on this thread,
-		 * saving two pool wake-ups per layer */
+		/* An F16 cache is read in place by the SIMD kernel. Else
+		 * prefill stages the layer's K/V rows to f32 once (all n
+		 * tokens read each) and decode converts each row where it is
+		 * used. Tiny attention runs on this thread (no wake-up). */
 		m->slot = 0;
-		if (attn_work < (1 << 18)) {
-			mm_kv_stage_task(0, m->n_past + n, &aj);
-			mm_attn_task(0, (int64_t)n * hp->n_head, &aj);
-		} else {
+		aj.staged = n > 1 && !mm_attn_fast(m);
+		if (aj.staged)
 			mm_parallel_for(m->ctx, m->n_past + n, mm_kv_stage_task,
 					&aj);
-			mm_parallel_for(m->ctx, (int64_t)n * hp->n_head,
+		if (attn_work < (1 << 14))
+			mm_attn_task(0, (int64_t)n * hp->n_head_kv, &aj);
+		else
+			mm_parallel_for(m->ctx, (int64_t)n * hp->n_head_kv,
 					mm_attn_task, &aj);
-		}
 		mm_proj(m, &L->o, m->att, m->xn, n);
 		for (size_t i = 0; i < (size_t)n * e; i++)
 			m->x[i] += m->xn[i];

@@ -65,8 +65,8 @@ struct mmhal_model {
 	int has_logits;
 	float *fused;		/* n_batch x fused_rows: merged projections */
 	int64_t fused_rows;
-	float *kf, *vf;		/* one layer's K/V cache rows in f32 */
-	float *scratch;		/* per worker: n_ctx scores */
+	float *kf, *vf;		/* prefill: one layer's K/V cache rows in f32 */
+	float *scratch;		/* per worker: attention scores, a K/V row */
 	size_t scratch_stride;
 	int n_threads;
 	int slot;		/* next scratch slot of a parallel run */

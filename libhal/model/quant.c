@@ -913,7 +913,7 @@ static inline int64_t mm_claim(int64_t *next)
 	return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
 }
 
-#define MM_CHUNK_BYTES (32 << 10)	/* W bytes per matvec unit */
+#define MM_CHUNK_BYTES (128 << 10)	/* W bytes per matvec unit */
 
 static void mm_matvec_task(int tid, int nth, void *arg)
 {
