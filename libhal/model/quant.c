@@ -913,22 +913,32 @@ static inline int64_t mm_claim(int64_t *next)
 	return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
 }
 
-#define MM_CHUNK_BYTES (128 << 10)	/* W bytes per matvec unit */
+#define MM_CHUNK_BYTES (16 << 10)	/* least W bytes per matvec unit */
 
+/*
+ * Guided claiming: a unit is 1/(2 nth) of the rows still unclaimed (a
+ * multiple of 4, at least j->chunk), so early units are long streams and
+ * the last ones are short: the caller waits at most ~16 KiB of work for
+ * the slowest thread at the end.
+ */
 static void mm_matvec_task(int tid, int nth, void *arg)
 {
 	struct mm_job *j = arg;
 	const mm_gemv_fn gemv = j->kern->gemv[j->t];
 
 	(void)tid;
-	(void)nth;
 	for (;;) {
-		int64_t r0 = mm_claim(&j->next) * j->chunk;
+		int64_t r0 = __atomic_load_n(&j->next, __ATOMIC_RELAXED), n;
 
-		if (r0 >= j->m)
-			break;
-		gemv(j->k, j->W + r0 * j->ws, j->ws, j->xq, j->Y + r0,
-		     MM_MIN(j->chunk, j->m - r0));
+		do {
+			if (r0 >= j->m)
+				return;
+			n = ((j->m - r0) / (2 * nth)) & ~(int64_t)3;
+			n = MM_MIN(MM_MAX(n, j->chunk), j->m - r0);
+		} while (!__atomic_compare_exchange_n(&j->next, &r0, r0 + n, 1,
+						      __ATOMIC_RELAXED,
+						      __ATOMIC_RELAXED));
+		gemv(j->k, j->W + r0 * j->ws, j->ws, j->xq, j->Y + r0, n);
 	}
 }
 
@@ -955,11 +965,12 @@ void mm_matvec(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	j.xs = mm_act_row_bytes(t, k);
 	j.xq = mm_ctx_scratch(ctx, j.xs);
 	mm_quantize_act(t, x, j.xq, k);
-	/* ~32 KiB of W per unit, a multiple of 4 rows (the SIMD kernels
-	 * do 4 rows at a time), at least ~4 units per thread. */
+	/* The smallest unit: ~16 KiB of W, a multiple of 4 rows (the
+	 * SIMD kernels do 4 rows at a time), at most 1/4 of a thread's
+	 * share. */
 	c = MM_MAX(4, (int64_t)(MM_CHUNK_BYTES / j.ws)) & ~(int64_t)3;
 	c = MM_MIN(c, ((m + 4 * nth - 1) / (4 * nth) + 3) & ~(int64_t)3);
-	j.chunk = MM_MAX(4, c);
+	j.chunk = MM_MAX(4, c);	/* the smallest unit */
 	if (nth == 1 || m <= j.chunk) {
 		j.kern->gemv[t](k, j.W, j.ws, j.xq, y, m);
 		return;
