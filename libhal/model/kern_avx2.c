@@ -162,11 +162,15 @@ static void mm_avx2_gemv_bf16(int64_t k, const void *w, size_t ws,
 #ifndef MM_PF_HINT
 #define MM_PF_HINT _MM_HINT_T1
 #endif
-/* the group after this one (rows are ws apart: contiguous), in step with
- * block i: 4 rows x 1 block */
+#ifndef MM_PF_GROUPS
+#define MM_PF_GROUPS 1	/* prefetch distance in 4-row groups (0: none) */
+#endif
+/* the group MM_PF_GROUPS after this one (rows are ws apart: contiguous),
+ * in step with block i: 4 rows x 1 block */
 #define MM_PF_NEXT(next, i, bs) do {					\
-	const char *pf_ = (const char *)(next) + (i) * 4 * (bs);		\
-	for (size_t o_ = 0; o_ < 4 * (bs); o_ += 64)			\
+	const char *pf_ = (const char *)(next) + (i) * 4 * (bs) +	\
+		(MM_PF_GROUPS - 1) * 4 * ws;				\
+	for (size_t o_ = 0; MM_PF_GROUPS && o_ < 4 * (bs); o_ += 64)	\
 		_mm_prefetch(pf_ + o_, MM_PF_HINT);			\
 } while (0)
 
