@@ -175,9 +175,72 @@ static inline int mm_nearest_int(float fval)
 #define MM_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MM_GROUP_MAX_EPS 1e-15f
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/*
+ * AVX2 Q8_0 block quantizer, bit-identical to the scalar one (the same
+ * amax, d, 1/d and products; roundf's half-away-from-zero done as
+ * trunc + (|frac| >= 0.5 ? sign : 0)). Activations are quantized by this
+ * on every matvec, where 32 roundf calls per block were ~5% of decode.
+ */
+__attribute__((target("avx2")))
+static void mm_quantize_q8_0_avx2(const float *x, struct mm_block_q8_0 *y,
+				  int64_t n)
+{
+	const __m256 sign = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(0.5f);
+	const __m256 one = _mm256_set1_ps(1.0f);
+
+	for (int64_t i = 0; i < n / MM_QK; i++, x += MM_QK) {
+		__m256 v[4], m;
+		__m128 m4;
+		__m256i q[4];
+
+		for (int j = 0; j < 4; j++)
+			v[j] = _mm256_loadu_ps(x + 8 * j);
+		m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]),
+						_mm256_andnot_ps(sign, v[1])),
+				  _mm256_max_ps(_mm256_andnot_ps(sign, v[2]),
+						_mm256_andnot_ps(sign, v[3])));
+		m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+
+		const float amax = _mm_cvtss_f32(m4);
+		const float d = amax / 127.0f;
+		const float id = d ? 1.0f / d : 0.0f;
+		const __m256 vid = _mm256_set1_ps(id);
+
+		y[i].d = mm_f32_to_f16(d);
+		for (int j = 0; j < 4; j++) {
+			const __m256 p = _mm256_mul_ps(v[j], vid);
+			const __m256 t = _mm256_round_ps(p, _MM_FROUND_TO_ZERO |
+							    _MM_FROUND_NO_EXC);
+			const __m256 f = _mm256_andnot_ps(sign, _mm256_sub_ps(p, t));
+			const __m256 up = _mm256_and_ps(_mm256_cmp_ps(f, half, _CMP_GE_OQ),
+							_mm256_or_ps(one, _mm256_and_ps(sign, p)));
+
+			q[j] = _mm256_cvttps_epi32(_mm256_add_ps(t, up));
+		}
+		/* s32 -> s8 in element order (packs work per 128-bit lane) */
+		const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
+						     _mm256_packs_epi32(q[2], q[3]));
+
+		_mm256_storeu_si256((__m256i *)y[i].qs, _mm256_permutevar8x32_epi32(
+			w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+	}
+}
+#endif
+
 static void mm_quantize_q8_0(const float *x, struct mm_block_q8_0 *y,
 			     int64_t n)
 {
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx2")) {
+		mm_quantize_q8_0_avx2(x, y, n);
+		return;
+	}
+#endif
 	for (int64_t i = 0; i < n / MM_QK; i++, x += MM_QK) {
 		float amax = 0.0f;
 

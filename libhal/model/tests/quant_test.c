@@ -456,12 +456,49 @@ static void test_env(void)
 	ok(good, "MMHAL_KERNELS forces a set, rejects unknown; default = online CPUs");
 }
 
+/* Q8_0 quantization (SIMD where the CPU has it) against a plain roundf
+ * version written here, bit for bit, with exact .5 ties and zero blocks. */
+static void test_q8_0_bits(void)
+{
+	const int n = 32 * 64;
+	float *x = malloc(sizeof(float) * n);
+	struct mm_block_q8_0 *y = malloc(sizeof(*y) * (n / 32));
+	int bad = -1;
+
+	fill(x, n);
+	for (int b = 0; b < 8; b++)	/* ties: amax 127 -> id 1, k + 0.5 */
+		for (int j = 0; j < 32; j++)
+			x[b * 32 + j] = j == 0 ? 127.0f :
+					(float)((int)(frand() * 125)) + (frand() < 0 ? -0.5f : 0.5f);
+	for (int j = 0; j < 32; j++)
+		x[8 * 32 + j] = 0;
+	mm_quantize_row(MM_TYPE_Q8_0, x, y, n);
+	for (int b = 0; b < n / 32 && bad < 0; b++) {
+		float amax = 0;
+
+		for (int j = 0; j < 32; j++)
+			amax = fmaxf(amax, fabsf(x[b * 32 + j]));
+		const float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+
+		if (y[b].d != mm_f32_to_f16(d))
+			bad = b;
+		for (int j = 0; j < 32; j++)
+			if (y[b].qs[j] != (int8_t)roundf(x[b * 32 + j] * id))
+				bad = b;
+	}
+	ok(bad < 0, "q8_0 quantize (kernel) == roundf reference bit for bit, ties and zeros (first bad block %d)",
+	   bad);
+	free(x);
+	free(y);
+}
+
 int main(void)
 {
 	test_type_table();
 	test_f16_bf16();
 	test_golden();
 	test_roundtrip();
+	test_q8_0_bits();
 	test_pool();
 	test_env();
 	test_kernels();
