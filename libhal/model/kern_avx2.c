@@ -335,9 +335,11 @@ static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
 
 struct mm_pk {
 	int16_t w[MM_GEMM_MC / 8][MM_PK_KB][16][8][2];
-	float wd[MM_GEMM_MC / 8][MM_PK_KB][8];
+	float wd[MM_GEMM_MC / 8][MM_PK_KB][8];	/* scale per row, block */
+	float wm[MM_GEMM_MC / 8][MM_PK_KB][8];	/* Q4_K: min per row, block */
 	int16_t x[MM_GEMM_NC][MM_PK_KB][MM_QK];
-	float xd[MM_GEMM_NC][MM_PK_KB];
+	float xd[MM_GEMM_NC][MM_PK_KB];		/* dx */
+	float xs[MM_GEMM_NC][MM_PK_KB];		/* dx * sum(x) of the block */
 };
 _Static_assert(sizeof(struct mm_pk) <= MM_GEMM_SCRATCH, "gemm scratch");
 _Static_assert(MM_GEMM_MC % (8 * MM_PK_RG) == 0, "row groups per tile");
@@ -372,33 +374,83 @@ static inline void mm_tr8x8(const __m256i r[8], __m256i *out)
 	}
 }
 
-/* One W block widened: lo = elements 0-15, hi = 16-31; returns d. */
-static inline float mm_pk_wblock(int q4, const uint8_t *blk, __m256i *lo,
-				 __m256i *hi)
+/*
+ * 32-element block sb of a W row (for the K-quants, sub-block sb % 8 of
+ * super-block sb / 8) widened to s16: lo = elements 0-15, hi = 16-31, so
+ * that w = d * value - m. Q6_K folds its 16-element int8 scales into the
+ * values (|sc * (q - 32)| <= 4064: pair sums of products still fit s32).
+ */
+static inline void mm_pk_wblock(enum mm_type t, const uint8_t *row,
+				int64_t sb, __m256i *lo, __m256i *hi,
+				float *d, float *m)
 {
-	uint16_t d;
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
 
-	memcpy(&d, blk, 2);
-	if (q4) {
-		const __m128i q = _mm_loadu_si128((const __m128i *)(blk + 2));
-		const __m128i m = _mm_set1_epi8(0x0F), e = _mm_set1_epi8(8);
+	*m = 0;
+	switch (t) {
+	case MM_TYPE_Q8_0: {
+		const struct mm_block_q8_0 *b = (const void *)row;
 
-		*lo = _mm256_cvtepi8_epi16(_mm_sub_epi8(_mm_and_si128(q, m), e));
-		*hi = _mm256_cvtepi8_epi16(_mm_sub_epi8(
-			_mm_and_si128(_mm_srli_epi16(q, 4), m), e));
-	} else {
-		*lo = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 2)));
-		*hi = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 18)));
+		*lo = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b[sb].qs));
+		*hi = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b[sb].qs + 16)));
+		*d = mm_h2f(b[sb].d);
+		break;
 	}
-	return mm_h2f(d);
+	case MM_TYPE_Q4_0: {
+		const struct mm_block_q4_0 *b = (const void *)row;
+		const __m128i q = _mm_loadu_si128((const __m128i *)b[sb].qs);
+		const __m128i mk = _mm_set1_epi8(0x0F), e = _mm_set1_epi8(8);
+
+		*lo = _mm256_cvtepi8_epi16(_mm_sub_epi8(_mm_and_si128(q, mk), e));
+		*hi = _mm256_cvtepi8_epi16(_mm_sub_epi8(
+			_mm_and_si128(_mm_srli_epi16(q, 4), mk), e));
+		*d = mm_h2f(b[sb].d);
+		break;
+	}
+	case MM_TYPE_Q4_K: {
+		const struct mm_block_q4_k *b = (const struct mm_block_q4_k *)row + sb / 8;
+		const int j = (int)(sb % 8);
+		const __m256i q = _mm256_loadu_si256((const __m256i *)(b->qs + (j / 2) * 32));
+		const __m256i v = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(q, 4) : q, m4);
+		uint8_t sc, mn;
+
+		mm_q4k_scale_min(j, b->scales, &sc, &mn);
+		*lo = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(v));
+		*hi = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(v, 1));
+		*d = mm_h2f(b->d) * sc;
+		*m = mm_h2f(b->dmin) * mn;
+		break;
+	}
+	case MM_TYPE_Q6_K: {
+		const struct mm_block_q6_k *b = (const struct mm_block_q6_k *)row + sb / 8;
+		const int j = (int)(sb % 8), h = j / 4, jj = j % 4;
+		const __m256i l = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + (jj & 1) * 32));
+		const __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
+		const __m256i low = _mm256_and_si256(jj < 2 ? l : _mm256_srli_epi16(l, 4), m4);
+		const __m256i high = _mm256_and_si256(
+			_mm256_slli_epi16(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * jj)), 4),
+			_mm256_set1_epi8(0x30));
+		const __m256i v = _mm256_sub_epi8(_mm256_or_si256(low, high),
+						  _mm256_set1_epi8(32));
+		const int8_t *sc = b->scales + 8 * h + 2 * jj;
+
+		*lo = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)),
+					 _mm256_set1_epi16(sc[0]));
+		*hi = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)),
+					 _mm256_set1_epi16(sc[1]));
+		*d = mm_h2f(b->d);
+		break;
+	}
+	default:
+		*lo = *hi = _mm256_setzero_si256();
+		*d = 0;
+		break;
+	}
 }
 
-static void mm_pk_pack_w(struct mm_pk *pk, int q4, const uint8_t *w,
+static void mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w,
 			 size_t ws, int mr, int64_t b0, int kb)
 {
-	const size_t bsz = q4 ? sizeof(struct mm_block_q4_0) :
-				sizeof(struct mm_block_q8_0);
-
 	const int ng = (mr + 8 * MM_PK_RG - 1) / (8 * MM_PK_RG) * MM_PK_RG;
 
 	for (int g = 0; g < ng; g++) {
@@ -409,11 +461,12 @@ static void mm_pk_pack_w(struct mm_pk *pk, int q4, const uint8_t *w,
 				const int row = g * 8 + r;
 
 				if (row < mr) {
-					pk->wd[g][b][r] = mm_pk_wblock(q4,
-						w + row * ws + (b0 + b) * bsz, lo + r, hi + r);
+					mm_pk_wblock(t, w + row * ws, b0 + b, lo + r, hi + r,
+						     &pk->wd[g][b][r], &pk->wm[g][b][r]);
 				} else {
 					lo[r] = hi[r] = _mm256_setzero_si256();
 					pk->wd[g][b][r] = 0;
+					pk->wm[g][b][r] = 0;
 				}
 			}
 			mm_tr8x8(lo, (__m256i *)pk->w[g][b][0]);
@@ -422,22 +475,38 @@ static void mm_pk_pack_w(struct mm_pk *pk, int q4, const uint8_t *w,
 	}
 }
 
-static void mm_pk_pack_x(struct mm_pk *pk, const uint8_t *xq, size_t xs,
-			 int nc, int64_t b0, int kb)
+/* X rows: Q8_0 (Q8_0/Q4_0 weights) or Q8_K (K-quants), widened per
+ * 32-element block with its dx (and dx * sum for Q4_K's mins). */
+static void mm_pk_pack_x(struct mm_pk *pk, int q8k, const uint8_t *xq,
+			 size_t xs, int nc, int64_t b0, int kb)
 {
 	for (int c = 0; c < nc; c++) {
-		const struct mm_block_q8_0 *xb =
-			(const void *)(xq + c * xs);
-
 		for (int b = 0; b < kb; b++) {
-			const int8_t *q = xb[b0 + b].qs;
+			const int64_t sb = b0 + b;
 			__m256i *o = (__m256i *)pk->x[c][b];
+			const int8_t *q;
 
+			if (q8k) {
+				const struct mm_block_q8_k *xb =
+					(const struct mm_block_q8_k *)(xq + c * xs) + sb / 8;
+				const int j = (int)(sb % 8);
+
+				q = xb->qs + 32 * j;
+				pk->xd[c][b] = xb->d;
+				pk->xs[c][b] = xb->d * (float)(xb->bsums[2 * j] +
+							       xb->bsums[2 * j + 1]);
+			} else {
+				const struct mm_block_q8_0 *xb =
+					(const struct mm_block_q8_0 *)(xq + c * xs) + sb;
+
+				q = xb->qs;
+				pk->xd[c][b] = mm_h2f(xb->d);
+				pk->xs[c][b] = 0;
+			}
 			_mm256_store_si256(o, _mm256_cvtepi8_epi16(
 				_mm_loadu_si128((const __m128i *)q)));
 			_mm256_store_si256(o + 1, _mm256_cvtepi8_epi16(
 				_mm_loadu_si128((const __m128i *)(q + 16))));
-			pk->xd[c][b] = mm_h2f(xb[b0 + b].d);
 		}
 	}
 }
@@ -457,10 +526,10 @@ static inline __m256i mm_bcast32(const int16_t *p)
  */
 static inline void mm_pk_tile(const struct mm_pk *pk, int g, int c0,
 			      int ncol, int mr, int kb, float *Y,
-			      size_t ldy, int add)
+			      size_t ldy, int add, const int mins)
 {
 	const int16_t *xp[MM_PK_NT];
-	const float *xd[MM_PK_NT];
+	const float *xd[MM_PK_NT], *xsum[MM_PK_NT];
 	__m256 f[MM_PK_RG][MM_PK_NT];
 
 #pragma GCC unroll 8
@@ -469,6 +538,7 @@ static inline void mm_pk_tile(const struct mm_pk *pk, int g, int c0,
 
 		xp[c] = pk->x[i][0];
 		xd[c] = pk->xd[i];
+		xsum[c] = pk->xs[i];
 #pragma GCC unroll 2
 		for (int h = 0; h < MM_PK_RG; h++)
 			f[h][c] = _mm256_setzero_ps();
@@ -509,6 +579,14 @@ static inline void mm_pk_tile(const struct mm_pk *pk, int g, int c0,
 				f[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[h][c]),
 					_mm256_mul_ps(dw, _mm256_set1_ps(xd[c][b])),
 					f[h][c]);
+			if (mins) {	/* - m[r] * dx * sum(x) */
+				const __m256 wm = _mm256_load_ps(pk->wm[g + h][b]);
+
+#pragma GCC unroll 8
+				for (int c = 0; c < MM_PK_NT; c++)
+					f[h][c] = _mm256_fnmadd_ps(wm,
+						_mm256_set1_ps(xsum[c][b]), f[h][c]);
+			}
 		}
 	}
 	for (int h = 0; h < MM_PK_RG; h++) {
@@ -530,44 +608,53 @@ static inline void mm_pk_tile(const struct mm_pk *pk, int g, int c0,
 	}
 }
 
-static void mm_avx2_gemm_pk(int q4, int64_t k, const uint8_t *w, size_t ws,
-			    const uint8_t *xq, size_t xs, float *Y, size_t ldy,
-			    int mr, int nc, void *scratch)
+static inline void mm_avx2_gemm_pk(enum mm_type t, int64_t k,
+				   const uint8_t *w, size_t ws,
+				   const uint8_t *xq, size_t xs, float *Y,
+				   size_t ldy, int mr, int nc, void *scratch,
+				   const int mins)
 {
 	struct mm_pk *pk = scratch;
 	const int64_t nb = k / MM_QK;
+	const int q8k = t == MM_TYPE_Q4_K || t == MM_TYPE_Q6_K;
 
-	for (int64_t b0 = 0; b0 < nb; b0 += MM_PK_KB) {
-		const int kb = (int)(nb - b0 < MM_PK_KB ? nb - b0 : MM_PK_KB);
+	/* panels of equal size, at most MM_PK_KB blocks (k = 576: 9 + 9,
+	 * not 16 + 2) */
+	const int64_t npan = (nb + MM_PK_KB - 1) / MM_PK_KB;
+	const int64_t pkb = (nb + npan - 1) / npan;
+
+	for (int64_t b0 = 0; b0 < nb; b0 += pkb) {
+		const int kb = (int)(nb - b0 < pkb ? nb - b0 : pkb);
 
 		/* W panel packed once, used by every X chunk */
-		mm_pk_pack_w(pk, q4, w, ws, mr, b0, kb);
+		mm_pk_pack_w(pk, t, w, ws, mr, b0, kb);
 		for (int j0 = 0; j0 < nc; j0 += MM_GEMM_NC) {
 			const int nj = nc - j0 < MM_GEMM_NC ? nc - j0 : MM_GEMM_NC;
 
-			mm_pk_pack_x(pk, xq + (size_t)j0 * xs, xs, nj, b0, kb);
+			mm_pk_pack_x(pk, q8k, xq + (size_t)j0 * xs, xs, nj, b0, kb);
 			for (int g = 0; g < (mr + 7) / 8; g += MM_PK_RG)
 				for (int c0 = 0; c0 < nj; c0 += MM_PK_NT)
 					mm_pk_tile(pk, g, c0,
 						   nj - c0 < MM_PK_NT ? nj - c0 : MM_PK_NT,
-						   mr, kb, Y + (size_t)j0 * ldy, ldy, b0 > 0);
+						   mr, kb, Y + (size_t)j0 * ldy, ldy,
+						   b0 > 0, mins);
 		}
 	}
 }
 
-static void mm_avx2_gemm_q8_0(int64_t k, const void *w, size_t ws,
-			      const void *xq, size_t xs, float *Y, size_t ldy,
-			      int64_t mr, int64_t nc, void *scratch)
-{
-	mm_avx2_gemm_pk(0, k, w, ws, xq, xs, Y, ldy, (int)mr, (int)nc, scratch);
+#define MM_DEF_GEMM(name, type, mins)					\
+static void name(int64_t k, const void *w, size_t ws, const void *xq,	\
+		 size_t xs, float *Y, size_t ldy, int64_t mr, int64_t nc,	\
+		 void *scratch)						\
+{									\
+	mm_avx2_gemm_pk(type, k, w, ws, xq, xs, Y, ldy, (int)mr, (int)nc,	\
+			scratch, mins);					\
 }
 
-static void mm_avx2_gemm_q4_0(int64_t k, const void *w, size_t ws,
-			      const void *xq, size_t xs, float *Y, size_t ldy,
-			      int64_t mr, int64_t nc, void *scratch)
-{
-	mm_avx2_gemm_pk(1, k, w, ws, xq, xs, Y, ldy, (int)mr, (int)nc, scratch);
-}
+MM_DEF_GEMM(mm_avx2_gemm_q8_0, MM_TYPE_Q8_0, 0)
+MM_DEF_GEMM(mm_avx2_gemm_q4_0, MM_TYPE_Q4_0, 0)
+MM_DEF_GEMM(mm_avx2_gemm_q4_k, MM_TYPE_Q4_K, 1)
+MM_DEF_GEMM(mm_avx2_gemm_q6_k, MM_TYPE_Q6_K, 0)
 
 /* ---- Q4_K x Q8_K ------------------------------------------------------ */
 
@@ -722,5 +809,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 	.gemm = {
 		[MM_TYPE_Q8_0] = mm_avx2_gemm_q8_0,
 		[MM_TYPE_Q4_0] = mm_avx2_gemm_q4_0,
+		[MM_TYPE_Q4_K] = mm_avx2_gemm_q4_k,
+		[MM_TYPE_Q6_K] = mm_avx2_gemm_q6_k,
 	},
 };
