@@ -1526,6 +1526,41 @@ static struct mmedge_qb *mmedge_chan_take_done(struct mmedge_file *mf, u32 id,
 }
 
 /*
+ * After DQBUF's copy to userspace: the frame is released, or, if the copy
+ * failed (-EFAULT), put back at the head of its channel's done list, so
+ * the next DQBUF returns it. Gone with its channel or the instance, it is
+ * released.
+ */
+static void mmedge_dqbuf_finish(struct mmedge_file *mf,
+				struct mmedge_ioctl_ctx *ctx, bool copied)
+{
+	struct mmedge_dev *mdev = mf->mdev;
+	struct mmedge_engine *eng = &mdev->eng;
+	struct mmedge_qb *qb = ctx->finish_obj;
+	struct mmedge_chan *ch;
+
+	if (!copied) {
+		down_read(&mdev->lock);
+		if (mdev->alive) {
+			mutex_lock(&eng->lock);
+			ch = mmedge_chan_find_own(mf, ctx->finish_id);
+			if (ch) {
+				list_add(&qb->node, &ch->done);
+				qb = NULL;
+			}
+			mutex_unlock(&eng->lock);
+		}
+		up_read(&mdev->lock);
+		if (!qb) {
+			atomic_inc(&mf->done_events);
+			wake_up_interruptible(&eng->done_wq);
+			return;
+		}
+	}
+	mmedge_qb_free(qb, copied ? 0 : -ECANCELED);
+}
+
+/*
  * MMEDGE_IOC_DQBUF: dequeue the oldest filled buffer (feed, copy: finished
  * job) of a channel of this file, with its sequence number and
  * timestamps, and for a feed the CRC-32 of what the sink read.
@@ -1538,6 +1573,8 @@ static struct mmedge_qb *mmedge_chan_take_done(struct mmedge_file *mf, u32 id,
  *  -ETIMEDOUT: nothing filled within timeout_ms.
  *  -ERESTARTSYS: a signal arrived.
  *  -ENODEV:    the instance went away while waiting.
+ *  -EFAULT:    the result could not be written; the frame stays first in
+ *		line for the next DQBUF.
  */
 int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 		       struct mmedge_ioctl_ctx *ctx)
@@ -1581,7 +1618,10 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 	d->ts = qb->ts;
 	d->dropped = qb->dropped;
 	d->checksum = qb->len && !qb->src ? qb->crc : 0;
-	mmedge_qb_free(qb, 0);
+	/* Released once the result reached userspace (mmedge_dqbuf_finish). */
+	ctx->finish = mmedge_dqbuf_finish;
+	ctx->finish_obj = qb;
+	ctx->finish_id = d->chan;
 	return 0;
 }
 

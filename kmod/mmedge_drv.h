@@ -91,10 +91,20 @@ struct mmedge_file {
  * @install_file: a file to install as @install_fd once the result has
  *	reached userspace (house rule: an fd becomes visible only then).
  * @install_fd: the reserved fd number.
+ * @finish: called once the result was copied to userspace (@copied true)
+ *	or could not be (false), so that a handler that hands something over
+ *	(a dequeued frame) can keep it until then and take it back on
+ *	-EFAULT instead of losing it.
+ * @finish_obj: what @finish hands over.
+ * @finish_id: the id it belongs to (a channel).
  */
 struct mmedge_ioctl_ctx {
 	struct file *install_file;
 	int install_fd;
+	void (*finish)(struct mmedge_file *mf, struct mmedge_ioctl_ctx *ctx,
+		       bool copied);
+	void *finish_obj;
+	u32 finish_id;
 };
 
 static inline struct mmedge_dev *to_mmedge_dev(struct device *dev)

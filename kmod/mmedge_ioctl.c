@@ -143,9 +143,13 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 			put_unused_fd(ctx.install_fd);
 			fput(ctx.install_file);
 		}
+		if (ctx.finish)
+			ctx.finish(mf, &ctx, false);
 		return -EFAULT;
 	}
 	if (ctx.install_file)
 		fd_install(ctx.install_fd, ctx.install_file);
+	if (ctx.finish)
+		ctx.finish(mf, &ctx, true);
 	return 0;
 }

@@ -867,6 +867,60 @@ TEST_F(chan, poll_and_dequeue_modes)
 	sbuf_free(&b);
 }
 
+/*
+ * A DQBUF whose result cannot be written (-EFAULT) loses nothing: the
+ * frame stays first in line, poll() still reports it, and the next DQBUF
+ * returns it with the same cookie and sequence.
+ */
+TEST_F(chan, dqbuf_efault_keeps_frame)
+{
+	struct mmedge_src_config src = camera(MMEDGE_FMT_GREY, 64, 48, 30);
+	struct mmedge_chan_create c;
+	struct mmedge_dqbuf d, *ro;
+	struct sbuf b[2];
+	long pg = sysconf(_SC_PAGESIZE);
+	__u64 seq;
+	int id;
+
+	id = chan_new(self->fd, &src, &c);
+	ASSERT_LT(0, id);
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(0, sbuf_alloc(self->fd, chan_buf_size(&c), &b[i]));
+	ASSERT_EQ(0, qbuf(self->fd, id, b[0].fd, 0, 11, NULL));
+	ASSERT_EQ(0, qbuf(self->fd, id, b[1].fd, 0, 12, NULL));
+	ASSERT_EQ(1, poll_in(self->fd, 2000));
+
+	/* The request readable, the result not writable. */
+	ro = mmap(NULL, pg, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	memset(ro, 0, sizeof(*ro));
+	ro->chan = id;
+	ro->timeout_ms = 2000;
+	ASSERT_EQ(0, mprotect(ro, pg, PROT_READ));
+	EXPECT_EQ(-EFAULT, xioctl(self->fd, MMEDGE_IOC_DQBUF, ro));
+	EXPECT_EQ(-EFAULT, xioctl(self->fd, MMEDGE_IOC_DQBUF, ro));
+
+	EXPECT_EQ(1, poll_in(self->fd, 0));
+	ASSERT_EQ(0, dqbuf(self->fd, id, MMEDGE_DQBUF_NONBLOCK, 0, &d));
+	EXPECT_EQ(11, d.cookie);
+	seq = d.sequence;
+	ASSERT_EQ(0, dqbuf(self->fd, id, 0, 2000, &d));
+	EXPECT_EQ(12, d.cookie);
+	EXPECT_EQ(seq + 1, d.sequence);
+
+	/* Taken back into a destroyed channel: released, not leaked. */
+	ASSERT_EQ(0, qbuf(self->fd, id, b[0].fd, 0, 13, NULL));
+	ASSERT_EQ(1, poll_in(self->fd, 2000));
+	EXPECT_EQ(-EFAULT, xioctl(self->fd, MMEDGE_IOC_DQBUF, ro));
+	EXPECT_EQ(0, chan_destroy(self->fd, id));
+	EXPECT_EQ(-ENOENT, dqbuf(self->fd, id, MMEDGE_DQBUF_NONBLOCK, 0, &d));
+
+	munmap(ro, pg);
+	for (int i = 0; i < 2; i++)
+		sbuf_free(&b[i]);
+}
+
 /* poll() on one file does not see another file's frames. */
 TEST_F(chan, poll_other_file)
 {
