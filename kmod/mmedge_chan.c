@@ -239,6 +239,7 @@ static void mmedge_chan_info_fill(const struct mmedge_chan *ch,
 	ci->id = ch->id;
 	strscpy(ci->name, ch->name, sizeof(ci->name));
 	ci->src_type = ch->src.type;
+	ci->dir = ch->dir;
 	ci->weight = ch->arb.weight;
 	ci->class = ch->arb.class;
 	ci->cap = ch->arb.cap;
@@ -898,7 +899,7 @@ static void mmedge_chan_destroy(struct mmedge_chan *ch)
 	lockdep_assert_held(&eng->lock);
 
 	mmedge_nl_chan_event(eng->mdev, MMEDGE_CMD_CHAN_DEL, ch->id, ch->name,
-			     ch->src.type);
+			     ch->src.type, ch->dir);
 	hrtimer_cancel(&ch->timer);
 	mmedge_arb_remove(&eng->arb, &ch->arb);
 	list_del(&ch->node);
@@ -1070,7 +1071,7 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	c->meta_offset = ch->meta_offset;
 	strscpy(c->name, ch->name, sizeof(c->name));
 	mmedge_nl_chan_event(eng->mdev, MMEDGE_CMD_CHAN_NEW, ch->id, ch->name,
-			     ch->src.type);
+			     ch->src.type, ch->dir);
 	return 0;
 }
 

@@ -44,6 +44,7 @@ struct mmedge_chan_info {
 	u32 id;
 	char name[MMEDGE_NAME_LEN];
 	u32 src_type;
+	u32 dir;
 	u32 weight;
 	u32 class;
 	u64 cap;

@@ -264,11 +264,11 @@ static int mmedge_debugfs_channels_show(struct seq_file *m, void *unused)
 	ci = kzalloc(sizeof(*ci), GFP_KERNEL);
 	if (!ci)
 		return -ENOMEM;
-	seq_puts(m, "id name src weight class cap bytes segments frames dropped errors bw_ewma wait_hist\n");
+	seq_puts(m, "id name dir src weight class cap bytes segments frames dropped errors bw_ewma wait_hist\n");
 	for (pos = 0; !mmedge_engine_chan_info(&mdev->eng, pos, 0, NULL, ci);
 	     pos++) {
-		seq_printf(m, "%u %s %u %u %u %llu %llu %llu %llu %llu %llu %llu",
-			   ci->id, ci->name, ci->src_type, ci->weight,
+		seq_printf(m, "%u %s %u %u %u %u %llu %llu %llu %llu %llu %llu %llu",
+			   ci->id, ci->name, ci->dir, ci->src_type, ci->weight,
 			   ci->class, ci->cap, ci->bytes, ci->segments,
 			   ci->frames, ci->dropped, ci->errors, ci->bw);
 		for (b = 0; b < MMEDGE_WAIT_BUCKETS; b++)

@@ -74,6 +74,7 @@ static int mmedge_nl_put_chan(struct sk_buff *skb, u32 dev_index,
 	    nla_put_u32(skb, MMEDGE_A_CHAN_ID, ci->id) ||
 	    nla_put_string(skb, MMEDGE_A_CHAN_NAME, ci->name) ||
 	    nla_put_u32(skb, MMEDGE_A_CHAN_SRC_TYPE, ci->src_type) ||
+	    nla_put_u32(skb, MMEDGE_A_CHAN_DIR, ci->dir) ||
 	    nla_put_u32(skb, MMEDGE_A_CHAN_WEIGHT, ci->weight) ||
 	    nla_put_u32(skb, MMEDGE_A_CHAN_CLASS, ci->class) ||
 	    nla_put_u64_64bit(skb, MMEDGE_A_CHAN_CAP, ci->cap, MMEDGE_A_PAD))
@@ -471,7 +472,7 @@ static void mmedge_nl_event_send(struct sk_buff *skb, void *hdr, int err)
 }
 
 void mmedge_nl_chan_event(struct mmedge_dev *mdev, u8 cmd, u32 id,
-			  const char *name, u32 src_type)
+			  const char *name, u32 src_type, u32 dir)
 {
 	struct sk_buff *skb;
 	void *hdr;
@@ -483,7 +484,8 @@ void mmedge_nl_chan_event(struct mmedge_dev *mdev, u8 cmd, u32 id,
 			     nla_put_u32(skb, MMEDGE_A_DEV_INDEX, mdev->id) ||
 			     nla_put_u32(skb, MMEDGE_A_CHAN_ID, id) ||
 			     nla_put_string(skb, MMEDGE_A_CHAN_NAME, name) ||
-			     nla_put_u32(skb, MMEDGE_A_CHAN_SRC_TYPE, src_type));
+			     nla_put_u32(skb, MMEDGE_A_CHAN_SRC_TYPE, src_type) ||
+			     nla_put_u32(skb, MMEDGE_A_CHAN_DIR, dir));
 }
 
 void mmedge_nl_chan_changed(struct mmedge_dev *mdev,

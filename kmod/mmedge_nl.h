@@ -13,7 +13,7 @@ struct mmedge_chan_info;
 int mmedge_nl_init(void);
 void mmedge_nl_exit(void);
 void mmedge_nl_chan_event(struct mmedge_dev *mdev, u8 cmd, u32 id,
-			  const char *name, u32 src_type);
+			  const char *name, u32 src_type, u32 dir);
 void mmedge_nl_chan_changed(struct mmedge_dev *mdev,
 			    const struct mmedge_chan_info *ci, u32 old_weight,
 			    bool adaptive);

@@ -124,8 +124,12 @@ void mmctl_chan_json(struct json_writer *jw, const struct mmctl_dev_info *dev,
 	json_kv_u64(jw, "dev_index", c->dev_index);
 	json_kv_u64(jw, "id", c->id);
 	json_kv_string(jw, "name", c->name);
-	json_kv_string(jw, "source", mmctl_src_name(c->src_type, buf,
-						     sizeof(buf)));
+	json_kv_string(jw, "dir", mmctl_dir_name(c->dir, buf, sizeof(buf)));
+	json_key(jw, "source");		/* a capture channel's source */
+	if (c->dir == MMEDGE_CHAN_CAPTURE)
+		json_string(jw, mmctl_src_name(c->src_type, buf, sizeof(buf)));
+	else
+		json_null(jw);
 	json_kv_u64(jw, "weight", c->weight);
 	json_kv_string(jw, "class", mmctl_class_name(c->class, buf,
 						      sizeof(buf)));
@@ -166,9 +170,13 @@ static void mmctl_chan_text(const struct mmctl_dev_info *dev,
 		mmctl_fmt_rate(c->cap, cap, sizeof(cap));
 	else
 		snprintf(cap, sizeof(cap), "none");
-	printf("%s: id %u dev %s source %s weight %u class %s cap %s\n",
+	/* capture: "source camera"; feed, copy: "dir feed" */
+	printf("%s: id %u dev %s %s %s weight %u class %s cap %s\n",
 	       c->name, c->id, dev->name,
-	       mmctl_src_name(c->src_type, src, sizeof(src)), c->weight,
+	       c->dir == MMEDGE_CHAN_CAPTURE ? "source" : "dir",
+	       c->dir == MMEDGE_CHAN_CAPTURE ?
+	       mmctl_src_name(c->src_type, src, sizeof(src)) :
+	       mmctl_dir_name(c->dir, src, sizeof(src)), c->weight,
 	       mmctl_class_name(c->class, cls, sizeof(cls)), cap);
 	printf("    rate %s bytes %" PRIu64 " frames %" PRIu64 " dropped %"
 	       PRIu64 " errors %" PRIu64 " wait_p99 %s\n",

@@ -57,10 +57,13 @@ static void mmctl_event_text(const char *dev, const struct mmctl_event *ev)
 	switch (ev->cmd) {
 	case MMEDGE_CMD_CHAN_NEW:
 	case MMEDGE_CMD_CHAN_DEL:
-		printf("[chan %s] %s %s id %u source %s\n",
+		printf("[chan %s] %s %s id %u %s %s\n",
 		       ev->cmd == MMEDGE_CMD_CHAN_NEW ? "new" : "del", dev,
 		       ev->chan_name, ev->chan_id,
-		       mmctl_src_name(ev->src_type, src, sizeof(src)));
+		       ev->dir == MMEDGE_CHAN_CAPTURE ? "source" : "dir",
+		       ev->dir == MMEDGE_CHAN_CAPTURE ?
+		       mmctl_src_name(ev->src_type, src, sizeof(src)) :
+		       mmctl_dir_name(ev->dir, src, sizeof(src)));
 		break;
 	case MMEDGE_CMD_CHAN_CHANGED:
 		if (ev->cap)
@@ -107,8 +110,14 @@ static void mmctl_event_json(struct mmctl_ctx *ctx, const char *dev,
 	switch (ev->cmd) {
 	case MMEDGE_CMD_CHAN_NEW:
 	case MMEDGE_CMD_CHAN_DEL:
-		json_kv_string(jw, "source", mmctl_src_name(ev->src_type, buf,
-							     sizeof(buf)));
+		json_kv_string(jw, "dir", mmctl_dir_name(ev->dir, buf,
+							  sizeof(buf)));
+		json_key(jw, "source");
+		if (ev->dir == MMEDGE_CHAN_CAPTURE)
+			json_string(jw, mmctl_src_name(ev->src_type, buf,
+						       sizeof(buf)));
+		else
+			json_null(jw);
 		break;
 	case MMEDGE_CMD_CHAN_CHANGED:
 		json_kv_u64(jw, "weight", ev->weight);

@@ -34,6 +34,7 @@ static struct nla_policy mmctl_nl_policy[MMEDGE_A_MAX + 1] = {
 	[MMEDGE_A_CHAN_ID] = { .type = NLA_U32 },
 	[MMEDGE_A_CHAN_NAME] = { .type = NLA_STRING },
 	[MMEDGE_A_CHAN_SRC_TYPE] = { .type = NLA_U32 },
+	[MMEDGE_A_CHAN_DIR] = { .type = NLA_U32 },
 	[MMEDGE_A_CHAN_WEIGHT] = { .type = NLA_U32 },
 	[MMEDGE_A_CHAN_CLASS] = { .type = NLA_U32 },
 	[MMEDGE_A_CHAN_CAP] = { .type = NLA_U64 },
@@ -432,6 +433,8 @@ static int mmctl_nl_fill_chan(struct nlattr **tb, struct mmctl_chan_info *c)
 	c->id = mmctl_nl_u32(tb[MMEDGE_A_CHAN_ID]);
 	mmctl_nl_str(tb[MMEDGE_A_CHAN_NAME], c->name, sizeof(c->name));
 	c->src_type = mmctl_nl_u32(tb[MMEDGE_A_CHAN_SRC_TYPE]);
+	/* absent (an older module): capture was the only direction */
+	c->dir = mmctl_nl_u32(tb[MMEDGE_A_CHAN_DIR]);
 	c->weight = mmctl_nl_u32(tb[MMEDGE_A_CHAN_WEIGHT]);
 	c->class = mmctl_nl_u32(tb[MMEDGE_A_CHAN_CLASS]);
 	c->cap = mmctl_nl_u64(tb[MMEDGE_A_CHAN_CAP]);
@@ -657,6 +660,7 @@ static int mmctl_nl_event_cb(struct nl_msg *msg, void *arg)
 	mmctl_nl_str(tb[MMEDGE_A_CHAN_NAME], ev.chan_name,
 		     sizeof(ev.chan_name));
 	ev.src_type = mmctl_nl_u32(tb[MMEDGE_A_CHAN_SRC_TYPE]);
+	ev.dir = mmctl_nl_u32(tb[MMEDGE_A_CHAN_DIR]);
 	ev.weight = mmctl_nl_u32(tb[MMEDGE_A_CHAN_WEIGHT]);
 	ev.old_weight = mmctl_nl_u32(tb[MMEDGE_A_EVENT_OLD_WEIGHT]);
 	ev.class = mmctl_nl_u32(tb[MMEDGE_A_CHAN_CLASS]);
@@ -715,6 +719,20 @@ const char *mmctl_src_name(uint32_t type, char *buf, size_t len)
 		return "imu";
 	}
 	snprintf(buf, len, "src%u", type);
+	return buf;
+}
+
+const char *mmctl_dir_name(uint32_t dir, char *buf, size_t len)
+{
+	switch (dir) {
+	case MMEDGE_CHAN_CAPTURE:
+		return "capture";
+	case MMEDGE_CHAN_FEED:
+		return "feed";
+	case MMEDGE_CHAN_COPY:
+		return "copy";
+	}
+	snprintf(buf, len, "dir%u", dir);
 	return buf;
 }
 

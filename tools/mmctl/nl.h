@@ -37,7 +37,8 @@ struct mmctl_chan_info {
 	uint32_t dev_index;
 	uint32_t id;
 	char name[MMEDGE_NAME_LEN];
-	uint32_t src_type;
+	uint32_t src_type;		/* capture channels */
+	uint32_t dir;			/* MMEDGE_CHAN_* */
 	uint32_t weight;
 	uint32_t class;
 	uint64_t cap;
@@ -121,6 +122,7 @@ struct mmctl_event {
 	char chan_name[MMEDGE_NAME_LEN];
 	bool has_chan;
 	uint32_t src_type;
+	uint32_t dir;
 	uint32_t weight, old_weight, class;
 	uint64_t cap;
 	bool adaptive;
@@ -145,6 +147,8 @@ int mmctl_nl_fd(const struct mmctl_nl *nl);
 
 /* "camera", "mic", "imu", or "src<N>". */
 const char *mmctl_src_name(uint32_t type, char *buf, size_t len);
+/* "capture", "feed", "copy" (MMEDGE_CHAN_*), else "dirN" in buf. */
+const char *mmctl_dir_name(uint32_t dir, char *buf, size_t len);
 /* "best-effort", "latency", or "class<N>". */
 const char *mmctl_class_name(uint32_t class, char *buf, size_t len);
 

@@ -163,6 +163,44 @@ run -j -p chan show mic0
 want_rc 0; py 'assert len(d) == 1 and d[0]["name"] == "mic0" and d[0]["source"] == "mic", d'
 result "-j chan show NAME shows one channel"
 
+# A feed and a copy channel (ioctl from Python: libhal has no API for
+# them yet) show their direction instead of a capture source.
+mkfifo "$tmp/hold"
+python3 -c '
+import fcntl, os, struct, sys
+fd = os.open("/dev/mmedge0", os.O_RDWR)
+fmt = "<II8IIIQIIIIII16s2Q"			# struct mmedge_chan_create
+req = (3 << 30) | (struct.calcsize(fmt) << 16) | (0xE7 << 8) | 0x06
+for d in (1, 2):				# MMEDGE_CHAN_FEED, _COPY
+    fcntl.ioctl(fd, req, bytearray(struct.pack(fmt, d, *[0] * 18, b"", 0, 0)))
+print("ready", flush=True)
+sys.stdin.read()				# until the fifo closes
+' <"$tmp/hold" >"$tmp/hold.out" 2>&1 &
+hold_pid=$!
+exec 9>"$tmp/hold"
+for _ in $(seq 300); do
+	grep -q ready "$tmp/hold.out" 2>/dev/null && break
+	kill -0 "$hold_pid" 2>/dev/null || break
+	sleep 0.1
+done
+grep -q ready "$tmp/hold.out" || fail "channel helper: $(cat "$tmp/hold.out")"
+run chan show
+want_rc 0
+out_has '^feed[0-9]*: id [0-9]* dev mmedge0 dir feed weight 100'
+out_has '^copy[0-9]*: id [0-9]* dev mmedge0 dir copy weight 100'
+out_has '^camera0: .*source camera'
+run -j chan show
+py '
+k = {c["name"]: c for c in d}
+f = [c for c in d if c["dir"] == "feed"]
+assert len(f) == 1 and f[0]["source"] is None, d
+assert len([c for c in d if c["dir"] == "copy"]) == 1, d
+assert k["camera0"]["dir"] == "capture" and k["camera0"]["source"] == "camera", d
+'
+exec 9>&-
+wait "$hold_pid"
+result "chan show: feed and copy channels by direction, capture ones by source"
+
 run chan show nosuch
 want_rc 1; out_empty; err_has 'chan show nosuch: no such channel'; err_has 'mmctl chan show'
 result "chan show of a missing channel: exit 1, kernel's message and a hint"

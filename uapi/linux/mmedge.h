@@ -809,7 +809,7 @@ enum mmedge_nl_attr {
 	MMEDGE_A_DEV_NR_CHANS,		/* u32 */
 	MMEDGE_A_CHAN_ID,		/* u32 */
 	MMEDGE_A_CHAN_NAME,		/* string */
-	MMEDGE_A_CHAN_SRC_TYPE,		/* u32, MMEDGE_SRC_* */
+	MMEDGE_A_CHAN_SRC_TYPE,		/* u32, MMEDGE_SRC_* (capture) */
 	MMEDGE_A_CHAN_WEIGHT,		/* u32 */
 	MMEDGE_A_CHAN_CLASS,		/* u32, MMEDGE_CLASS_* */
 	MMEDGE_A_CHAN_CAP,		/* u64, bytes/s */
@@ -822,6 +822,7 @@ enum mmedge_nl_attr {
 	MMEDGE_A_EVENT_ADAPTIVE,	/* flag */
 	MMEDGE_A_EVENT_DROPPED,		/* u64 */
 	MMEDGE_A_EVENT_STALL_NS,	/* u64 */
+	MMEDGE_A_CHAN_DIR,		/* u32, MMEDGE_CHAN_CAPTURE/FEED/COPY */
 
 	__MMEDGE_A_MAX,
 	MMEDGE_A_MAX = __MMEDGE_A_MAX - 1
