@@ -708,42 +708,49 @@ int mmctl_nl_events(struct mmctl_nl *nl,
 	return ret < 0 ? mmctl_nl_errno(ret) : 0;
 }
 
+/* names[v] if set, else PREFIXv in buf */
+static const char *mmctl_enum_name(const char *const *names, size_t n,
+				   uint32_t v, const char *prefix, char *buf,
+				   size_t len)
+{
+	if (v < n && names[v])
+		return names[v];
+	snprintf(buf, len, "%s%u", prefix, v);
+	return buf;
+}
+
+#define MMCTL_ENUM_NAME(names, v, prefix, buf, len) \
+	mmctl_enum_name(names, sizeof(names) / sizeof(names[0]), v, prefix, \
+			buf, len)
+
 const char *mmctl_src_name(uint32_t type, char *buf, size_t len)
 {
-	switch (type) {
-	case MMEDGE_SRC_CAMERA:
-		return "camera";
-	case MMEDGE_SRC_MIC:
-		return "mic";
-	case MMEDGE_SRC_IMU:
-		return "imu";
-	}
-	snprintf(buf, len, "src%u", type);
-	return buf;
+	static const char *const names[] = {
+		[MMEDGE_SRC_CAMERA] = "camera",
+		[MMEDGE_SRC_MIC] = "mic",
+		[MMEDGE_SRC_IMU] = "imu",
+	};
+
+	return MMCTL_ENUM_NAME(names, type, "src", buf, len);
 }
 
 const char *mmctl_dir_name(uint32_t dir, char *buf, size_t len)
 {
-	switch (dir) {
-	case MMEDGE_CHAN_CAPTURE:
-		return "capture";
-	case MMEDGE_CHAN_FEED:
-		return "feed";
-	case MMEDGE_CHAN_COPY:
-		return "copy";
-	}
-	snprintf(buf, len, "dir%u", dir);
-	return buf;
+	static const char *const names[] = {
+		[MMEDGE_CHAN_CAPTURE] = "capture",
+		[MMEDGE_CHAN_FEED] = "feed",
+		[MMEDGE_CHAN_COPY] = "copy",
+	};
+
+	return MMCTL_ENUM_NAME(names, dir, "dir", buf, len);
 }
 
 const char *mmctl_class_name(uint32_t class, char *buf, size_t len)
 {
-	switch (class) {
-	case MMEDGE_CLASS_BEST_EFFORT:
-		return "best-effort";
-	case MMEDGE_CLASS_LATENCY:
-		return "latency";
-	}
-	snprintf(buf, len, "class%u", class);
-	return buf;
+	static const char *const names[] = {
+		[MMEDGE_CLASS_BEST_EFFORT] = "best-effort",
+		[MMEDGE_CLASS_LATENCY] = "latency",
+	};
+
+	return MMCTL_ENUM_NAME(names, class, "class", buf, len);
 }
