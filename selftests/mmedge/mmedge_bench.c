@@ -46,6 +46,7 @@
 #include <linux/videodev2.h>
 
 #include <xf86drm.h>
+#include "mmedge_util.h"
 
 #define SZ_4K		(4ULL << 10)
 #define SZ_1M		(1ULL << 20)
@@ -53,24 +54,6 @@
 #define MAX_REPEAT	101
 
 static int repeats = 9;
-
-static int xioctl(int fd, unsigned long cmd, void *arg)
-{
-	int ret;
-
-	do {
-		ret = ioctl(fd, cmd, arg);
-	} while (ret < 0 && errno == EINTR);
-	return ret < 0 ? -errno : ret;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -150,29 +133,6 @@ static int64_t measure_alloc(int dev, int anon, size_t len, uint32_t flags,
 		v[i] = t;
 	}
 	return median(v, n);
-}
-
-static int open_vgem(void)
-{
-	char path[32];
-	int i, fd;
-
-	for (i = 0; i < 16; i++) {
-		drmVersionPtr v;
-		int match;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		v = drmGetVersion(fd);
-		match = v && v->name && !strcmp(v->name, "vgem");
-		drmFreeVersion(v);
-		if (match)
-			return fd;
-		close(fd);
-	}
-	return -1;
 }
 
 /* Median ns of a START+END pair of ranged syncs; @synced gets the bytes. */

@@ -49,6 +49,7 @@
 #include <drm_mode.h>
 
 #include "../kselftest_harness.h"
+#include "mmedge_util.h"
 
 #define DEVPATH		"/dev/mmedge0"
 #define SZ_4K		(4UL << 10)
@@ -122,26 +123,6 @@ struct buf_release_newer {
 	__u64 extra[8];
 };
 
-static int xioctl(int fd, unsigned long cmd, void *arg)
-{
-	int ret;
-
-	do {
-		ret = ioctl(fd, cmd, arg);
-	} while (ret < 0 && errno == EINTR);
-	return ret < 0 ? -errno : ret;
-}
-
-static size_t page_size(void)
-{
-	return (size_t)sysconf(_SC_PAGESIZE);
-}
-
-static size_t round_page(size_t n)
-{
-	return (n + page_size() - 1) & ~(page_size() - 1);
-}
-
 static int open_dev(void)
 {
 	return open(DEVPATH, O_RDWR | O_CLOEXEC);
@@ -185,13 +166,6 @@ static void sync_req(struct mmedge_buf_sync *s, int dmabuf, __u32 flags,
 	s->flags = flags;
 	s->offset = offset;
 	s->len = len;
-}
-
-static int dmabuf_sync(int dmabuf, __u64 flags)
-{
-	struct dma_buf_sync s = { .flags = flags };
-
-	return xioctl(dmabuf, DMA_BUF_IOCTL_SYNC, &s);
 }
 
 static int buf_import(int fd, int dmabuf, struct mmedge_buf_import *imp)
@@ -291,29 +265,6 @@ static int has_buffers(int fd, struct mmedge_caps *caps, const char **why)
 /*
  * vgem: a DRM driver with no hardware, found by name among the card nodes.
  */
-static int open_vgem(void)
-{
-	char path[32];
-	int i, fd;
-
-	for (i = 0; i < 16; i++) {
-		drmVersionPtr v;
-		int match;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		v = drmGetVersion(fd);
-		match = v && v->name && !strcmp(v->name, "vgem");
-		drmFreeVersion(v);
-		if (match)
-			return fd;
-		close(fd);
-	}
-	return -1;
-}
-
 static int vgem_create_dumb(int vgem, __u32 width, __u32 height,
 			    struct drm_mode_create_dumb *cd)
 {
@@ -356,23 +307,6 @@ static int vgem_mmap(int vgem, __u32 handle, size_t size, void **out)
 struct buf_counters {
 	long long buffers, buffer_bytes, imports, mem_used;
 };
-
-static int read_ll(const char *path, long long *v)
-{
-	char buf[32];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	*v = atoll(buf);
-	return 0;
-}
 
 static int read_counters(struct buf_counters *c)
 {

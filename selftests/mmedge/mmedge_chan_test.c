@@ -50,6 +50,7 @@
 
 #include "../kselftest_harness.h"
 #include "mmedge_src_pattern.h"
+#include "mmedge_util.h"
 
 #define DEVPATH		"/dev/mmedge0"
 #define STATS_DIR	"/sys/class/mmedge/mmedge0/stats/"
@@ -80,24 +81,6 @@ struct dqbuf_newer {
 	__u64 extra[8];
 };
 
-static int xioctl(int fd, unsigned long cmd, void *arg)
-{
-	int ret;
-
-	do {
-		ret = ioctl(fd, cmd, arg);
-	} while (ret < 0 && errno == EINTR);
-	return ret < 0 ? -errno : ret;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
-}
-
 static void sleep_ms(unsigned int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * NSEC_PER_MSEC };
@@ -109,23 +92,6 @@ static void sleep_ms(unsigned int ms)
 static int open_dev(void)
 {
 	return open(DEVPATH, O_RDWR | O_CLOEXEC);
-}
-
-static int read_ll(const char *path, long long *v)
-{
-	char buf[32];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	*v = atoll(buf);
-	return 0;
 }
 
 /* Live buffers and imports of the instance, for leak checks. */
@@ -197,13 +163,6 @@ static int chan_new(int fd, const struct mmedge_src_config *src,
 	return ret ? ret : (int)c.id;
 }
 
-static int chan_destroy(int fd, __u32 id)
-{
-	struct mmedge_chan_destroy d = { .id = id };
-
-	return xioctl(fd, MMEDGE_IOC_CHAN_DESTROY, &d);
-}
-
 static int chan_config(int fd, __u32 id, __u32 set, __u32 weight,
 		       __u32 class, __u64 cap, struct mmedge_chan_config *out)
 {
@@ -216,13 +175,6 @@ static int chan_config(int fd, __u32 id, __u32 set, __u32 weight,
 	if (out)
 		*out = c;
 	return ret;
-}
-
-static int chan_stats(int fd, __u32 id, struct mmedge_chan_stats *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->id = id;
-	return xioctl(fd, MMEDGE_IOC_CHAN_STATS, st);
 }
 
 static int qbuf(int fd, __u32 chan, int dmabuf, __u32 flags, __u64 cookie,
@@ -238,93 +190,13 @@ static int qbuf(int fd, __u32 chan, int dmabuf, __u32 flags, __u64 cookie,
 	return ret;
 }
 
-static int dqbuf(int fd, __u32 chan, __u32 flags, __u32 timeout_ms,
-		 struct mmedge_dqbuf *d)
-{
-	memset(d, 0, sizeof(*d));
-	d->chan = chan;
-	d->flags = flags;
-	d->timeout_ms = timeout_ms;
-	return xioctl(fd, MMEDGE_IOC_DQBUF, d);
-}
-
-static int bus_get(int fd, __u64 *bw)
-{
-	struct mmedge_bus_config b = { 0 };
-	int ret = xioctl(fd, MMEDGE_IOC_BUS_CONFIG, &b);
-
-	*bw = b.bandwidth;
-	return ret;
-}
-
-static int bus_set(int fd, __u64 bw)
-{
-	struct mmedge_bus_config b = { .set = 1, .bandwidth = bw };
-
-	return xioctl(fd, MMEDGE_IOC_BUS_CONFIG, &b);
-}
-
 /* ---- buffers ------------------------------------------------------ */
 
-struct sbuf {
-	int fd;		/* dma-buf */
-	uint8_t *map;
-	size_t size;
-};
-
-static size_t round_page(size_t n)
-{
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-
-	return (n + pg - 1) & ~(pg - 1);
-}
-
 /* An mmedge buffer of @size bytes, mapped; 0 or -errno. */
-static int sbuf_alloc(int dev, size_t size, struct sbuf *b)
-{
-	struct mmedge_buf_alloc a;
-	int ret;
-
-	memset(&a, 0, sizeof(a));
-	a.size = size;
-	a.fd_flags = O_RDWR | O_CLOEXEC;
-	ret = xioctl(dev, MMEDGE_IOC_BUF_ALLOC, &a);
-	if (ret)
-		return ret;
-	b->fd = a.fd;
-	b->size = a.alloc_size;
-	b->map = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, a.fd,
-		      0);
-	if (b->map == MAP_FAILED) {
-		ret = -errno;
-		close(a.fd);
-		b->fd = -1;
-		return ret;
-	}
-	return 0;
-}
-
-static void sbuf_free(struct sbuf *b)
-{
-	if (b->map && b->map != MAP_FAILED)
-		munmap(b->map, b->size);
-	if (b->fd >= 0)
-		close(b->fd);
-	b->map = NULL;
-	b->fd = -1;
-}
-
 /* Bytes a queued buffer needs on channel @c. */
 static size_t chan_buf_size(const struct mmedge_chan_create *c)
 {
 	return round_page(c->meta_offset + sizeof(struct mmedge_frame_meta));
-}
-
-static int dmabuf_sync(int dmabuf, __u64 flags)
-{
-	struct dma_buf_sync s = { .flags = flags };
-
-	return xioctl(dmabuf, DMA_BUF_IOCTL_SYNC, &s);
 }
 
 /* 1 if @fd polls readable within @ms, 0 if not, -errno. */
@@ -1520,29 +1392,6 @@ TEST_F(chan, fences)
 
 	EXPECT_EQ(0, chan_destroy(self->fd, id));
 	sbuf_free(&b);
-}
-
-static int open_vgem(void)
-{
-	char path[32];
-	int i, fd;
-
-	for (i = 0; i < 16; i++) {
-		drmVersionPtr v;
-		int match;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		v = drmGetVersion(fd);
-		match = v && v->name && !strcmp(v->name, "vgem");
-		drmFreeVersion(v);
-		if (match)
-			return fd;
-		close(fd);
-	}
-	return -1;
 }
 
 /*

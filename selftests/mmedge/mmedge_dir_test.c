@@ -42,6 +42,7 @@
 #include <linux/mmedge.h>
 
 #include "../kselftest_harness.h"
+#include "mmedge_util.h"
 
 #define DEVPATH		"/dev/mmedge0"
 #define NSEC_PER_SEC	1000000000ULL
@@ -58,24 +59,6 @@ struct dma_buf_export_sync_file {
 #define DMA_BUF_IOCTL_EXPORT_SYNC_FILE \
 	_IOWR(DMA_BUF_BASE, 2, struct dma_buf_export_sync_file)
 #endif
-
-static int xioctl(int fd, unsigned long cmd, void *arg)
-{
-	int ret;
-
-	do {
-		ret = ioctl(fd, cmd, arg);
-	} while (ret < 0 && errno == EINTR);
-	return ret < 0 ? -errno : ret;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
-}
 
 /* The zlib / IEEE 802.3 CRC-32: crc32(0, buf, len) of zlib. */
 static uint32_t crc32_ieee(const uint8_t *p, size_t len)
@@ -119,20 +102,6 @@ static int chan_make(int fd, __u32 dir, __u32 weight,
 	return ret ? ret : (int)c.id;
 }
 
-static int chan_destroy(int fd, __u32 id)
-{
-	struct mmedge_chan_destroy d = { .id = id };
-
-	return xioctl(fd, MMEDGE_IOC_CHAN_DESTROY, &d);
-}
-
-static int chan_stats(int fd, __u32 id, struct mmedge_chan_stats *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->id = id;
-	return xioctl(fd, MMEDGE_IOC_CHAN_STATS, st);
-}
-
 /* Queues a job; @src < 0 means no MMEDGE_QBUF_SRC. */
 static int qjob(int fd, __u32 chan, int dst, int src, __u32 bytesused,
 		__u32 flags, __u64 cookie, int *fence_fd)
@@ -151,80 +120,6 @@ static int qjob(int fd, __u32 chan, int dst, int src, __u32 bytesused,
 	if (fence_fd)
 		*fence_fd = ret ? -1 : q.fence_fd;
 	return ret;
-}
-
-static int dqbuf(int fd, __u32 chan, __u32 flags, __u32 timeout_ms,
-		 struct mmedge_dqbuf *d)
-{
-	memset(d, 0, sizeof(*d));
-	d->chan = chan;
-	d->flags = flags;
-	d->timeout_ms = timeout_ms;
-	return xioctl(fd, MMEDGE_IOC_DQBUF, d);
-}
-
-static int bus_get(int fd, __u64 *bw)
-{
-	struct mmedge_bus_config b = { 0 };
-	int ret = xioctl(fd, MMEDGE_IOC_BUS_CONFIG, &b);
-
-	*bw = b.bandwidth;
-	return ret;
-}
-
-static int bus_set(int fd, __u64 bw)
-{
-	struct mmedge_bus_config b = { .set = 1, .bandwidth = bw };
-
-	return xioctl(fd, MMEDGE_IOC_BUS_CONFIG, &b);
-}
-
-struct sbuf {
-	int fd;		/* dma-buf */
-	uint8_t *map;
-	size_t size;
-};
-
-static int sbuf_alloc(int dev, size_t size, struct sbuf *b)
-{
-	struct mmedge_buf_alloc a;
-	int ret;
-
-	memset(&a, 0, sizeof(a));
-	a.size = size;
-	a.fd_flags = O_RDWR | O_CLOEXEC;
-	ret = xioctl(dev, MMEDGE_IOC_BUF_ALLOC, &a);
-	if (ret)
-		return ret;
-	b->fd = a.fd;
-	b->size = a.alloc_size;
-	b->map = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, a.fd,
-		      0);
-	if (b->map == MAP_FAILED) {
-		ret = -errno;
-		close(a.fd);
-		b->fd = -1;
-		b->map = NULL;
-		return ret;
-	}
-	return 0;
-}
-
-static void sbuf_free(struct sbuf *b)
-{
-	if (b->map)
-		munmap(b->map, b->size);
-	if (b->fd >= 0)
-		close(b->fd);
-	b->map = NULL;
-	b->fd = -1;
-}
-
-static int dmabuf_sync(int dmabuf, __u64 flags)
-{
-	struct dma_buf_sync s = { .flags = flags };
-
-	return xioctl(dmabuf, DMA_BUF_IOCTL_SYNC, &s);
 }
 
 /* Fills @b with pattern @seed inside a CPU-write bracket. */

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mmedge_util.h - helpers shared by the mmedge kselftests and the
+ * benchmark: EINTR-safe ioctl, clocks, shared buffers, channel and bus
+ * ioctls, vgem. Each returns 0 or a value on success and -errno on
+ * failure, like the kernel.
+ */
+#ifndef MMEDGE_UTIL_H
+#define MMEDGE_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/dma-buf.h>
+#include <linux/mmedge.h>
+
+static inline int xioctl(int fd, unsigned long cmd, void *arg)
+{
+	int ret;
+
+	do {
+		ret = ioctl(fd, cmd, arg);
+	} while (ret < 0 && errno == EINTR);
+	return ret < 0 ? -errno : ret;
+}
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline size_t page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static inline size_t round_page(size_t n)
+{
+	return (n + page_size() - 1) & ~(page_size() - 1);
+}
+
+/* A whole-buffer DMA_BUF_IOCTL_SYNC. */
+static inline int dmabuf_sync(int dmabuf, __u64 flags)
+{
+	struct dma_buf_sync s = { .flags = flags };
+
+	return xioctl(dmabuf, DMA_BUF_IOCTL_SYNC, &s);
+}
+
+/* A decimal from a sysfs/debugfs file. */
+static inline int read_ll(const char *path, long long *v)
+{
+	char buf[32];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	*v = atoll(buf);
+	return 0;
+}
+
+/* An mmedge buffer, its dma-buf fd and a shared mapping. */
+struct sbuf {
+	int fd;		/* dma-buf */
+	uint8_t *map;
+	size_t size;
+};
+
+static inline int sbuf_alloc(int dev, size_t size, struct sbuf *b)
+{
+	struct mmedge_buf_alloc a;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	a.size = size;
+	a.fd_flags = O_RDWR | O_CLOEXEC;
+	ret = xioctl(dev, MMEDGE_IOC_BUF_ALLOC, &a);
+	if (ret)
+		return ret;
+	b->fd = a.fd;
+	b->size = a.alloc_size;
+	b->map = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, a.fd,
+		      0);
+	if (b->map == MAP_FAILED) {
+		ret = -errno;
+		close(a.fd);
+		b->fd = -1;
+		b->map = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+static inline void sbuf_free(struct sbuf *b)
+{
+	if (b->map && b->map != MAP_FAILED)
+		munmap(b->map, b->size);
+	if (b->fd >= 0)
+		close(b->fd);
+	b->map = NULL;
+	b->fd = -1;
+}
+
+static inline int chan_destroy(int fd, __u32 id)
+{
+	struct mmedge_chan_destroy d = { .id = id };
+
+	return xioctl(fd, MMEDGE_IOC_CHAN_DESTROY, &d);
+}
+
+static inline int chan_stats(int fd, __u32 id, struct mmedge_chan_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->id = id;
+	return xioctl(fd, MMEDGE_IOC_CHAN_STATS, st);
+}
+
+static inline int dqbuf(int fd, __u32 chan, __u32 flags, __u32 timeout_ms,
+			struct mmedge_dqbuf *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->chan = chan;
+	d->flags = flags;
+	d->timeout_ms = timeout_ms;
+	return xioctl(fd, MMEDGE_IOC_DQBUF, d);
+}
+
+static inline int bus_get(int fd, __u64 *bw)
+{
+	struct mmedge_bus_config b = { 0 };
+	int ret = xioctl(fd, MMEDGE_IOC_BUS_CONFIG, &b);
+
+	*bw = b.bandwidth;
+	return ret;
+}
+
+static inline int bus_set(int fd, __u64 bw)
+{
+	struct mmedge_bus_config b = { .set = 1, .bandwidth = bw };
+
+	return xioctl(fd, MMEDGE_IOC_BUS_CONFIG, &b);
+}
+
+#ifdef _XF86DRM_H_
+/* The first DRM card driven by vgem, or -1. */
+static inline int open_vgem(void)
+{
+	char path[32];
+	int i, fd;
+
+	for (i = 0; i < 16; i++) {
+		drmVersionPtr v;
+		int match;
+
+		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		v = drmGetVersion(fd);
+		match = v && v->name && !strcmp(v->name, "vgem");
+		drmFreeVersion(v);
+		if (match)
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+#endif
+
+#endif
