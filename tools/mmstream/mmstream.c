@@ -47,7 +47,7 @@ struct stream {
 	/* Frames seen, and what the summary needs. */
 	uint64_t frames;
 	uint64_t meta_bad;
-	uint64_t first_sof, last_sof;
+	uint64_t last_sof, nr_sof;
 	double sum_d, sum_d2;	/* SOF deltas, ns */
 	uint64_t nr_d;
 	uint64_t last_frame_ns;	/* CLOCK_MONOTONIC of the last dequeue */
@@ -473,6 +473,20 @@ static void print_frame(const struct stream *s, const struct mmhal_frame *fr,
 	json_finish(&jw);
 }
 
+/* The frame period: statistics of the deltas between start-of-frame
+ * timestamps. */
+static void note_sof(struct stream *s, uint64_t sof)
+{
+	if (s->nr_sof++) {
+		double d = (double)(sof - s->last_sof);
+
+		s->sum_d += d;
+		s->sum_d2 += d * d;
+		s->nr_d++;
+	}
+	s->last_sof = sof;
+}
+
 /* Dequeues everything ready on @s. Return: 0, or a negative errno. */
 static int drain(struct stream *s, uint64_t want)
 {
@@ -488,7 +502,10 @@ static int drain(struct stream *s, uint64_t want)
 			return e;
 		s->last_frame_ns = now_ns();
 		if (s->frames >= want) {
-			/* Enough: keep it flowing (no false drops) quietly. */
+			/* Enough (or -n 0): keep it flowing (no false drops)
+			 * quietly; -n 0 still measures the period. */
+			if (forever)
+				note_sof(s, fr.ts.sof_mono);
 			if (fr.buf) {
 				e = mmhal_chan_queue(s->chan, fr.buf,
 						     fr.cookie, NULL);
@@ -500,16 +517,7 @@ static int drain(struct stream *s, uint64_t want)
 		meta = check_meta(s, &fr);
 		if (strcmp(meta, "ok"))
 			s->meta_bad++;
-		if (s->frames) {
-			double d = (double)(fr.ts.sof_mono - s->last_sof);
-
-			s->sum_d += d;
-			s->sum_d2 += d * d;
-			s->nr_d++;
-		} else {
-			s->first_sof = fr.ts.sof_mono;
-		}
-		s->last_sof = fr.ts.sof_mono;
+		note_sof(s, fr.ts.sof_mono);
 		s->frames++;
 		print_frame(s, &fr, meta);
 		if (s->frames == want) {
