@@ -51,7 +51,6 @@
 #include "../kselftest_harness.h"
 #include "mmedge_util.h"
 
-#define DEVPATH		"/dev/mmedge0"
 #define SZ_4K		(4UL << 10)
 #define SZ_1M		(1UL << 20)
 #define SZ_4M		(4UL << 20)
@@ -79,16 +78,6 @@ struct drm_vgem_fence_signal {
 #define DRM_IOCTL_VGEM_FENCE_SIGNAL \
 	DRM_IOW(DRM_COMMAND_BASE + DRM_VGEM_FENCE_SIGNAL, \
 		struct drm_vgem_fence_signal)
-#endif
-
-/* linux/dma-buf.h of 6.0+; define it where the installed header is older. */
-#ifndef DMA_BUF_IOCTL_EXPORT_SYNC_FILE
-struct dma_buf_export_sync_file {
-	__u32 flags;
-	__s32 fd;
-};
-#define DMA_BUF_IOCTL_EXPORT_SYNC_FILE \
-	_IOWR(DMA_BUF_BASE, 2, struct dma_buf_export_sync_file)
 #endif
 
 /* The ioctls with an explicit argument size, for older/newer structures. */
@@ -122,11 +111,6 @@ struct buf_release_newer {
 	struct mmedge_buf_release v0;
 	__u64 extra[8];
 };
-
-static int open_dev(void)
-{
-	return open(DEVPATH, O_RDWR | O_CLOEXEC);
-}
 
 static int query_caps(int fd, struct mmedge_caps *caps)
 {

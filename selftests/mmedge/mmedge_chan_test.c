@@ -52,20 +52,9 @@
 #include "mmedge_src_pattern.h"
 #include "mmedge_util.h"
 
-#define DEVPATH		"/dev/mmedge0"
 #define STATS_DIR	"/sys/class/mmedge/mmedge0/stats/"
 #define NSEC_PER_SEC	1000000000ULL
 #define NSEC_PER_MSEC	1000000ULL
-
-/* linux/dma-buf.h of 6.0+; define it where the installed header is older. */
-#ifndef DMA_BUF_IOCTL_EXPORT_SYNC_FILE
-struct dma_buf_export_sync_file {
-	__u32 flags;
-	__s32 fd;
-};
-#define DMA_BUF_IOCTL_EXPORT_SYNC_FILE \
-	_IOWR(DMA_BUF_BASE, 2, struct dma_buf_export_sync_file)
-#endif
 
 /* The ioctls with an explicit argument size, for older/newer structures. */
 #define MMEDGE_IOC_SIZED(nr, sz) \
@@ -87,11 +76,6 @@ static void sleep_ms(unsigned int ms)
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
-}
-
-static int open_dev(void)
-{
-	return open(DEVPATH, O_RDWR | O_CLOEXEC);
 }
 
 /* Live buffers and imports of the instance, for leak checks. */
@@ -235,17 +219,6 @@ static int fence_info(int fence_fd, int *status, char *driver, size_t len)
 	return 0;
 }
 
-/* The fences a reader of @dmabuf must wait for, as a sync_file. */
-static int export_read_fence(int dmabuf)
-{
-	struct dma_buf_export_sync_file exp = {
-		.flags = DMA_BUF_SYNC_READ, .fd = -1,
-	};
-	int ret = xioctl(dmabuf, DMA_BUF_IOCTL_EXPORT_SYNC_FILE, &exp);
-
-	return ret ? ret : exp.fd;
-}
-
 /* ---- checks on dequeued frames ------------------------------------ */
 
 /* Compares the in-band record with the dequeue; describes a mismatch. */
@@ -335,26 +308,6 @@ out:
 	return ret;
 }
 
-static int chan_has_channels(int fd, const char **why)
-{
-	struct mmedge_caps caps;
-
-	memset(&caps, 0, sizeof(caps));
-	if (xioctl(fd, MMEDGE_IOC_QUERY_CAPS, &caps)) {
-		*why = "MMEDGE_IOC_QUERY_CAPS failed";
-		return -1;
-	}
-	if (!(caps.caps & MMEDGE_CAP_CHANNELS)) {
-		*why = "no MMEDGE_CAP_CHANNELS";
-		return -1;
-	}
-	if (!(caps.caps & MMEDGE_CAP_BUFFERS)) {
-		*why = "no MMEDGE_CAP_BUFFERS";
-		return -1;
-	}
-	return 0;
-}
-
 /*
  * Fixture: one open /dev/mmedge0; the bus bandwidth as found, put back
  * by the teardown if a test changed it.
@@ -373,7 +326,7 @@ FIXTURE_SETUP(chan)
 	if (self->fd < 0 && errno == ENOENT)
 		SKIP(return, "%s not present (is mmedge.ko loaded?)", DEVPATH);
 	ASSERT_LE(0, self->fd);
-	if (chan_has_channels(self->fd, &why))
+	if (has_channels(self->fd, &why))
 		SKIP(return, "%s", why);
 	ASSERT_EQ(0, bus_get(self->fd, &self->bus_orig));
 }
@@ -386,15 +339,6 @@ FIXTURE_TEARDOWN(chan)
 		EXPECT_EQ(0, bus_set(self->fd, self->bus_orig));
 	close(self->fd);
 }
-
-/* Sets the bus for this test (root only); SKIPs without the privilege. */
-#define SET_BUS(bw) do { \
-	int __r = bus_set(self->fd, (bw)); \
-	if (__r == -EPERM) \
-		SKIP(return, "setting the bus needs CAP_SYS_ADMIN"); \
-	ASSERT_EQ(0, __r); \
-	self->bus_changed = 1; \
-} while (0)
 
 /*
  * 1. Streaming every virtual source.
@@ -448,7 +392,7 @@ FIXTURE_SETUP(stream)
 	if (self->fd < 0 && errno == ENOENT)
 		SKIP(return, "%s not present (is mmedge.ko loaded?)", DEVPATH);
 	ASSERT_LE(0, self->fd);
-	if (chan_has_channels(self->fd, &why))
+	if (has_channels(self->fd, &why))
 		SKIP(return, "%s", why);
 }
 
@@ -1364,7 +1308,7 @@ TEST_F(chan, fences)
 	EXPECT_STREQ("mmedge", driver);
 
 	/* Implicit sync: the buffer carries the write fence. */
-	implicit = export_read_fence(b.fd);
+	implicit = export_fence(b.fd, DMA_BUF_SYNC_READ);
 	ASSERT_LE(0, implicit);
 	EXPECT_EQ(0, poll_in(implicit, 0));
 	EXPECT_EQ(0, poll_in(b.fd, 0));
@@ -1385,7 +1329,7 @@ TEST_F(chan, fences)
 	close(fence);
 
 	/* After the dequeue the buffer has no unsignalled fence. */
-	implicit = export_read_fence(b.fd);
+	implicit = export_fence(b.fd, DMA_BUF_SYNC_READ);
 	ASSERT_LE(0, implicit);
 	EXPECT_EQ(1, poll_in(implicit, 0));
 	close(implicit);
@@ -1492,7 +1436,7 @@ FIXTURE_SETUP(chan_bad)
 	if (self->fd < 0 && errno == ENOENT)
 		SKIP(return, "%s not present (is mmedge.ko loaded?)", DEVPATH);
 	ASSERT_LE(0, self->fd);
-	if (chan_has_channels(self->fd, &why))
+	if (has_channels(self->fd, &why))
 		SKIP(return, "%s", why);
 	create_req(&self->c, &src);
 }
@@ -2076,7 +2020,7 @@ TEST_F(chan, destroy_busy)
 		ASSERT_EQ(0, qbuf(self->fd, id, b[i].fd, MMEDGE_QBUF_FENCE, i,
 				  &fences[i]));
 		ASSERT_LE(0, fences[i]);
-		implicit[i] = export_read_fence(b[i].fd);
+		implicit[i] = export_fence(b[i].fd, DMA_BUF_SYNC_READ);
 		ASSERT_LE(0, implicit[i]);
 	}
 	/* Wait until the first frame is moving. */

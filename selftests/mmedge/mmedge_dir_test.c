@@ -44,21 +44,10 @@
 #include "../kselftest_harness.h"
 #include "mmedge_util.h"
 
-#define DEVPATH		"/dev/mmedge0"
 #define NSEC_PER_SEC	1000000000ULL
 #define NSEC_PER_MSEC	1000000ULL
 #define META_SIZE	sizeof(struct mmedge_frame_meta)
 #define ALIGN64(x)	(((x) + 63) & ~(uint64_t)63)
-
-/* linux/dma-buf.h of 6.0+; define it where the installed header is older. */
-#ifndef DMA_BUF_IOCTL_EXPORT_SYNC_FILE
-struct dma_buf_export_sync_file {
-	__u32 flags;
-	__s32 fd;
-};
-#define DMA_BUF_IOCTL_EXPORT_SYNC_FILE \
-	_IOWR(DMA_BUF_BASE, 2, struct dma_buf_export_sync_file)
-#endif
 
 /* The zlib / IEEE 802.3 CRC-32: crc32(0, buf, len) of zlib. */
 static uint32_t crc32_ieee(const uint8_t *p, size_t len)
@@ -198,23 +187,6 @@ static int check_meta(const struct mmedge_frame_meta *m, __u32 chan,
 	return 0;
 }
 
-static int has_channels(int fd, const char **why)
-{
-	struct mmedge_caps caps;
-
-	memset(&caps, 0, sizeof(caps));
-	if (xioctl(fd, MMEDGE_IOC_QUERY_CAPS, &caps)) {
-		*why = "MMEDGE_IOC_QUERY_CAPS failed";
-		return -1;
-	}
-	if (!(caps.caps & MMEDGE_CAP_CHANNELS) ||
-	    !(caps.caps & MMEDGE_CAP_BUFFERS)) {
-		*why = "no MMEDGE_CAP_CHANNELS or MMEDGE_CAP_BUFFERS";
-		return -1;
-	}
-	return 0;
-}
-
 /*
  * Fixture: one open /dev/mmedge0; the bus bandwidth as found, put back by
  * the teardown if a test changed it.
@@ -229,7 +201,7 @@ FIXTURE_SETUP(dir)
 {
 	const char *why;
 
-	self->fd = open(DEVPATH, O_RDWR | O_CLOEXEC);
+	self->fd = open_dev();
 	if (self->fd < 0 && errno == ENOENT)
 		SKIP(return, "%s not present (is mmedge.ko loaded?)", DEVPATH);
 	ASSERT_LE(0, self->fd);
@@ -246,14 +218,6 @@ FIXTURE_TEARDOWN(dir)
 		EXPECT_EQ(0, bus_set(self->fd, self->bus_orig));
 	close(self->fd);
 }
-
-#define SET_BUS(bw) do { \
-	int __r = bus_set(self->fd, (bw)); \
-	if (__r == -EPERM) \
-		SKIP(return, "setting the bus needs CAP_SYS_ADMIN"); \
-	ASSERT_EQ(0, __r); \
-	self->bus_changed = 1; \
-} while (0)
 
 /* 1. Creation. */
 TEST_F(dir, create)
@@ -604,19 +568,6 @@ TEST_F_TIMEOUT(dir, destroy_busy, 30)
 		sbuf_free(&dst[i]);
 		sbuf_free(&fb[i]);
 	}
-}
-
-/*
- * The fences of @dmabuf a CPU access of kind @flags (DMA_BUF_SYNC_READ:
- * wait for writers; DMA_BUF_SYNC_WRITE: wait for readers and writers)
- * must wait for, as a sync_file.
- */
-static int export_fence(int dmabuf, __u32 flags)
-{
-	struct dma_buf_export_sync_file exp = { .flags = flags, .fd = -1 };
-	int ret = xioctl(dmabuf, DMA_BUF_IOCTL_EXPORT_SYNC_FILE, &exp);
-
-	return ret ? ret : exp.fd;
 }
 
 /*

@@ -22,6 +22,18 @@
 #include <linux/dma-buf.h>
 #include <linux/mmedge.h>
 
+#define DEVPATH		"/dev/mmedge0"
+
+/* linux/dma-buf.h of 6.0+; define it where the installed header is older. */
+#ifndef DMA_BUF_IOCTL_EXPORT_SYNC_FILE
+struct dma_buf_export_sync_file {
+	__u32 flags;
+	__s32 fd;
+};
+#define DMA_BUF_IOCTL_EXPORT_SYNC_FILE \
+	_IOWR(DMA_BUF_BASE, 2, struct dma_buf_export_sync_file)
+#endif
+
 static inline int xioctl(int fd, unsigned long cmd, void *arg)
 {
 	int ret;
@@ -30,6 +42,32 @@ static inline int xioctl(int fd, unsigned long cmd, void *arg)
 		ret = ioctl(fd, cmd, arg);
 	} while (ret < 0 && errno == EINTR);
 	return ret < 0 ? -errno : ret;
+}
+
+static inline int open_dev(void)
+{
+	return open(DEVPATH, O_RDWR | O_CLOEXEC);
+}
+
+/* 0 if the device has channels and buffers; else -1 and why. */
+static inline int has_channels(int fd, const char **why)
+{
+	struct mmedge_caps caps;
+
+	memset(&caps, 0, sizeof(caps));
+	if (xioctl(fd, MMEDGE_IOC_QUERY_CAPS, &caps)) {
+		*why = "MMEDGE_IOC_QUERY_CAPS failed";
+		return -1;
+	}
+	if (!(caps.caps & MMEDGE_CAP_CHANNELS)) {
+		*why = "no MMEDGE_CAP_CHANNELS";
+		return -1;
+	}
+	if (!(caps.caps & MMEDGE_CAP_BUFFERS)) {
+		*why = "no MMEDGE_CAP_BUFFERS";
+		return -1;
+	}
+	return 0;
 }
 
 static inline uint64_t now_ns(void)
@@ -56,6 +94,16 @@ static inline int dmabuf_sync(int dmabuf, __u64 flags)
 	struct dma_buf_sync s = { .flags = flags };
 
 	return xioctl(dmabuf, DMA_BUF_IOCTL_SYNC, &s);
+}
+
+/* The fences a user of @dmabuf with access @flags (DMA_BUF_SYNC_READ:
+ * a reader) must wait for, as a sync_file fd. */
+static inline int export_fence(int dmabuf, __u32 flags)
+{
+	struct dma_buf_export_sync_file exp = { .flags = flags, .fd = -1 };
+	int ret = xioctl(dmabuf, DMA_BUF_IOCTL_EXPORT_SYNC_FILE, &exp);
+
+	return ret ? ret : exp.fd;
 }
 
 /* A decimal from a sysfs/debugfs file. */
@@ -157,6 +205,19 @@ static inline int bus_set(int fd, __u64 bw)
 
 	return xioctl(fd, MMEDGE_IOC_BUS_CONFIG, &b);
 }
+
+/*
+ * In a test whose fixture has fd and bus_changed (and restores the bus in
+ * its teardown): sets the bus for this test, root only; SKIPs without the
+ * privilege.
+ */
+#define SET_BUS(bw) do { \
+	int __r = bus_set(self->fd, (bw)); \
+	if (__r == -EPERM) \
+		SKIP(return, "setting the bus needs CAP_SYS_ADMIN"); \
+	ASSERT_EQ(0, __r); \
+	self->bus_changed = 1; \
+} while (0)
 
 #ifdef _XF86DRM_H_
 /* The first DRM card driven by vgem, or -1. */
