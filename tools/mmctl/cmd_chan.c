@@ -109,6 +109,17 @@ twice:
 	return -EINVAL;
 }
 
+void mmctl_json_wait_p99(struct json_writer *jw, uint64_t p99, bool open,
+			 bool any)
+{
+	json_key(jw, "wait_p99_ns");
+	if (any)
+		json_u64(jw, p99);
+	else
+		json_null(jw);
+	json_kv_bool(jw, "wait_p99_open", open);
+}
+
 void mmctl_chan_json(struct json_writer *jw, const struct mmctl_dev_info *dev,
 		     const struct mmctl_chan_info *c)
 {
@@ -142,12 +153,7 @@ void mmctl_chan_json(struct json_writer *jw, const struct mmctl_dev_info *dev,
 	json_kv_u64(jw, "dropped", c->dropped);
 	json_kv_u64(jw, "errors", c->errors);
 	json_kv_u64(jw, "bw", c->bw);
-	json_key(jw, "wait_p99_ns");
-	if (any)
-		json_u64(jw, p99);
-	else
-		json_null(jw);
-	json_kv_bool(jw, "wait_p99_open", open);
+	mmctl_json_wait_p99(jw, p99, open, any);
 	json_key(jw, "wait_hist");
 	json_begin_array(jw);
 	for (i = 0; i < MMEDGE_WAIT_BUCKETS; i++)

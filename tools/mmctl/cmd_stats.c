@@ -155,12 +155,7 @@ static int mmctl_stats_json(struct mmctl_ctx *ctx,
 		json_kv_u64(jw, "bytes_per_s", r->rate);
 		json_kv_double(jw, "share_bytes", r->share_bytes);
 		json_kv_double(jw, "share_weight", r->share_weight);
-		json_key(jw, "wait_p99_ns");
-		if (any)
-			json_u64(jw, p99);
-		else
-			json_null(jw);
-		json_kv_bool(jw, "wait_p99_open", open);
+		mmctl_json_wait_p99(jw, p99, open, any);
 		json_kv_u64(jw, "dropped", r->c->dropped);
 		json_kv_u64(jw, "dropped_new", r->new_drops);
 		json_end_object(jw);

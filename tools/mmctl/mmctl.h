@@ -125,6 +125,10 @@ int mmctl_parse_setting(int argc, char **argv, struct mmctl_chan_setting *st,
 /* [a-z0-9_-], 1..15 characters, as the driver accepts. */
 bool mmctl_chan_name_valid(const char *name);
 /* One channel as a JSON object. */
+/* "wait_p99_ns" (null if nothing waited) and "wait_p99_open" of a
+ * queue-wait histogram. */
+void mmctl_json_wait_p99(struct json_writer *jw, uint64_t p99, bool open,
+			 bool any);
 void mmctl_chan_json(struct json_writer *jw, const struct mmctl_dev_info *dev,
 		     const struct mmctl_chan_info *c);
 
