@@ -156,8 +156,9 @@ static void mm_avx2_gemv_bf16(int64_t k, const void *w, size_t ws,
  * building scale vectors with lane permutes: cross-lane permutes in the
  * block loop were the bottleneck (llvm-mca does not model it). Rows are
  * horizontally summed once at the end. Q4_0 uses vpmaddubsw(q, x) with q
- * in 0..15 and subtracts sum(x_b) from each of the 8 s32 lanes (8 * sum in
- * all). While a group runs, the next group's bytes are prefetched.
+ * in 0..15; the -8 offset is one FMA per block for the 4 rows with the
+ * activation row's 8 * sum(x_b) (mm_q4_0_act_sums()). While a group runs,
+ * the next group's bytes are prefetched.
  */
 #ifndef MM_PF_HINT
 #define MM_PF_HINT _MM_HINT_T1
@@ -179,14 +180,15 @@ static void mm_avx2_gemv_bf16(int64_t k, const void *w, size_t ws,
 	((uint64_t)(r0)[i].d | (uint64_t)(r1)[i].d << 16 |		\
 	 (uint64_t)(r2)[i].d << 32 | (uint64_t)(r3)[i].d << 48)
 
+/* y[0..3] = the sums of a0..a3, minus c */
 static inline void mm_store_rows4(float *y, __m256 a0, __m256 a1, __m256 a2,
-				  __m256 a3)
+				  __m256 a3, __m128 c)
 {
 	const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1),
 					_mm256_hadd_ps(a2, a3));
 
-	_mm_storeu_ps(y, _mm_add_ps(_mm256_castps256_ps128(h),
-				    _mm256_extractf128_ps(h, 1)));
+	_mm_storeu_ps(y, _mm_sub_ps(_mm_add_ps(_mm256_castps256_ps128(h),
+					       _mm256_extractf128_ps(h, 1)), c));
 }
 
 static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
@@ -221,7 +223,7 @@ static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
 			MM_Q8R(a3, b3);
 #undef MM_Q8R
 		}
-		mm_store_rows4(y + r, a0, a1, a2, a3);
+		mm_store_rows4(y + r, a0, a1, a2, a3, _mm_setzero_ps());
 	}
 	for (; r < nr; r++) {
 		const struct mm_block_q8_0 *b =
@@ -249,17 +251,11 @@ static inline __m256i mm_nibbles_bc(const uint8_t *p)
 				_mm256_set1_epi8(0x0F));
 }
 
-/* s32 lanes summing to dot(q - 8, x): per lane the dot of q and x minus
- * xs8, 8 times that lane's sum of x. */
-static inline __m256i mm_q4dot(const uint8_t *qs, __m256i xv, __m256i xs)
-{
-	return _mm256_sub_epi32(mm_dpbusd(mm_nibbles_bc(qs), xv), xs);
-}
-
 static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
 			      const void *xq, float *y, int64_t nr)
 {
 	const struct mm_block_q8_0 *x = xq;
+	const float *xs8 = mm_q4_0_act_sums(xq, k);	/* 8 * sum(x.qs) */
 	const int64_t nb = k / MM_QK;
 	int64_t r = 0;
 
@@ -270,12 +266,10 @@ static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
 		const struct mm_block_q4_0 *b2 = (const void *)(row + 2 * ws);
 		const struct mm_block_q4_0 *b3 = (const void *)(row + 3 * ws);
 		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+		__m128 c = _mm_setzero_ps();	/* the 4 rows' 8 * sum terms */
 
 		for (int64_t i = 0; i < nb; i++) {
 			const __m256i xv = _mm256_loadu_si256((const __m256i *)x[i].qs);
-			/* sum(x) of the block, as 8 s32 lanes summing to 8 * sum */
-			const __m256i xs = mm_dpbusd(_mm256_set1_epi8(1), xv);
-			const __m256i xs8 = _mm256_slli_epi32(xs, 3);
 			/* the 4 rows' dw * dx in both 128-bit lanes: one in-lane
 			 * shuffle per row (10% faster here than 4 scalar ones) */
 			const __m128 s4 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(
@@ -283,9 +277,13 @@ static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
 				_mm_set1_ps(mm_h2f(x[i].d)));
 			const __m256 s8 = _mm256_set_m128(s4, s4);
 
+			/* q - 8: one FMA for all 4 rows (~8% faster than a
+			 * vpsubd per row) */
+			c = _mm_fmadd_ps(s4, _mm_broadcast_ss(&xs8[i]), c);
 			MM_PF_NEXT(row + 4 * ws, i, sizeof(*b0));
 #define MM_Q4R(acc, bb, n)						\
-	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_q4dot((bb)[i].qs, xv, xs8)), \
+	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_dpbusd(			\
+		mm_nibbles_bc((bb)[i].qs), xv)),				\
 		_mm256_shuffle_ps(s8, s8, (n) * 0x55), acc)
 			MM_Q4R(a0, b0, 0);
 			MM_Q4R(a1, b1, 1);
@@ -293,7 +291,7 @@ static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
 			MM_Q4R(a3, b3, 3);
 #undef MM_Q4R
 		}
-		mm_store_rows4(y + r, a0, a1, a2, a3);
+		mm_store_rows4(y + r, a0, a1, a2, a3, c);
 	}
 	for (; r < nr; r++) {
 		const struct mm_block_q4_0 *b =

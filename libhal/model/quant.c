@@ -795,6 +795,9 @@ size_t mm_act_row_bytes(enum mm_type wt, int64_t k)
 
 	if (at == MM_ACT_Q8_1)
 		return (size_t)(k / MM_QK) * sizeof(struct mm_block_q8_1);
+	if (wt == MM_TYPE_Q4_0)	/* blocks, then a float per block */
+		return mm_q4_0_act_sums_off(k) +
+		       (size_t)(k / MM_QK) * sizeof(float);
 	return mm_row_bytes(at, k);
 }
 
@@ -806,6 +809,18 @@ void mm_quantize_act(enum mm_type wt, const float *x, void *xq, int64_t k)
 		mm_quantize_q8_1(x, xq, k);
 	else
 		mm_quantize_row(at, x, xq, k);
+	if (wt == MM_TYPE_Q4_0) {
+		const struct mm_block_q8_0 *b = xq;
+		float *s = (float *)((uint8_t *)xq + mm_q4_0_act_sums_off(k));
+
+		for (int64_t i = 0; i < k / MM_QK; i++) {
+			int sum = 0;
+
+			for (int j = 0; j < MM_QK; j++)
+				sum += b[i].qs[j];
+			s[i] = 8.0f * (float)sum;
+		}
+	}
 }
 
 /* ---- kernel sets ----------------------------------------------------- */

@@ -44,6 +44,24 @@ enum mm_type mm_act_type(enum mm_type wt);
 size_t mm_act_row_bytes(enum mm_type wt, int64_t k);
 void mm_quantize_act(enum mm_type wt, const float *x, void *xq, int64_t k);
 
+/*
+ * An activation row for Q4_0 weights is k / 32 Q8_0 blocks, padded to 4
+ * bytes, then one float per block: 8 * sum(qs) (exact). A kernel that
+ * uses the nibbles q unsigned (0..15) takes the q - 8 offset out of a
+ * block with dw * dx * that float, so a 4-row decode kernel pays one FMA
+ * per block for it instead of a subtraction per row.
+ */
+static inline size_t mm_q4_0_act_sums_off(int64_t k)
+{
+	return ((size_t)(k / MM_QK) * sizeof(struct mm_block_q8_0) + 3) &
+	       ~(size_t)3;
+}
+
+static inline const float *mm_q4_0_act_sums(const void *xq, int64_t k)
+{
+	return (const float *)((const uint8_t *)xq + mm_q4_0_act_sums_off(k));
+}
+
 /* 6-bit scale/min j of a Q4_K block (ggml's get_scale_min_k4). */
 static inline void mm_q4k_scale_min(int j, const uint8_t *q, uint8_t *d,
 				    uint8_t *m)
