@@ -7,8 +7,8 @@
  * vpmaddwd with ones (exact: |x| <= 128, |y| <= 127, pair sums fit s16).
  * Q8_0/Q4_0 decode runs 4 W rows at a time sharing the activation loads,
  * one float sum per row, with a linear software prefetch of the next
- * 4-row group; Q6_K has an
- * AVX2 dot (ggml's layout handling, the -32 offset folded into bsums).
+ * 4-row group; Q4_K/Q6_K decode a row at a time (ggml's layout handling
+ * with fewer vector ops per block), prefetching MM_PF_ROWS rows ahead.
  * Q8_0/Q4_0 matmul widens both sides to s16 in packed panels (below).
  * Q4_1 uses the scalar code.
  */
@@ -172,6 +172,17 @@ static void mm_avx2_gemv_bf16(int64_t k, const void *w, size_t ws,
 	const char *pf_ = (const char *)(next) + (i) * 4 * (bs) +	\
 		(MM_PF_GROUPS - 1) * 4 * ws;				\
 	for (size_t o_ = 0; MM_PF_GROUPS && o_ < 4 * (bs); o_ += 64)	\
+		_mm_prefetch(pf_ + o_, MM_PF_HINT);			\
+} while (0)
+
+/* Single-row kernels: block i of the row MM_PF_ROWS rows further */
+#ifndef MM_PF_ROWS
+#define MM_PF_ROWS 4
+#endif
+#define MM_PF_ROW(rowp, i, bs) do {					\
+	const char *pf_ = (const char *)(rowp) + MM_PF_ROWS * ws +	\
+		(i) * (bs);						\
+	for (size_t o_ = 0; MM_PF_ROWS && o_ < (bs); o_ += 64)		\
 		_mm_prefetch(pf_ + o_, MM_PF_HINT);			\
 } while (0)
 
@@ -656,6 +667,15 @@ MM_DEF_GEMM(mm_avx2_gemm_q6_k, MM_TYPE_Q6_K, 0)
 
 /* ---- Q4_K x Q8_K ------------------------------------------------------ */
 
+/*
+ * Decode, a row at a time (ggml's scheme, fewer vector ops): the 6-bit
+ * scales and mins are unpacked with scalar ops (integer ALUs, off the
+ * vector pipes, which bound this loop) into 16 bytes that are broadcast to
+ * both 128-bit lanes; from there one vpshufb with a constant mask makes
+ * each 32-element scale vector (s16) and the mins paired with the 16
+ * bsums of x. Measured in cache on Zen 3: 1.5x ggml's form (vpbroadcastw
+ * per scale, vphaddw of bsums).
+ */
 static void mm_avx2_gemv_q4_k(int64_t k, const void *w, size_t ws,
 			      const void *xq, float *y, int64_t nr)
 {
@@ -664,18 +684,26 @@ static void mm_avx2_gemv_q4_k(int64_t k, const void *w, size_t ws,
 	const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f,
 		       kmask3 = 0x03030303;
 	const __m256i m4 = _mm256_set1_epi8(0xF);
+	/* s16 lanes: min j for bsums 2j and 2j + 1 (bytes 8-15 hold mins) */
+	const __m256i mins_sel = _mm256_setr_epi8(
+		8, -128, 8, -128, 9, -128, 9, -128,
+		10, -128, 10, -128, 11, -128, 11, -128,
+		12, -128, 12, -128, 13, -128, 13, -128,
+		14, -128, 14, -128, 15, -128, 15, -128);
 
 	for (int64_t r = 0; r < nr; r++) {
 		const struct mm_block_q4_k *b =
 			(const void *)((const uint8_t *)w + r * ws);
 		__m256 acc = _mm256_setzero_ps();
-		__m128 acc_m = _mm_setzero_ps();
 
 		for (int64_t i = 0; i < nb; i++) {
-			const float d = x[i].d * mm_h2f(b[i].d);
-			const float dmin = -x[i].d * mm_h2f(b[i].dmin);
+			/* d and dmin of the block times dx */
+			const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(
+				(int)((uint32_t)b[i].d | (uint32_t)b[i].dmin << 16))),
+				_mm_set1_ps(x[i].d));
 			uint32_t utmp[4];
 
+			MM_PF_ROW(b, i, sizeof(*b));
 			memcpy(utmp, b[i].scales, 12);
 			utmp[3] = ((utmp[2] >> 4) & kmask2) | (((utmp[1] >> 6) & kmask3) << 4);
 			const uint32_t uaux = utmp[1] & kmask1;
@@ -683,24 +711,23 @@ static void mm_avx2_gemv_q4_k(int64_t k, const void *w, size_t ws,
 			utmp[2] = uaux;
 			utmp[0] &= kmask1;
 
-			const __m256i mins_and_scales = _mm256_cvtepu8_epi16(
+			/* bytes: scale 0..7, min 0..7, in both lanes */
+			const __m256i sm = _mm256_broadcastsi128_si256(
 				_mm_loadu_si128((const __m128i *)utmp));
-			const __m256i q8sums = _mm256_loadu_si256((const __m256i *)x[i].bsums);
-			const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums),
-							   _mm256_extracti128_si256(q8sums, 1));
-			const __m128i prod = _mm_madd_epi16(
-				_mm256_extracti128_si256(mins_and_scales, 1), q8s);
-
-			acc_m = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m);
-
-			const uint8_t *sc = (const uint8_t *)utmp;
+			const __m256i prod = _mm256_madd_epi16(
+				_mm256_shuffle_epi8(sm, mins_sel),
+				_mm256_loadu_si256((const __m256i *)x[i].bsums));
 			const uint8_t *q4 = b[i].qs;
 			const int8_t *q8 = x[i].qs;
 			__m256i sumi = _mm256_setzero_si256();
 
+#pragma GCC unroll 4
 			for (int j = 0; j < MM_QK_K / 64; j++) {
-				const __m256i scale_l = _mm256_set1_epi16(sc[2 * j]);
-				const __m256i scale_h = _mm256_set1_epi16(sc[2 * j + 1]);
+				/* scale 2j / 2j + 1 in every s16 lane */
+				const __m256i scale_l = _mm256_shuffle_epi8(sm,
+					_mm256_set1_epi16((short)(0x8000 | 2 * j)));
+				const __m256i scale_h = _mm256_shuffle_epi8(sm,
+					_mm256_set1_epi16((short)(0x8000 | (2 * j + 1))));
 				const __m256i q4bits = _mm256_loadu_si256((const __m256i *)q4);
 				const __m256i q4l = _mm256_and_si256(q4bits, m4);
 				const __m256i q4h = _mm256_and_si256(_mm256_srli_epi16(q4bits, 4), m4);
@@ -715,21 +742,24 @@ static void mm_avx2_gemv_q4_k(int64_t k, const void *w, size_t ws,
 				q4 += 32;
 				q8 += 64;
 			}
-			acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+			acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd),
+					      _mm256_cvtepi32_ps(sumi), acc);
+			acc = _mm256_fnmadd_ps(_mm256_broadcastss_ps(
+				_mm_movehdup_ps(dd)), _mm256_cvtepi32_ps(prod), acc);
 		}
-		acc_m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
-		acc_m = _mm_add_ss(acc_m, _mm_movehdup_ps(acc_m));
-		y[r] = mm_hsum(acc) + _mm_cvtss_f32(acc_m);
+		y[r] = mm_hsum(acc);
 	}
 }
 
 /* ---- Q6_K x Q8_K ------------------------------------------------------ */
 
 /*
- * ggml's AVX2 scheme: 6-bit q (0..63) from ql nibbles and qh pairs,
+ * Decode, a row at a time: 6-bit q (0..63) from ql nibbles and qh pairs,
  * vpmaddubsw(q, x) per 32 elements, vpmaddwd with the two int8 scales of
- * its 16-element halves. The -32 offset is applied once per super-block
- * from the activation block sums: 32 * sum_j scale_j * bsums_j.
+ * its 16-element halves, picked by one vpshufb from scales already
+ * widened to s16 once per block (ggml widens per 32 elements). The -32
+ * offset is applied once per super-block from the activation block sums:
+ * 32 * sum_j scale_j * bsums_j. In cache on Zen 3: 1.3x the ggml form.
  */
 static void mm_avx2_gemv_q6_k(int64_t k, const void *w, size_t ws,
 			      const void *xq, float *y, int64_t nr)
@@ -737,10 +767,7 @@ static void mm_avx2_gemv_q6_k(int64_t k, const void *w, size_t ws,
 	const struct mm_block_q8_k *x = xq;
 	const int64_t nb = k / MM_QK_K;
 	const __m256i m4 = _mm256_set1_epi8(0xF);
-	const __m256i m2 = _mm256_set1_epi8(3);
-	/* bytes 0-7 <- scale 2i, bytes 8-15 <- scale 2i+1 */
-	const __m128i sh0 = _mm_set_epi64x(0x0101010101010101ll, 0);
-	const __m128i two = _mm_set1_epi8(2);
+	const __m256i m30 = _mm256_set1_epi8(0x30);
 
 	for (int64_t r = 0; r < nr; r++) {
 		const struct mm_block_q6_k *b =
@@ -751,36 +778,58 @@ static void mm_avx2_gemv_q6_k(int64_t k, const void *w, size_t ws,
 			const float d = x[i].d * mm_h2f(b[i].d);
 			const uint8_t *ql = b[i].ql, *qh = b[i].qh;
 			const int8_t *q8 = x[i].qs;
-			const __m128i scales = _mm_loadu_si128((const __m128i *)b[i].scales);
+			/* the 16 int8 scales as s16; scales 0-7 and 8-15 each
+			 * in both 128-bit lanes for vpshufb */
+			const __m256i sc16 = _mm256_cvtepi8_epi16(
+				_mm_loadu_si128((const __m128i *)b[i].scales));
+			const __m256i sch[2] = {
+				_mm256_permute2x128_si256(sc16, sc16, 0x00),
+				_mm256_permute2x128_si256(sc16, sc16, 0x11),
+			};
 			/* offset: 32 * sum_j scale_j * bsums_j */
-			const __m256i corr = _mm256_madd_epi16(_mm256_cvtepi8_epi16(scales),
+			const __m256i corr = _mm256_madd_epi16(sc16,
 				_mm256_loadu_si256((const __m256i *)x[i].bsums));
 			__m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(),
 							_mm256_slli_epi32(corr, 5));
-			__m128i shuf = sh0;
 
+			MM_PF_ROW(b, i, sizeof(*b));
+#pragma GCC unroll 2
 			for (int j = 0; j < MM_QK_K / 128; j++) {
 				const __m256i qb1 = _mm256_loadu_si256((const __m256i *)ql);
 				const __m256i qb2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
 				const __m256i qbh = _mm256_loadu_si256((const __m256i *)qh);
 				__m256i q[4];
 
+				/* low nibbles | 2 high bits moved to bits 4-5
+				 * (16-bit shifts: the 0x30 mask keeps each
+				 * byte's own bits) */
 				q[0] = _mm256_or_si256(_mm256_and_si256(qb1, m4),
-					_mm256_slli_epi16(_mm256_and_si256(qbh, m2), 4));
+					_mm256_and_si256(_mm256_slli_epi16(qbh, 4), m30));
 				q[1] = _mm256_or_si256(_mm256_and_si256(qb2, m4),
-					_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qbh, 2), m2), 4));
+					_mm256_and_si256(_mm256_slli_epi16(qbh, 2), m30));
 				q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb1, 4), m4),
-					_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qbh, 4), m2), 4));
+					_mm256_and_si256(qbh, m30));
 				q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb2, 4), m4),
-					_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qbh, 6), m2), 4));
+					_mm256_and_si256(_mm256_srli_epi16(qbh, 2), m30));
+#pragma GCC unroll 4
 				for (int u = 0; u < 4; u++) {
-					const __m256i sc = _mm256_cvtepi8_epi16(
-						_mm_shuffle_epi8(scales, shuf));
+					/* scales 2u, 2u + 1 of this half: s16
+					 * element 2u in the low lane, 2u + 1 in
+					 * the high one */
+					const __m256i sc = _mm256_shuffle_epi8(sch[j],
+						_mm256_setr_epi8(
+							4 * u, 4 * u + 1, 4 * u, 4 * u + 1,
+							4 * u, 4 * u + 1, 4 * u, 4 * u + 1,
+							4 * u, 4 * u + 1, 4 * u, 4 * u + 1,
+							4 * u, 4 * u + 1, 4 * u, 4 * u + 1,
+							4 * u + 2, 4 * u + 3, 4 * u + 2, 4 * u + 3,
+							4 * u + 2, 4 * u + 3, 4 * u + 2, 4 * u + 3,
+							4 * u + 2, 4 * u + 3, 4 * u + 2, 4 * u + 3,
+							4 * u + 2, 4 * u + 3, 4 * u + 2, 4 * u + 3));
 					const __m256i p = _mm256_maddubs_epi16(q[u],
 						_mm256_loadu_si256((const __m256i *)(q8 + 32 * u)));
 
 					sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(sc, p));
-					shuf = _mm_add_epi8(shuf, two);
 				}
 				ql += 64;
 				qh += 32;
