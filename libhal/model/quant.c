@@ -1011,7 +1011,7 @@ static void mm_matvec_task(int tid, int nth, void *arg)
 		do {
 			if (r0 >= j->m)
 				return;
-			n = ((j->m - r0) / (2 * nth)) & ~(int64_t)3;
+			n = ((j->m - r0) / (2 * nth)) & ~(int64_t)7;
 			n = MM_MIN(MM_MAX(n, j->chunk), j->m - r0);
 		} while (!__atomic_compare_exchange_n(&j->next, &r0, r0 + n, 1,
 						      __ATOMIC_RELAXED,
@@ -1043,12 +1043,12 @@ void mm_matvec(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	j.xs = mm_act_row_bytes(t, k);
 	j.xq = mm_ctx_scratch(ctx, j.xs);
 	mm_quantize_act(t, x, j.xq, k);
-	/* The smallest unit: ~16 KiB of W, a multiple of 4 rows (the
-	 * SIMD kernels do 4 rows at a time), at most 1/4 of a thread's
-	 * share. */
-	c = MM_MAX(4, (int64_t)(MM_CHUNK_BYTES / j.ws)) & ~(int64_t)3;
-	c = MM_MIN(c, ((m + 4 * nth - 1) / (4 * nth) + 3) & ~(int64_t)3);
-	j.chunk = MM_MAX(4, c);	/* the smallest unit */
+	/* The smallest unit: ~16 KiB of W, a multiple of 8 rows (the
+	 * SIMD kernels do 4 or 8 rows at a time), at most 1/4 of a
+	 * thread's share. */
+	c = MM_MAX(8, (int64_t)(MM_CHUNK_BYTES / j.ws)) & ~(int64_t)7;
+	c = MM_MIN(c, ((m + 4 * nth - 1) / (4 * nth) + 7) & ~(int64_t)7);
+	j.chunk = MM_MAX(8, c);	/* the smallest unit */
 	if (nth == 1 || m <= j.chunk) {
 		j.kern->gemv[t](k, j.W, j.ws, j.xq, y, m);
 		return;
