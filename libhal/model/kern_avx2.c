@@ -193,6 +193,20 @@ static void mm_avx2_gemv_bf16(int64_t k, const void *w, size_t ws,
 		_mm_prefetch(pf_ + o_, MM_PF_HINT);			\
 } while (0)
 
+/* At the start of a call: the first bytes of its rows, all at once (the
+ * in-loop prefetch only reaches a group ahead). */
+#ifndef MM_PF_START
+#define MM_PF_START 8192
+#endif
+static inline void mm_pf_start(const void *w, size_t bytes)
+{
+	const char *p = w;
+
+	bytes = bytes < MM_PF_START ? bytes : MM_PF_START;
+	for (size_t o = 0; o < bytes; o += 64)
+		_mm_prefetch(p + o, _MM_HINT_T0);
+}
+
 /* f16 scales of 4 rows at block i, packed in a general register */
 #define MM_D4(r0, r1, r2, r3, i)					\
 	((uint64_t)(r0)[i].d | (uint64_t)(r1)[i].d << 16 |		\
@@ -216,6 +230,7 @@ static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
 	const int64_t nb = k / MM_QK;
 	int64_t r = 0;
 
+	mm_pf_start(w, nr * ws);
 	for (; r + 4 <= nr; r += 4) {
 		const uint8_t *row = (const uint8_t *)w + r * ws;
 		const struct mm_block_q8_0 *b0 = (const void *)row;
@@ -303,6 +318,7 @@ static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
 	const __m256i m4 = _mm256_set1_epi8(0x0F);
 	int64_t r = 0;
 
+	mm_pf_start(w, nr * ws);
 	for (; r + 8 <= nr; r += 8) {
 		const uint8_t *row = (const uint8_t *)w + r * ws;
 		const struct mm_block_q4_0 *b0 = (const void *)row;
@@ -782,6 +798,7 @@ static void mm_avx2_gemv_q4_k(int64_t k, const void *w, size_t ws,
 		12, -128, 12, -128, 13, -128, 13, -128,
 		14, -128, 14, -128, 15, -128, 15, -128);
 
+	mm_pf_start(w, nr * ws);
 	for (int64_t r = 0; r < nr; r++) {
 		const struct mm_block_q4_k *b =
 			(const void *)((const uint8_t *)w + r * ws);
@@ -860,6 +877,7 @@ static void mm_avx2_gemv_q6_k(int64_t k, const void *w, size_t ws,
 	const __m256i m4 = _mm256_set1_epi8(0xF);
 	const __m256i m30 = _mm256_set1_epi8(0x30);
 
+	mm_pf_start(w, nr * ws);
 	for (int64_t r = 0; r < nr; r++) {
 		const struct mm_block_q6_k *b =
 			(const void *)((const uint8_t *)w + r * ws);
