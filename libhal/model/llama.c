@@ -893,6 +893,29 @@ static inline __m256 mm_exp_neg_avx2(__m256 x)
 }
 
 /*
+ * The cache rows of a head are hd * 2 bytes every rs bytes, and in decode
+ * they come from DRAM (the weights streamed since the last token evicted
+ * them): without help each row is a latency-bound miss. While the first
+ * query head scores rows t..t+3, this fetches the K rows MM_ATTN_PF
+ * further and the V rows t..t+3 (read after the softmax).
+ */
+#define MM_ATTN_PF 16
+static inline void mm_attn_prefetch(const uint8_t *k, const uint8_t *v,
+				    size_t rs, int hd, int t, int npos)
+{
+	for (int u = t; u < t + 4; u++) {
+		for (int c = 0; c < hd * 2; c += 64) {
+			if (u + MM_ATTN_PF < npos)
+				_mm_prefetch((const char *)k +
+					     (size_t)(u + MM_ATTN_PF) * rs + c,
+					     _MM_HINT_T0);
+			_mm_prefetch((const char *)v + (size_t)u * rs + c,
+				     _MM_HINT_T1);
+		}
+	}
+}
+
+/*
  * Decode attention of grp query heads over npos F16 K/V rows of one KV
  * head (rows rs bytes apart, read in place): scores 4 rows at a time with
  * one horizontal reduction per 4, a vectorised softmax, and V summed
@@ -906,6 +929,12 @@ static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
 {
 #define MM_KH(t, c) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)	\
 		(k + (size_t)(t) * rs + (size_t)(c) * 2)))
+#define MM_KH_V(t, c) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)	\
+		(v + (size_t)(t) * rs + (size_t)(c) * 2)))
+	for (int u = 0; u < npos && u < MM_ATTN_PF; u++)
+		for (int c = 0; c < hd * 2; c += 64)
+			_mm_prefetch((const char *)k + (size_t)u * rs + c,
+				     _MM_HINT_T0);
 	for (int g = 0; g < grp; g++) {
 		const float *qg = q + (size_t)g * hd;
 		float *sg = sc + (size_t)g * scs;
@@ -917,6 +946,8 @@ static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
 		for (; t + 4 <= npos; t += 4) {
 			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 
+			if (g == 0)
+				mm_attn_prefetch(k, v, rs, hd, t, npos);
 			for (int c = 0; c < hd; c += 8) {
 				const __m256 qv = _mm256_loadu_ps(qg + c);
 
@@ -973,23 +1004,53 @@ static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
 			sum += sg[t];
 		}
 		sum = 1.0f / sum;
-		for (int c = 0; c < hd; c += 8) {
+		/* V: 32 dimensions x 2 rows at a time, 8 independent sums
+		 * (a single pair of sums per 8 dimensions waited on the FMA
+		 * latency at every row) */
+		int c = 0;
+
+		for (; c + 32 <= hd; c += 32) {
+			__m256 a[8];
+
+			for (int u = 0; u < 8; u++)
+				a[u] = _mm256_setzero_ps();
+			for (t = 0; t + 2 <= npos; t += 2) {
+				const __m256 p0 = _mm256_set1_ps(sg[t]);
+				const __m256 p1 = _mm256_set1_ps(sg[t + 1]);
+
+				for (int u = 0; u < 4; u++) {
+					a[u] = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 8 * u), a[u]);
+					a[u + 4] = _mm256_fmadd_ps(p1, MM_KH_V(t + 1, c + 8 * u),
+								   a[u + 4]);
+				}
+			}
+			if (t < npos) {
+				const __m256 p0 = _mm256_set1_ps(sg[t]);
+
+				for (int u = 0; u < 4; u++)
+					a[u] = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 8 * u), a[u]);
+			}
+			for (int u = 0; u < 4; u++)
+				_mm256_storeu_ps(o + (size_t)g * hd + c + 8 * u,
+						 _mm256_mul_ps(_mm256_add_ps(a[u], a[u + 4]),
+							       _mm256_set1_ps(sum)));
+		}
+		for (; c < hd; c += 8) {
 			__m256 a0 = _mm256_setzero_ps(), a1 = a0;
 
 			for (t = 0; t + 2 <= npos; t += 2) {
-				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t]), _mm256_cvtph_ps(
-					_mm_loadu_si128((const __m128i *)(v + (size_t)t * rs + c * 2))), a0);
-				a1 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t + 1]), _mm256_cvtph_ps(
-					_mm_loadu_si128((const __m128i *)(v + (size_t)(t + 1) * rs + c * 2))), a1);
+				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t]), MM_KH_V(t, c), a0);
+				a1 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t + 1]),
+						     MM_KH_V(t + 1, c), a1);
 			}
 			if (t < npos)
-				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t]), _mm256_cvtph_ps(
-					_mm_loadu_si128((const __m128i *)(v + (size_t)t * rs + c * 2))), a0);
+				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t]), MM_KH_V(t, c), a0);
 			_mm256_storeu_ps(o + (size_t)g * hd + c,
 					 _mm256_mul_ps(_mm256_add_ps(a0, a1), _mm256_set1_ps(sum)));
 		}
 	}
 #undef MM_KH
+#undef MM_KH_V
 }
 /* a . b and y += a * x with b, x in f16 (the KV cache, read in place) */
 __attribute__((target("avx2,fma,f16c")))
