@@ -892,6 +892,27 @@ static inline __m256 mm_exp_neg_avx2(__m256 x)
 	return _mm256_and_ps(p, _mm256_cmp_ps(x, lo, _CMP_GE_OQ));
 }
 
+/* g[i] = silu(g[i]) * u[i], silu(g) = g * sigmoid(g) with sigmoid from
+ * e = exp(-|g|) <= 1: 1 / (1 + e) for g >= 0, e / (1 + e) below. */
+__attribute__((target("avx2,fma")))
+static void mm_silu_mul_avx2(float *g, const float *u, int n)
+{
+	const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+	int i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		const __m256 x = _mm256_loadu_ps(g + i);
+		const __m256 e = mm_exp_neg_avx2(_mm256_or_ps(x, sign));
+		const __m256 num = _mm256_blendv_ps(one, e, x);	/* x < 0: e */
+
+		_mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_mul_ps(x,
+			_mm256_div_ps(num, _mm256_add_ps(one, e))),
+			_mm256_loadu_ps(u + i)));
+	}
+	for (; i < n; i++)
+		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
 /*
  * The cache rows of a head are hd * 2 bytes every rs bytes, and in decode
  * they come from DRAM (the weights streamed since the last token evicted
@@ -1124,6 +1145,14 @@ static void (*mm_axpy_h)(float *, float, const void *, int) = mm_axpy_h_c;
 static void (*mm_axpy)(float *, float, const float *, int) = mm_axpy_c;
 static void (*mm_f16_row)(const void *, float *, int) = mm_f16_row_c;
 
+static void mm_silu_mul_c(float *g, const float *u, int n)
+{
+	for (int i = 0; i < n; i++)
+		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+static void (*mm_silu_mul)(float *, const float *, int) = mm_silu_mul_c;
+
 static void mm_vec_init(void)
 {
 #if defined(__x86_64__)
@@ -1131,10 +1160,12 @@ static void mm_vec_init(void)
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
 		mm_dot = mm_dot_avx2;
 		mm_axpy = mm_axpy_avx2;
+		mm_silu_mul = mm_silu_mul_avx2;
 		if (getenv("MMHAL_KERNELS") &&
 		    !strcmp(getenv("MMHAL_KERNELS"), "scalar")) {
 			mm_dot = mm_dot_c;
 			mm_axpy = mm_axpy_c;
+			mm_silu_mul = mm_silu_mul_c;
 		}
 	}
 	if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2")) {
@@ -1398,11 +1429,8 @@ static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 
 			mm_proj_multi(m, ws, ys, 2, m->xn, n);
 		}
-		for (size_t i = 0; i < (size_t)n * f; i++) {
-			float g = m->gate[i];
-
-			m->gate[i] = g / (1.0f + expf(-g)) * m->up[i];
-		}
+		for (int i = 0; i < n; i++)
+			mm_silu_mul(m->gate + (size_t)i * f, m->up + (size_t)i * f, f);
 		mm_proj(m, &L->down, m->gate, m->xn, n);
 		for (size_t i = 0; i < (size_t)n * e; i++)
 			m->x[i] += m->xn[i];
