@@ -1180,16 +1180,26 @@ static void mm_vec_init(void)
 }
 
 /*
- * Projections ws[0..nw) of the same input X. Consecutive weights that lie
- * back to back in the file with the same type and row length (attn_q/k/v,
- * ffn_gate/up as converters write them) run as one matrix: one kernel
- * call, one thread-pool wake-up instead of several. Each output row is
+ * Projections ws[0..nw) of the same input X (same row length). Decode runs
+ * them as one job of mm_matvec_n(), whatever their types: one thread-pool
+ * wake-up and one quantized x per format. Prefill runs consecutive weights
+ * that lie back to back in the file with the same type (attn_q/k/v,
+ * ffn_gate/up as converters write them) as one matrix. Each output row is
  * the same dot product either way.
  */
 static void mm_proj_multi(struct mmhal_model *m,
 			  const struct mm_llama_w *const *ws, float *const *Ys,
 			  int nw, const float *X, int n)
 {
+	if (n == 1 && nw <= MM_MV_MAX) {	/* decode: any types, one job */
+		struct mm_mv mv[MM_MV_MAX];
+
+		for (int a = 0; a < nw; a++)
+			mv[a] = (struct mm_mv){ .t = ws[a]->t, .W = ws[a]->d,
+						.y = Ys[a], .m = ws[a]->ne1 };
+		mm_matvec_n(m->ctx, mv, nw, X, ws[0]->ne0);
+		return;
+	}
 	for (int a = 0, b; a < nw; a = b) {
 		int64_t rows = ws[a]->ne1;
 
@@ -1206,12 +1216,8 @@ static void mm_proj_multi(struct mmhal_model *m,
 				mm_proj(m, ws[c], X, Ys[c], n);
 			continue;
 		}
-		if (n == 1)
-			mm_matvec(m->ctx, ws[a]->t, ws[a]->d, X, m->fused, rows,
-				  ws[a]->ne0);
-		else
-			mm_matmul(m->ctx, ws[a]->t, ws[a]->d, X, m->fused, rows,
-				  ws[a]->ne0, n);
+		mm_matmul(m->ctx, ws[a]->t, ws[a]->d, X, m->fused, rows,
+			  ws[a]->ne0, n);
 		for (int i = 0; i < n; i++) {
 			const float *src = m->fused + (size_t)i * rows;
 

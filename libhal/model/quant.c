@@ -972,7 +972,6 @@ struct mm_job {
 	size_t xs;		/* quantized X row bytes */
 	float *Y;
 	int64_t m, k, n;
-	int64_t chunk;		/* W rows per claimed unit (matvec) */
 	int64_t next;		/* next unit to claim (atomic) */
 	int64_t qnext;		/* matmul: next X row to quantize (atomic) */
 	int64_t qdone;		/* matmul: X rows quantized (atomic) */
@@ -993,30 +992,52 @@ static inline int64_t mm_claim(int64_t *next)
 
 #define MM_CHUNK_BYTES (16 << 10)	/* least W bytes per matvec unit */
 
+/* Several matrices sharing one input x, run as one job (decode). */
+struct mm_mv_job {
+	int64_t k;
+	int nmv;
+	struct mm_mv_part {
+		mm_gemv_fn gemv;
+		const uint8_t *W;
+		size_t ws;		/* W row bytes */
+		const uint8_t *xq;	/* x in the type's activation format */
+		float *y;
+		int64_t r0, m;		/* rows [r0, r0 + m) of the job */
+		int64_t chunk;		/* least rows per claimed unit */
+	} mv[MM_MV_MAX];
+	int64_t rows;			/* all matrices' rows */
+	int64_t next;			/* next row to claim (atomic) */
+};
+
 /*
- * Guided claiming: a unit is 1/(2 nth) of the rows still unclaimed (a
- * multiple of 4, at least j->chunk), so early units are long streams and
- * the last ones are short: the caller waits at most ~16 KiB of work for
- * the slowest thread at the end.
+ * Guided claiming over the rows of all matrices in turn: a unit is 1/(2
+ * nth) of the rows still unclaimed (a multiple of 8, at least the
+ * matrix's chunk, never past its end), so early units are long streams
+ * and the last ones are short: the caller waits at most ~16 KiB of work
+ * for the slowest thread at the end.
  */
 static void mm_matvec_task(int tid, int nth, void *arg)
 {
-	struct mm_job *j = arg;
-	const mm_gemv_fn gemv = j->kern->gemv[j->t];
+	struct mm_mv_job *j = arg;
 
 	(void)tid;
 	for (;;) {
 		int64_t r0 = __atomic_load_n(&j->next, __ATOMIC_RELAXED), n;
+		const struct mm_mv_part *p;
 
 		do {
-			if (r0 >= j->m)
+			if (r0 >= j->rows)
 				return;
-			n = ((j->m - r0) / (2 * nth)) & ~(int64_t)7;
-			n = MM_MIN(MM_MAX(n, j->chunk), j->m - r0);
+			p = j->mv;
+			while (r0 >= p->r0 + p->m)
+				p++;
+			n = ((j->rows - r0) / (2 * nth)) & ~(int64_t)7;
+			n = MM_MIN(MM_MAX(n, p->chunk), p->r0 + p->m - r0);
 		} while (!__atomic_compare_exchange_n(&j->next, &r0, r0 + n, 1,
 						      __ATOMIC_RELAXED,
 						      __ATOMIC_RELAXED));
-		gemv(j->k, j->W + r0 * j->ws, j->ws, j->xq, j->Y + r0, n);
+		p->gemv(j->k, p->W + (r0 - p->r0) * p->ws, p->ws, p->xq,
+			p->y + (r0 - p->r0), n);
 	}
 }
 
@@ -1027,33 +1048,95 @@ static void mm_kernel_gemv_check(const struct mm_kernels *kern,
 		abort();	/* caller passed a type we do not support */
 }
 
+/* The weight type whose activation format x is quantized to for t: Q8_0
+ * weights read the Q4_0 format (the same blocks, then sums they ignore),
+ * so a Q8_0 and a Q4_0 matrix share one quantized x. */
+static enum mm_type mm_act_key(enum mm_type t)
+{
+	return t == MM_TYPE_Q8_0 ? MM_TYPE_Q4_0 : t;
+}
+
+static int mm_act_shared(enum mm_type a, enum mm_type b)
+{
+	a = mm_act_key(a);
+	b = mm_act_key(b);
+	return a == b || (a != MM_TYPE_Q4_0 && b != MM_TYPE_Q4_0 &&
+			  mm_act_type(a) == mm_act_type(b));
+}
+
+void mm_matvec_n(struct mm_ctx *ctx, const struct mm_mv *mv, int nmv,
+		 const float *x, int64_t k)
+{
+	struct mm_mv_job j = { .k = k };
+	const int nth = mm_pool_threads(ctx->pool);
+	size_t off[MM_MV_MAX], total = 0;
+	int fresh[MM_MV_MAX];	/* x not yet quantized to mv[i]'s format */
+	uint8_t *scratch;
+
+	if (nmv < 1 || nmv > MM_MV_MAX)
+		abort();	/* caller bug: see MM_MV_MAX */
+	for (int i = 0; i < nmv; i++)
+		mm_kernel_gemv_check(ctx->kern, mv[i].t);
+	if (k <= 0)
+		return;
+	/* one quantized x per activation format */
+	for (int i = 0; i < nmv; i++) {
+		int s = 0;
+
+		while (s < i && !mm_act_shared(mv[s].t, mv[i].t))
+			s++;
+		fresh[i] = s == i;
+		if (s < i) {
+			off[i] = off[s];
+			continue;
+		}
+		off[i] = total;
+		total += (mm_act_row_bytes(mm_act_key(mv[i].t), k) + 63) &
+			 ~(size_t)63;
+	}
+	scratch = mm_ctx_scratch(ctx, total);
+	for (int i = 0; i < nmv; i++) {
+		struct mm_mv_part *p = &j.mv[j.nmv];
+		int64_t c;
+
+		if (fresh[i])
+			mm_quantize_act(mm_act_key(mv[i].t), x, scratch + off[i],
+					k);
+		if (mv[i].m <= 0)
+			continue;
+		p->gemv = ctx->kern->gemv[mv[i].t];
+		p->W = mv[i].W;
+		p->ws = mm_row_bytes(mv[i].t, k);
+		p->xq = scratch + off[i];
+		p->y = mv[i].y;
+		p->r0 = j.rows;
+		p->m = mv[i].m;
+		/* The smallest unit: ~16 KiB of W, a multiple of 8 rows (the
+		 * SIMD kernels do 4 or 8 rows at a time), at most 1/4 of a
+		 * thread's share of this matrix. */
+		c = MM_MAX(8, (int64_t)(MM_CHUNK_BYTES / p->ws)) & ~(int64_t)7;
+		c = MM_MIN(c, ((p->m + 4 * nth - 1) / (4 * nth) + 7) &
+			   ~(int64_t)7);
+		p->chunk = MM_MAX(8, c);
+		j.rows += p->m;
+		j.nmv++;
+	}
+	if (nth == 1 || (j.nmv == 1 && j.rows <= j.mv[0].chunk)) {
+		for (int i = 0; i < j.nmv; i++)
+			j.mv[i].gemv(k, j.mv[i].W, j.mv[i].ws, j.mv[i].xq,
+				     j.mv[i].y, j.mv[i].m);
+		return;
+	}
+	if (j.nmv)
+		mm_pool_run(ctx->pool, mm_matvec_task, &j);
+}
+
 void mm_matvec(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	       const float *x, float *y, int64_t m, int64_t k)
 {
-	struct mm_job j = {
-		.kern = ctx->kern, .t = t, .W = W, .ws = mm_row_bytes(t, k),
-		.Y = y, .m = m, .k = k,
-	};
-	int nth = mm_pool_threads(ctx->pool);
-	int64_t c;
+	const struct mm_mv mv = { .t = t, .W = W, .y = y, .m = m };
 
-	mm_kernel_gemv_check(ctx->kern, t);
-	if (m <= 0 || k <= 0)
-		return;
-	j.xs = mm_act_row_bytes(t, k);
-	j.xq = mm_ctx_scratch(ctx, j.xs);
-	mm_quantize_act(t, x, j.xq, k);
-	/* The smallest unit: ~16 KiB of W, a multiple of 8 rows (the
-	 * SIMD kernels do 4 or 8 rows at a time), at most 1/4 of a
-	 * thread's share. */
-	c = MM_MAX(8, (int64_t)(MM_CHUNK_BYTES / j.ws)) & ~(int64_t)7;
-	c = MM_MIN(c, ((m + 4 * nth - 1) / (4 * nth) + 7) & ~(int64_t)7);
-	j.chunk = MM_MAX(8, c);	/* the smallest unit */
-	if (nth == 1 || m <= j.chunk) {
-		j.kern->gemv[t](k, j.W, j.ws, j.xq, y, m);
-		return;
-	}
-	mm_pool_run(ctx->pool, mm_matvec_task, &j);
+	mm_matvec_n(ctx, &mv, 1, x, k);
 }
 
 #define MM_MC MM_GEMM_MC	/* W rows per unit (packed panel in L2) */

@@ -152,6 +152,19 @@ int mm_ctx_threads(const struct mm_ctx *ctx);
 /* y[m] = W[m][k] . x[k] (decode). W rows are mm_row_bytes(t, k) apart. */
 void mm_matvec(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	       const float *x, float *y, int64_t m, int64_t k);
+/* One matrix of mm_matvec_n(): y[m] = W[m][k] . x[k]. */
+struct mm_mv {
+	enum mm_type t;
+	const void *W;
+	float *y;
+	int64_t m;
+};
+#define MM_MV_MAX 4
+/* nmv (1..MM_MV_MAX) matrices of any types with the same k and input x
+ * (attention Q/K/V, FFN gate/up): x is quantized once per activation
+ * format, and all rows run as one job (one thread-pool hand-off). */
+void mm_matvec_n(struct mm_ctx *ctx, const struct mm_mv *mv, int nmv,
+		 const float *x, int64_t k);
 /* Y[n][m] = X[n][k] . W[m][k]^T (prefill). */
 void mm_matmul(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	       const float *X, float *Y, int64_t m, int64_t k, int64_t n);

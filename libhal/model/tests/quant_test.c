@@ -397,6 +397,76 @@ static void test_kernels(void)
 	mm_ctx_destroy(ref);
 }
 
+/* mm_matvec_n: mixed types sharing x give the bits of separate calls. */
+static void test_matvec_n(void)
+{
+	static const enum mm_type sets[][MM_MV_MAX] = {
+		{ MM_TYPE_Q8_0, MM_TYPE_Q4_0, MM_TYPE_Q4_K, MM_TYPE_F16 },
+		{ MM_TYPE_Q4_0, MM_TYPE_Q6_K, MM_TYPE_Q4_K, MM_TYPE_Q8_0 },
+		{ MM_TYPE_Q4_1, MM_TYPE_BF16, MM_TYPE_F32, MM_TYPE_Q4_0 },
+	};
+	static const int64_t ms[MM_MV_MAX] = { 70, 19, 0, 13 };
+	const int64_t k = 512;
+	float *x = malloc(sizeof(float) * k), *tmp = malloc(sizeof(float) * k);
+	int good = 1;
+
+	fill(x, k);
+	for (size_t si = 0; si < sizeof(sets) / sizeof(sets[0]); si++) {
+		struct mm_mv mv[MM_MV_MAX];
+		uint8_t *w[MM_MV_MAX];
+		float *y[MM_MV_MAX], *r[MM_MV_MAX];
+
+		for (int i = 0; i < MM_MV_MAX; i++) {
+			size_t rb = mm_row_bytes(sets[si][i], k);
+
+			w[i] = malloc(rb * (size_t)(ms[i] + 1));
+			y[i] = malloc(sizeof(float) * (size_t)(ms[i] + 1));
+			r[i] = malloc(sizeof(float) * (size_t)(ms[i] + 1));
+			for (int64_t row = 0; row < ms[i]; row++) {
+				fill(tmp, k);
+				mm_quantize_row(sets[si][i], tmp, w[i] + row * rb, k);
+			}
+			mv[i] = (struct mm_mv){ .t = sets[si][i], .W = w[i],
+						.y = y[i], .m = ms[i] };
+		}
+		for (int thr = 1; thr <= 3; thr++) {
+			struct mm_ctx *ctx;
+
+			if (mm_ctx_create(thr, &ctx)) {
+				good = 0;
+				continue;
+			}
+			for (int n = 1; n <= MM_MV_MAX; n++) {
+				for (int i = 0; i < n; i++) {
+					for (int64_t row = 0; row < ms[i]; row++)
+						y[i][row] = NAN;
+					mm_matvec(ctx, sets[si][i], w[i], x, r[i],
+						  ms[i], k);
+				}
+				mm_matvec_n(ctx, mv, n, x, k);
+				for (int i = 0; i < n; i++)
+					if (ms[i] && memcmp(y[i], r[i],
+							    sizeof(float) * ms[i])) {
+						if (good)
+							printf("# matvec_n set %zu n=%d thr=%d: matrix %d (%s) differs\n",
+							       si, n, thr, i,
+							       mm_type_name(sets[si][i]));
+						good = 0;
+					}
+			}
+			mm_ctx_destroy(ctx);
+		}
+		for (int i = 0; i < MM_MV_MAX; i++) {
+			free(w[i]);
+			free(y[i]);
+			free(r[i]);
+		}
+	}
+	ok(good, "matvec_n: 1-4 matrices of mixed types (one empty) = separate matvecs, bitwise, 1-3 threads");
+	free(x);
+	free(tmp);
+}
+
 /* ---- pool, env -------------------------------------------------------- */
 
 static void pfor_fn(int64_t b, int64_t e, void *arg)
@@ -502,6 +572,7 @@ int main(void)
 	test_pool();
 	test_env();
 	test_kernels();
+	test_matvec_n();
 	printf("1..%d\n", t_num);
 	printf("RESULT quant %d %d\n", t_pass, t_fail);
 	return t_fail ? 1 : 0;
