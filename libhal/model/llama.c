@@ -579,6 +579,10 @@ MMHAL_API int mmhal_model_load(const char *path,
 				       sizeof(float));
 		m->scratch = mm_llama_alloc(m, m->scratch_stride *
 					    m->n_threads * sizeof(float));
+		m->aseg_max = 2 * m->n_threads;
+		m->apart = mm_llama_alloc(m, (size_t)m->hp.n_head_kv *
+					  m->aseg_max * grp *
+					  (m->hp.head_dim + 2) * sizeof(float));
 	}
 	if (!m->inv_freq) {
 		m->inv_freq = mm_llama_alloc(m, m->hp.n_rot / 2 * sizeof(float));
@@ -594,7 +598,8 @@ MMHAL_API int mmhal_model_load(const char *path,
 	}
 	if (!m->kv_k || !m->kv_v || !m->tokens || !m->x || !m->xn || !m->q ||
 	    !m->k || !m->v || !m->att || !m->gate || !m->up || !m->logits ||
-	    !m->scratch || !m->inv_freq || !m->kf || !m->vf || !m->fused) {
+	    !m->scratch || !m->inv_freq || !m->kf || !m->vf || !m->fused ||
+	    !m->apart) {
 		mm_msg(err, errlen, "out of memory for the KV cache (%zu bytes) "
 		       "and activations", 2 * nb);
 		ret = -ENOMEM;
@@ -636,6 +641,7 @@ MMHAL_API void mmhal_model_free(struct mmhal_model *m)
 	free(m->logits);
 	free(m->scratch);
 	free(m->fused);
+	free(m->apart);
 	free(m->kf);
 	free(m->vf);
 	mm_ctx_destroy(m->ctx);
@@ -941,12 +947,13 @@ static inline void mm_attn_prefetch(const uint8_t *k, const uint8_t *v,
  * head (rows rs bytes apart, read in place): scores 4 rows at a time with
  * one horizontal reduction per 4, a vectorised softmax, and V summed
  * 8 dimensions at a time over all rows (no stores in the inner loop).
- * hd is a multiple of 8. sc: grp rows of scs floats.
+ * hd is a multiple of 8. sc: grp rows of scs floats. With stats, o is
+ * left unnormalized and stats gets each query head's (max, sum of exp).
  */
 __attribute__((target("avx2,fma,f16c")))
 static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
 			   const uint8_t *v, size_t rs, int npos, float scale,
-			   float *sc, size_t scs, float *o)
+			   float *sc, size_t scs, float *o, float *stats)
 {
 #define MM_KH(t, c) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)	\
 		(k + (size_t)(t) * rs + (size_t)(c) * 2)))
@@ -1024,7 +1031,13 @@ static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
 			sg[t] = expf(sg[t] - mx);
 			sum += sg[t];
 		}
-		sum = 1.0f / sum;
+		if (stats) {	/* a segment: unnormalized, merged later */
+			stats[2 * g] = mx;
+			stats[2 * g + 1] = sum;
+			sum = 1.0f;
+		} else {
+			sum = 1.0f / sum;
+		}
 		/* V: 32 dimensions x 2 rows at a time, 8 independent sums
 		 * (a single pair of sums per 8 dimensions waited on the FMA
 		 * latency at every row) */
@@ -1140,7 +1153,7 @@ static float (*mm_dot)(const float *, const float *, int) = mm_dot_c;
 static float (*mm_dot_h)(const float *, const void *, int) = mm_dot_h_c;
 static void (*mm_attn_h)(const float *, int, int, const uint8_t *,
 			 const uint8_t *, size_t, int, float, float *, size_t,
-			 float *);
+			 float *, float *);
 static void (*mm_axpy_h)(float *, float, const void *, int) = mm_axpy_h_c;
 static void (*mm_axpy)(float *, float, const float *, int) = mm_axpy_c;
 static void (*mm_f16_row)(const void *, float *, int) = mm_f16_row_c;
@@ -1322,7 +1335,7 @@ static void mm_attn_task(int64_t begin, int64_t end, void *arg)
 
 		if (h16 && mm_attn_fast(m)) {
 			mm_attn_h(q, grp, hd, h16, v16, m->kv_rs, pos + 1, scale,
-				  sc, nctx, o);
+				  sc, nctx, o, NULL);
 			continue;
 		}
 		for (int g = 0; g < grp; g++)
@@ -1370,6 +1383,94 @@ static void mm_attn_task(int64_t begin, int64_t end, void *arg)
 }
 
 /* n tokens (n <= n_batch) at positions n_past ... */
+/*
+ * Decode attention split over positions (flash-decoding): unit u is KV
+ * head u / nseg over segment u % nseg of the cache rows; each writes its
+ * grp unnormalized outputs and (max, sum) pairs to m->apart, and
+ * mm_attn_merge() rescales them to a common max. With fewer KV heads than
+ * a few per thread (SmolLM2: 3 heads on 2 threads), whole heads left a
+ * thread idle for a third of the attention.
+ */
+struct mm_attn_seg_job {
+	struct mmhal_model *m;
+	int layer, nseg, npos;
+};
+
+static float *mm_attn_part(const struct mmhal_model *m, int64_t u)
+{
+	const int grp = m->hp.n_head / m->hp.n_head_kv;
+
+	return m->apart + (size_t)u * grp * (m->hp.head_dim + 2);
+}
+
+static void mm_attn_seg_task(int64_t begin, int64_t end, void *arg)
+{
+	const struct mm_attn_seg_job *j = arg;
+	struct mmhal_model *m = j->m;
+	const int hd = m->hp.head_dim, grp = m->hp.n_head / m->hp.n_head_kv;
+	int slot = __atomic_fetch_add(&m->slot, 1, __ATOMIC_RELAXED);
+	float *sc = m->scratch + (size_t)slot * m->scratch_stride;
+
+	for (int64_t u = begin; u < end; u++) {
+		const int kvh = (int)(u / j->nseg), s = (int)(u % j->nseg);
+		const int t0 = (int)((int64_t)j->npos * s / j->nseg);
+		const int t1 = (int)((int64_t)j->npos * (s + 1) / j->nseg);
+		const size_t off = (size_t)j->layer * m->n_ctx * m->kv_rs +
+				   (size_t)t0 * m->kv_rs + (size_t)kvh * hd * 2;
+		float *o = mm_attn_part(m, u);
+
+		mm_attn_h(m->q + (size_t)kvh * grp * hd, grp, hd,
+			  m->kv_k + off, m->kv_v + off, m->kv_rs, t1 - t0,
+			  1.0f / sqrtf((float)hd), sc, m->n_ctx, o,
+			  o + (size_t)grp * hd);
+	}
+}
+
+static void mm_attn_merge(struct mmhal_model *m, int nseg)
+{
+	const int hd = m->hp.head_dim, nkv = m->hp.n_head_kv;
+	const int grp = m->hp.n_head / nkv;
+
+	for (int kvh = 0; kvh < nkv; kvh++) {
+		for (int g = 0; g < grp; g++) {
+			float *o = m->att + ((size_t)kvh * grp + g) * hd;
+			float mx = -INFINITY, sum = 0;
+
+			for (int s = 0; s < nseg; s++) {
+				const float *st = mm_attn_part(m, (int64_t)kvh * nseg + s) +
+						  (size_t)grp * hd;
+
+				mx = st[2 * g] > mx ? st[2 * g] : mx;
+			}
+			memset(o, 0, hd * sizeof(float));
+			for (int s = 0; s < nseg; s++) {
+				const float *p = mm_attn_part(m, (int64_t)kvh * nseg + s);
+				const float *st = p + (size_t)grp * hd;
+				const float f = expf(st[2 * g] - mx);
+
+				sum += st[2 * g + 1] * f;
+				mm_axpy(o, f, p + (size_t)g * hd, hd);
+			}
+			for (int c = 0; c < hd; c++)
+				o[c] /= sum;
+		}
+	}
+}
+
+/* Segments per KV head for one decode step over npos rows: enough units
+ * for two per thread, none shorter than MM_ATTN_SEG_MIN rows; 1 = whole
+ * heads. */
+#define MM_ATTN_SEG_MIN 16
+static int mm_attn_nseg(const struct mmhal_model *m, int npos)
+{
+	const int nkv = m->hp.n_head_kv;
+	int nseg = (2 * m->n_threads + nkv - 1) / nkv;
+
+	nseg = nseg < m->aseg_max ? nseg : m->aseg_max;
+	nseg = nseg < npos / MM_ATTN_SEG_MIN ? nseg : npos / MM_ATTN_SEG_MIN;
+	return nseg > 1 && mm_attn_fast(m) ? nseg : 1;
+}
+
 static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 			     int n, float *logits)
 {
@@ -1418,11 +1519,21 @@ static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 		if (aj.staged)
 			mm_parallel_for(m->ctx, m->n_past + n, mm_kv_stage_task,
 					&aj);
-		if (attn_work < (1 << 14))
+		if (attn_work < (1 << 14)) {
 			mm_attn_task(0, (int64_t)n * hp->n_head_kv, &aj);
-		else
+		} else if (n == 1 && mm_attn_nseg(m, m->n_past + 1) > 1) {
+			struct mm_attn_seg_job sj = {
+				.m = m, .layer = l, .npos = m->n_past + 1,
+				.nseg = mm_attn_nseg(m, m->n_past + 1),
+			};
+
+			mm_parallel_for(m->ctx, (int64_t)hp->n_head_kv * sj.nseg,
+					mm_attn_seg_task, &sj);
+			mm_attn_merge(m, sj.nseg);
+		} else {
 			mm_parallel_for(m->ctx, (int64_t)n * hp->n_head_kv,
 					mm_attn_task, &aj);
+		}
 		mm_proj(m, &L->o, m->att, m->xn, n);
 		for (size_t i = 0; i < (size_t)n * e; i++)
 			m->x[i] += m->xn[i];

@@ -70,6 +70,10 @@ struct mmhal_model {
 	size_t scratch_stride;
 	int n_threads;
 	int slot;		/* next scratch slot of a parallel run */
+	/* decode attention over position segments: per (KV head, segment)
+	 * grp unnormalized outputs of head_dim, then grp (max, sum) pairs */
+	float *apart;
+	int aseg_max;		/* segments per KV head, at most */
 
 	struct mmhal_model_stats st;
 	struct mmhal_model_info info;

@@ -48,7 +48,7 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 32
+#define N_TESTS 34
 
 static char dir[256];
 static char path[4][300];
@@ -58,6 +58,7 @@ static const enum mm_type ttype[4] = { MM_TYPE_F32, MM_TYPE_Q8_0,
 static const double ttol[4] = { 1e-3, 3e-2, 3e-2, 3e-2 };
 static const int32_t prompt[8] = { 1, 17, 42, 99, 150, 201, 7, 250 };
 static int32_t long_prompt[40];
+static int load_threads = 2;	/* threads of the next load() */
 
 static int argmax(const float *x, int n)
 {
@@ -96,7 +97,7 @@ static struct mmhal_model *load(int t, int n_ctx, int kv, int n_batch,
 
 	p.n_ctx = n_ctx;
 	p.kv_type = kv;
-	p.n_threads = 2;
+	p.n_threads = load_threads;
 	if (n_batch)
 		p.n_batch = n_batch;
 	p.use_mmap = mmap;
@@ -207,6 +208,40 @@ static void test_prefill_vs_steps(void)
 			ok(!ret && d1 < 1e-4 && d2 < 1e-4,
 			   "%s: prefill(40) == 40 single evals (%.1e) == chunked prefill (%.1e)",
 			   tname[t], d1, d2);
+		mmhal_model_free(a);
+		mmhal_model_free(b);
+	}
+}
+
+/* Decode attention split over cache positions (2-3 threads, 150 rows:
+ * segments of a KV head run on different threads and are merged) gives
+ * the logits of a prefill over the same tokens (whole heads). */
+static void test_attn_split(void)
+{
+	int32_t toks[150];
+
+	for (int i = 0; i < 150; i++)
+		toks[i] = (int32_t)((i * 37 + 11) % 300);
+	for (int thr = 2; thr <= 3; thr++) {
+		struct mmhal_model *a, *b;
+		float la[300], lb[300];
+		double d = 1;
+		int ret;
+
+		load_threads = thr;
+		a = load(0, 256, MMHAL_KV_F16, 0, 1);
+		b = load(0, 256, MMHAL_KV_F16, 0, 1);
+		load_threads = 2;
+		ret = !a || !b;
+		if (!ret)
+			ret = mmhal_model_eval(a, toks, 150, la);
+		for (int i = 0; i < 150 && !ret; i++)
+			ret = mmhal_model_eval(b, toks + i, 1, lb);
+		if (!ret)
+			d = reldiff(lb, la, 300);
+		ok(!ret && d < 1e-4,
+		   "f32, %d threads: 150 decode steps (attention split over positions) == prefill(150) (%.1e)",
+		   thr, d);
 		mmhal_model_free(a);
 		mmhal_model_free(b);
 	}
@@ -566,6 +601,7 @@ int main(void)
 	for (int t = 0; t < 4; t++)
 		test_vs_ref(t);
 	test_prefill_vs_steps();
+	test_attn_split();
 	test_kv_q8();
 	test_ctx_limit();
 	test_load_misc();
