@@ -928,17 +928,23 @@ static const struct mm_gguf_kv *mm_gguf_scalar_kv(const struct mm_gguf *g,
 	return kv;
 }
 
+/* The integer value of key, of any integer type, if within [lo, hi]. */
+static int mm_gguf_get_int(const struct mm_gguf *g, const char *key,
+			   int64_t lo, uint64_t hi, int64_t *s, uint64_t *u)
+{
+	int ret;
+	const struct mm_gguf_kv *kv = mm_gguf_scalar_kv(g, key, &ret);
+
+	return ret ? ret : mm_gguf_int_in(kv->type, kv->v.u, kv->v.i, lo, hi,
+					  s, u);
+}
+
 int mm_gguf_get_u32(const struct mm_gguf *g, const char *key, uint32_t *v)
 {
-	const struct mm_gguf_kv *kv;
 	uint64_t u;
 	int64_t s;
-	int ret;
+	int ret = mm_gguf_get_int(g, key, 0, UINT32_MAX, &s, &u);
 
-	kv = mm_gguf_scalar_kv(g, key, &ret);
-	if (ret)
-		return ret;
-	ret = mm_gguf_int_in(kv->type, kv->v.u, kv->v.i, 0, UINT32_MAX, &s, &u);
 	if (!ret)
 		*v = (uint32_t)u;
 	return ret;
@@ -946,32 +952,17 @@ int mm_gguf_get_u32(const struct mm_gguf *g, const char *key, uint32_t *v)
 
 int mm_gguf_get_u64(const struct mm_gguf *g, const char *key, uint64_t *v)
 {
-	const struct mm_gguf_kv *kv;
-	uint64_t u;
 	int64_t s;
-	int ret;
 
-	kv = mm_gguf_scalar_kv(g, key, &ret);
-	if (ret)
-		return ret;
-	ret = mm_gguf_int_in(kv->type, kv->v.u, kv->v.i, 0, UINT64_MAX, &s, &u);
-	if (!ret)
-		*v = u;
-	return ret;
+	return mm_gguf_get_int(g, key, 0, UINT64_MAX, &s, v);
 }
 
 int mm_gguf_get_i32(const struct mm_gguf *g, const char *key, int32_t *v)
 {
-	const struct mm_gguf_kv *kv;
 	uint64_t u;
 	int64_t s;
-	int ret;
+	int ret = mm_gguf_get_int(g, key, INT32_MIN, INT32_MAX, &s, &u);
 
-	kv = mm_gguf_scalar_kv(g, key, &ret);
-	if (ret)
-		return ret;
-	ret = mm_gguf_int_in(kv->type, kv->v.u, kv->v.i, INT32_MIN, INT32_MAX,
-			     &s, &u);
 	if (!ret)
 		*v = (int32_t)s;
 	return ret;
