@@ -6,11 +6,13 @@
  * Int8 dot products use ggml's trick: vpmaddubsw(|x|, sign(y, x)) then
  * vpmaddwd with ones (exact: |x| <= 128, |y| <= 127, pair sums fit s16).
  * Q8_0/Q4_0 decode runs 4 (Q4_0: 8) W rows at a time sharing the
- * activation loads, one float sum per row (Q4_0: per pair of rows), with a
- * linear software prefetch of the next group; Q4_K/Q6_K decode a row at a time (ggml's layout handling
- * with fewer vector ops per block), prefetching MM_PF_ROWS rows ahead.
+ * activation loads, one float sum per row (Q4_0: per pair of rows), with
+ * a linear software prefetch of the next group; Q4_K/Q6_K decode a row at
+ * a time (ggml's layout handling with fewer vector ops per block),
+ * prefetching MM_PF_ROWS rows ahead.
  * Q8_0/Q4_0 matmul widens both sides to s16 in packed panels (below).
- * Q4_1 uses the scalar code.
+ * Q4_1 decode shares the Q4_0 8-row loop (mm_q4_rows8()); its prefill
+ * runs that decode kernel per X row.
  */
 #include "quant_kern.h"
 
@@ -309,54 +311,71 @@ static inline __m256i mm_dpbusd2(__m256i u1, __m256i s1, __m256i u2,
  * one conversion. In cache: 0.93x the time of the 4-row one-per-vector
  * form, which remains for a 4-row tail.
  */
-static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
-			      const void *xq, float *y, int64_t nr)
+/* 16-bit fields at byte offset off of 8 rows (ws apart) */
+static inline uint16_t mm_u16_at(const uint8_t *p)
 {
-	const struct mm_block_q8_0 *x = xq;
-	const float *xs8 = mm_q4_0_act_sums(xq, k);	/* 8 * sum(x.qs) */
-	const int64_t nb = k / MM_QK;
+	uint16_t h;
+
+	memcpy(&h, p, 2);
+	return h;
+}
+
+static inline __m128i mm_h8(const uint8_t *row, size_t ws, size_t off)
+{
+	__m128i v = _mm_cvtsi32_si128(mm_u16_at(row + off));
+
+	v = _mm_insert_epi16(v, mm_u16_at(row + ws + off), 1);
+	v = _mm_insert_epi16(v, mm_u16_at(row + 2 * ws + off), 2);
+	v = _mm_insert_epi16(v, mm_u16_at(row + 3 * ws + off), 3);
+	v = _mm_insert_epi16(v, mm_u16_at(row + 4 * ws + off), 4);
+	v = _mm_insert_epi16(v, mm_u16_at(row + 5 * ws + off), 5);
+	v = _mm_insert_epi16(v, mm_u16_at(row + 6 * ws + off), 6);
+	return _mm_insert_epi16(v, mm_u16_at(row + 7 * ws + off), 7);
+}
+
+/*
+ * y[0..8) for 8 rows of Q4_0 (q41 = 0) or Q4_1 (q41 = 1) weights; q41 is
+ * a constant, so each caller gets its own loop. The nibbles are used
+ * unsigned (0..15) and one FMA per block for the 8 rows adds the offset:
+ * Q4_0 subtracts dw * dx * 8 * sum(x) (xs8, see mm_q4_0_act_sums()),
+ * Q4_1 adds mw * s with Q8_1's s = dx * sum(x).
+ */
+static inline __attribute__((always_inline)) void
+mm_q4_rows8(int64_t nb, const uint8_t *row, size_t ws, const void *xq,
+	    const float *xs8, float *y, const int q41)
+{
+	const size_t bs = q41 ? sizeof(struct mm_block_q4_1) :
+				sizeof(struct mm_block_q4_0);
+	const size_t qo = q41 ? offsetof(struct mm_block_q4_1, qs) :
+				offsetof(struct mm_block_q4_0, qs);
 	const __m256i m4 = _mm256_set1_epi8(0x0F);
-	int64_t r = 0;
+	/* rows 0 | 1, 2 | 3, 4 | 5, 6 | 7 (low | high lane) */
+	__m256 a01 = _mm256_setzero_ps(), a23 = a01, a45 = a01, a67 = a01;
+	__m256 c = _mm256_setzero_ps();	/* the 8 rows' offset terms */
 
-	mm_pf_start(w, nr * ws);
-	for (; r + 8 <= nr; r += 8) {
-		const uint8_t *row = (const uint8_t *)w + r * ws;
-		const struct mm_block_q4_0 *b0 = (const void *)row;
-		const struct mm_block_q4_0 *b1 = (const void *)(row + ws);
-		const struct mm_block_q4_0 *b2 = (const void *)(row + 2 * ws);
-		const struct mm_block_q4_0 *b3 = (const void *)(row + 3 * ws);
-		const struct mm_block_q4_0 *b4 = (const void *)(row + 4 * ws);
-		const struct mm_block_q4_0 *b5 = (const void *)(row + 5 * ws);
-		const struct mm_block_q4_0 *b6 = (const void *)(row + 6 * ws);
-		const struct mm_block_q4_0 *b7 = (const void *)(row + 7 * ws);
-		/* rows 0 | 1, 2 | 3, 4 | 5, 6 | 7 (low | high lane) */
-		__m256 a01 = _mm256_setzero_ps(), a23 = a01, a45 = a01, a67 = a01;
-		__m256 c = _mm256_setzero_ps();	/* the 8 rows' 8 * sum terms */
+	for (int64_t i = 0; i < nb; i++) {
+		const struct mm_block_q8_0 *x0 = (const struct mm_block_q8_0 *)xq + i;
+		const struct mm_block_q8_1 *x1 = (const struct mm_block_q8_1 *)xq + i;
+		const int8_t *xqs = q41 ? x1->qs : x0->qs;
+		const __m256i xl = _mm256_broadcastsi128_si256(
+			_mm_loadu_si128((const __m128i *)xqs));
+		const __m256i xh = _mm256_broadcastsi128_si256(
+			_mm_loadu_si128((const __m128i *)(xqs + 16)));
+		const uint8_t *blk = row + i * bs;
+		/* the 8 rows' dw * dx */
+		const __m256 s8 = _mm256_mul_ps(_mm256_cvtph_ps(mm_h8(blk, ws, 0)),
+			_mm256_set1_ps(q41 ? x1->d : mm_h2f(x0->d)));
 
-		for (int64_t i = 0; i < nb; i++) {
-			const __m256i xl = _mm256_broadcastsi128_si256(
-				_mm_loadu_si128((const __m128i *)x[i].qs));
-			const __m256i xh = _mm256_broadcastsi128_si256(
-				_mm_loadu_si128((const __m128i *)(x[i].qs + 16)));
-			__m128i d8 = _mm_cvtsi32_si128(b0[i].d);
-
-			d8 = _mm_insert_epi16(d8, b1[i].d, 1);
-			d8 = _mm_insert_epi16(d8, b2[i].d, 2);
-			d8 = _mm_insert_epi16(d8, b3[i].d, 3);
-			d8 = _mm_insert_epi16(d8, b4[i].d, 4);
-			d8 = _mm_insert_epi16(d8, b5[i].d, 5);
-			d8 = _mm_insert_epi16(d8, b6[i].d, 6);
-			d8 = _mm_insert_epi16(d8, b7[i].d, 7);
-			/* the 8 rows' dw * dx */
-			const __m256 s8 = _mm256_mul_ps(_mm256_cvtph_ps(d8),
-				_mm256_set1_ps(mm_h2f(x[i].d)));
-
-			/* q - 8: one FMA for all 8 rows */
+		if (q41)	/* + mw * s */
+			c = _mm256_fmadd_ps(_mm256_cvtph_ps(mm_h8(blk, ws, 2)),
+					    _mm256_broadcast_ss(&x1->s), c);
+		else		/* - dw * dx * 8 * sum(x), subtracted below */
 			c = _mm256_fmadd_ps(s8, _mm256_broadcast_ss(&xs8[i]), c);
-			MM_PF_NEXT8(row + 8 * ws, i, sizeof(*b0));
-#define MM_Q4P(acc, ba, bb, p) do {					\
+		MM_PF_NEXT8(row + 8 * ws, i, bs);
+#define MM_Q4P(acc, p) do {						\
 	const __m256i v_ = _mm256_loadu2_m128i(				\
-		(const __m128i *)(bb)[i].qs, (const __m128i *)(ba)[i].qs); \
+		(const __m128i *)(blk + (2 * (p) + 1) * ws + qo),		\
+		(const __m128i *)(blk + 2 * (p) * ws + qo));		\
 	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_dpbusd2(		\
 		_mm256_and_si256(v_, m4), xl,				\
 		_mm256_and_si256(_mm256_srli_epi16(v_, 4), m4), xh)),	\
@@ -365,23 +384,37 @@ static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
 			2 * (p) + 1, 2 * (p) + 1, 2 * (p) + 1, 2 * (p) + 1)), \
 		acc);							\
 } while (0)
-			MM_Q4P(a01, b0, b1, 0);
-			MM_Q4P(a23, b2, b3, 1);
-			MM_Q4P(a45, b4, b5, 2);
-			MM_Q4P(a67, b6, b7, 3);
+		MM_Q4P(a01, 0);
+		MM_Q4P(a23, 1);
+		MM_Q4P(a45, 2);
+		MM_Q4P(a67, 3);
 #undef MM_Q4P
-		}
-		{
-			/* low lanes r0 r2 r4 r6, high lanes r1 r3 r5 r7 */
-			const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a01, a23),
-							_mm256_hadd_ps(a45, a67));
-			const __m128 lo = _mm256_castps256_ps128(h);
-			const __m128 hi = _mm256_extractf128_ps(h, 1);
-
-			_mm256_storeu_ps(y + r, _mm256_sub_ps(_mm256_set_m128(
-				_mm_unpackhi_ps(lo, hi), _mm_unpacklo_ps(lo, hi)), c));
-		}
 	}
+	{
+		/* low lanes r0 r2 r4 r6, high lanes r1 r3 r5 r7 */
+		const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a01, a23),
+						_mm256_hadd_ps(a45, a67));
+		const __m128 lo = _mm256_castps256_ps128(h);
+		const __m128 hi = _mm256_extractf128_ps(h, 1);
+		const __m256 sum = _mm256_set_m128(_mm_unpackhi_ps(lo, hi),
+						   _mm_unpacklo_ps(lo, hi));
+
+		_mm256_storeu_ps(y, q41 ? _mm256_add_ps(sum, c) :
+					  _mm256_sub_ps(sum, c));
+	}
+}
+
+static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
+			      const void *xq, float *y, int64_t nr)
+{
+	const struct mm_block_q8_0 *x = xq;
+	const float *xs8 = mm_q4_0_act_sums(xq, k);	/* 8 * sum(x.qs) */
+	const int64_t nb = k / MM_QK;
+	int64_t r = 0;
+
+	mm_pf_start(w, nr * ws);
+	for (; r + 8 <= nr; r += 8)
+		mm_q4_rows8(nb, (const uint8_t *)w + r * ws, ws, xq, xs8, y + r, 0);
 	for (; r + 4 <= nr; r += 4) {
 		const uint8_t *row = (const uint8_t *)w + r * ws;
 		const struct mm_block_q4_0 *b0 = (const void *)row;
@@ -425,6 +458,21 @@ static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
 		}
 		y[r] = mm_hsum(acc);
 	}
+}
+
+/* Q4_1: 8-row groups as Q4_0; the rest of the rows by the scalar code */
+static void mm_avx2_gemv_q4_1(int64_t k, const void *w, size_t ws,
+			      const void *xq, float *y, int64_t nr)
+{
+	const int64_t nb = k / MM_QK;
+	int64_t r = 0;
+
+	mm_pf_start(w, nr * ws);
+	for (; r + 8 <= nr; r += 8)
+		mm_q4_rows8(nb, (const uint8_t *)w + r * ws, ws, xq, NULL, y + r, 1);
+	if (r < nr)
+		mm_kernels_scalar.gemv[MM_TYPE_Q4_1](k, (const uint8_t *)w + r * ws,
+						     ws, xq, y + r, nr - r);
 }
 
 /*
@@ -958,7 +1006,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_BF16] = mm_avx2_gemv_bf16,
 		[MM_TYPE_Q8_0] = mm_avx2_gemv_q8_0,
 		[MM_TYPE_Q4_0] = mm_avx2_gemv_q4_0,
-		[MM_TYPE_Q4_1] = mm_scalar_gemv_q4_1,
+		[MM_TYPE_Q4_1] = mm_avx2_gemv_q4_1,
 		[MM_TYPE_Q4_K] = mm_avx2_gemv_q4_k,
 		[MM_TYPE_Q6_K] = mm_avx2_gemv_q6_k,
 	},
