@@ -35,6 +35,9 @@
 #include <linux/sync_file.h>
 #include <linux/timekeeping.h>
 #include <linux/timex.h>
+#ifdef CONFIG_X86_TSC
+#include <asm/tsc.h>
+#endif
 
 #include "mmedge_chan.h"
 #include "mmedge_drv.h"
@@ -272,11 +275,32 @@ static void mmedge_engine_anchor(struct mmedge_engine *eng)
 	eng->boot_offset = ktime_to_ns(ktime_mono_to_any(0, TK_OFFS_BOOT));
 }
 
+/*
+ * The cycle counter is only a timestamp source if it is one clock for all
+ * CPUs. On x86 the kernel finds out at boot (and from its clocksource
+ * watchdog) whether the TSCs are synchronised; a guest whose vCPUs' TSCs
+ * drift apart gets "Marking TSC unstable" and so does this driver.
+ */
+static bool mmedge_cycles_usable(void)
+{
+#ifdef CONFIG_X86_TSC
+	return !check_tsc_unstable();
+#else
+	return true;
+#endif
+}
+
 static void mmedge_engine_calibrate(struct mmedge_engine *eng)
 {
 	u64 t0, r0, t1, r1, hz;
 
 	eng->counter_hz = 0;
+	if (!mmedge_cycles_usable()) {
+		hz = NSEC_PER_SEC;
+		mmedge_ts_calc(&eng->tc_mono, hz, 64);
+		eng->counter_hz = hz;
+		return;
+	}
 	r0 = get_cycles();
 	t0 = ktime_get_raw_ns();
 	usleep_range(20000, 21000);
