@@ -168,15 +168,21 @@ static void mm_avx2_gemv_bf16(int64_t k, const void *w, size_t ws,
 #define MM_PF_HINT _MM_HINT_T1
 #endif
 #ifndef MM_PF_GROUPS
-#define MM_PF_GROUPS 1	/* prefetch distance in 4-row groups (0: none) */
+#define MM_PF_GROUPS 1	/* prefetch distance in row groups (0: none) */
 #endif
-/* the group MM_PF_GROUPS after this one (rows are ws apart: contiguous),
- * in step with block i: 4 rows x 1 block */
-#define MM_PF_NEXT(next, i, bs) do {					\
-	const char *pf_ = (const char *)(next) + (i) * 4 * (bs) +	\
-		(MM_PF_GROUPS - 1) * 4 * ws;				\
-	for (size_t o_ = 0; MM_PF_GROUPS && o_ < 4 * (bs); o_ += 64)	\
-		_mm_prefetch(pf_ + o_, MM_PF_HINT);			\
+/* n bytes from p, a line at a time */
+static inline void mm_pf_span(const char *p, size_t n)
+{
+	for (size_t o = 0; o < n; o += 64)
+		_mm_prefetch(p + o, MM_PF_HINT);
+}
+
+/* Groups of g rows (ws apart: contiguous), in step with block i: the same
+ * g rows x 1 block of the group MM_PF_GROUPS after the one at next - g ws */
+#define MM_PF_NEXT(next, i, bs, g) do {					\
+	if (MM_PF_GROUPS)						\
+		mm_pf_span((const char *)(next) + (i) * (g) * (bs) +	\
+			   (MM_PF_GROUPS - 1) * (g) * ws, (g) * (bs));	\
 } while (0)
 
 /* Single-row kernels: block i of the row MM_PF_ROWS rows further */
@@ -184,17 +190,9 @@ static void mm_avx2_gemv_bf16(int64_t k, const void *w, size_t ws,
 #define MM_PF_ROWS 4
 #endif
 #define MM_PF_ROW(rowp, i, bs) do {					\
-	const char *pf_ = (const char *)(rowp) + MM_PF_ROWS * ws +	\
-		(i) * (bs);						\
-	for (size_t o_ = 0; MM_PF_ROWS && o_ < (bs); o_ += 64)		\
-		_mm_prefetch(pf_ + o_, MM_PF_HINT);			\
-} while (0)
-
-/* the same for 8-row groups (Q4_0): the next group, 8 rows x 1 block */
-#define MM_PF_NEXT8(next, i, bs) do {					\
-	const char *pf_ = (const char *)(next) + (i) * 8 * (bs);	\
-	for (size_t o_ = 0; MM_PF_GROUPS && o_ < 8 * (bs); o_ += 64)	\
-		_mm_prefetch(pf_ + o_, MM_PF_HINT);			\
+	if (MM_PF_ROWS)							\
+		mm_pf_span((const char *)(rowp) + MM_PF_ROWS * ws +	\
+			   (i) * (bs), (bs));				\
 } while (0)
 
 /* At the start of a call: the first bytes of its rows, all at once (the
@@ -252,7 +250,7 @@ static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
 				_mm_set1_ps(mm_h2f(x[i].d)));
 			const __m256 s8 = _mm256_set_m128(s4, s4);
 
-			MM_PF_NEXT(row + 4 * ws, i, sizeof(*b0));
+			MM_PF_NEXT(row + 4 * ws, i, sizeof(*b0), 4);
 #define MM_Q8R(acc, bb, n)						\
 	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_dpbusd(ax,		\
 		_mm256_sign_epi8(_mm256_loadu_si256(				\
@@ -377,7 +375,7 @@ mm_q4_rows8(int64_t nb, const uint8_t *row, size_t ws, const void *xq,
 					    _mm256_broadcast_ss(&x1->s), c);
 		else		/* - dw * dx * 8 * sum(x), subtracted below */
 			c = _mm256_fmadd_ps(s8, _mm256_broadcast_ss(&xs8[i]), c);
-		MM_PF_NEXT8(row + 8 * ws, i, bs);
+		MM_PF_NEXT(row + 8 * ws, i, bs, 8);
 #define MM_Q4P(acc, p) do {						\
 	const __m256i v_ = _mm256_loadu2_m128i(				\
 		(const __m128i *)(blk + (2 * (p) + 1) * ws + qo),		\
