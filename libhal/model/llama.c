@@ -816,6 +816,13 @@ static void mm_f16_row_c(const void *src, float *dst, int n)
 	mm_dequantize_row(MM_TYPE_F16, src, dst, n);
 }
 
+/* g[i] = silu(g[i]) * u[i] */
+static void mm_silu_mul_c(float *g, const float *u, int n)
+{
+	for (int i = 0; i < n; i++)
+		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -915,8 +922,7 @@ static void mm_silu_mul_avx2(float *g, const float *u, int n)
 			_mm256_div_ps(num, _mm256_add_ps(one, e))),
 			_mm256_loadu_ps(u + i)));
 	}
-	for (; i < n; i++)
-		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+	mm_silu_mul_c(g + i, u + i, n - i);
 }
 
 /*
@@ -1158,12 +1164,6 @@ static void (*mm_axpy_h)(float *, float, const void *, int) = mm_axpy_h_c;
 static void (*mm_axpy)(float *, float, const float *, int) = mm_axpy_c;
 static void (*mm_f16_row)(const void *, float *, int) = mm_f16_row_c;
 
-static void mm_silu_mul_c(float *g, const float *u, int n)
-{
-	for (int i = 0; i < n; i++)
-		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
-}
-
 static void (*mm_silu_mul)(float *, const float *, int) = mm_silu_mul_c;
 
 static void mm_vec_init(void)
@@ -1382,7 +1382,6 @@ static void mm_attn_task(int64_t begin, int64_t end, void *arg)
 	}
 }
 
-/* n tokens (n <= n_batch) at positions n_past ... */
 /*
  * Decode attention split over positions (flash-decoding): unit u is KV
  * head u / nseg over segment u % nseg of the cache rows; each writes its
@@ -1471,6 +1470,7 @@ static int mm_attn_nseg(const struct mmhal_model *m, int npos)
 	return nseg > 1 && mm_attn_fast(m) ? nseg : 1;
 }
 
+/* n tokens (n <= n_batch) at positions n_past ... */
 static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 			     int n, float *logits)
 {
@@ -1479,6 +1479,11 @@ static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 	const int qd = hp->n_head * hp->head_dim, kvd = m->kv_dim;
 	const int64_t attn_work = (int64_t)n * hp->n_head *
 		(m->n_past + n) * hp->head_dim;
+	/* decode: attention over position segments (1: whole heads) */
+	struct mm_attn_seg_job sj = {
+		.m = m, .npos = m->n_past + 1,
+		.nseg = n == 1 ? mm_attn_nseg(m, m->n_past + 1) : 1,
+	};
 
 	for (int i = 0; i < n; i++)
 		mm_dequantize_row(m->tok_embd.t,
@@ -1519,14 +1524,10 @@ static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 		if (aj.staged)
 			mm_parallel_for(m->ctx, m->n_past + n, mm_kv_stage_task,
 					&aj);
+		sj.layer = l;
 		if (attn_work < (1 << 14)) {
 			mm_attn_task(0, (int64_t)n * hp->n_head_kv, &aj);
-		} else if (n == 1 && mm_attn_nseg(m, m->n_past + 1) > 1) {
-			struct mm_attn_seg_job sj = {
-				.m = m, .layer = l, .npos = m->n_past + 1,
-				.nseg = mm_attn_nseg(m, m->n_past + 1),
-			};
-
+		} else if (sj.nseg > 1) {
 			mm_parallel_for(m->ctx, (int64_t)hp->n_head_kv * sj.nseg,
 					mm_attn_seg_task, &sj);
 			mm_attn_merge(m, sj.nseg);
