@@ -171,8 +171,14 @@ static void mm_avx2_gemv_bf16(int64_t k, const void *w, size_t ws,
 #ifndef MM_PF_GROUPS
 #define MM_PF_GROUPS 1	/* prefetch distance in row groups (0: none) */
 #endif
-/* n bytes from p, a line at a time */
-static inline void mm_pf_span(const char *p, size_t n)
+/*
+ * n bytes from p, a line at a time. Always inlined: GCC's pure-const pass
+ * takes a function holding only prefetches for one without effects and
+ * deletes the calls that it has not inlined yet (the Q4_0 loop lost its
+ * prefetch that way).
+ */
+static inline __attribute__((always_inline)) void
+mm_pf_span(const char *p, size_t n)
 {
 	for (size_t o = 0; o < n; o += 64)
 		_mm_prefetch(p + o, MM_PF_HINT);
@@ -201,7 +207,8 @@ static inline void mm_pf_span(const char *p, size_t n)
 #ifndef MM_PF_START
 #define MM_PF_START 8192
 #endif
-static inline void mm_pf_start(const void *w, size_t bytes)
+static inline __attribute__((always_inline)) void
+mm_pf_start(const void *w, size_t bytes)
 {
 	const char *p = w;
 

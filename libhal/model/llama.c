@@ -933,7 +933,9 @@ static void mm_silu_mul_avx2(float *g, const float *u, int n)
  * further and the V rows t..t+3 (read after the softmax).
  */
 #define MM_ATTN_PF 16
-static inline void mm_attn_prefetch(const uint8_t *k, const uint8_t *v,
+/* always inlined: as an out-of-line candidate, GCC's pure-const pass finds
+ * no effect in a function of prefetches and deletes its calls */
+static inline __attribute__((always_inline)) void mm_attn_prefetch(const uint8_t *k, const uint8_t *v,
 				    size_t rs, int hd, int t, int npos)
 {
 	for (int u = t; u < t + 4; u++) {
