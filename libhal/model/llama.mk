@@ -85,8 +85,23 @@ llama-bench: $(LLAMA_BENCH) $(LLAMA_MMGGUF)
 	@mkdir -p $(LLAMA_O)/models
 	$(LLAMA_BENCH) $(LLAMA_O)/models $(if $(LLAMA_MMGGUF),-g $(LLAMA_MMGGUF))
 
+# x86-64: the optimized objects still hold their prefetches (see the
+# script); it reads the objects the library is made of.
+LLAMA_PF_KERN := $(filter %/kern_avx2.o %/kern_avx512.o,$(LLAMA_OPT_OBJS))
+LLAMA_PF_FUNCS := mm_avx2_gemv_q8_0 mm_avx2_gemv_q4_0 mm_avx2_gemv_q4_1 \
+	mm_avx2_gemv_q4_k mm_avx2_gemv_q6_k
+
+llama-check-prefetch: $(LLAMA_PF_KERN) $(LLAMA_O)/opt/llama.o
+ifeq ($(shell uname -m),x86_64)
+	$(LLAMA_DIR)/tests/prefetch_check.sh \
+		$(foreach o,$(LLAMA_PF_KERN),$(foreach f,$(LLAMA_PF_FUNCS),$(o):$(f))) \
+		$(LLAMA_O)/opt/llama.o:mm_attn_h_avx2
+else
+	@echo "RESULT prefetch 0 0"
+endif
+
 MODEL_ALL += llama-all
-MODEL_CHECK += llama-check
+MODEL_CHECK += llama-check llama-check-prefetch
 MODEL_BENCH += llama-bench
 
-.PHONY: llama-all llama-check llama-bench
+.PHONY: llama-all llama-check llama-check-prefetch llama-bench
