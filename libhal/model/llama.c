@@ -1052,30 +1052,41 @@ static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
 		int c = 0;
 
 		for (; c + 32 <= hd; c += 32) {
-			__m256 a[8];
+			/* named, not an array: GCC kept an array of sums on
+			 * the stack, a load and a store per FMA */
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+			__m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
 
-			for (int u = 0; u < 8; u++)
-				a[u] = _mm256_setzero_ps();
 			for (t = 0; t + 2 <= npos; t += 2) {
 				const __m256 p0 = _mm256_set1_ps(sg[t]);
 				const __m256 p1 = _mm256_set1_ps(sg[t + 1]);
 
-				for (int u = 0; u < 4; u++) {
-					a[u] = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 8 * u), a[u]);
-					a[u + 4] = _mm256_fmadd_ps(p1, MM_KH_V(t + 1, c + 8 * u),
-								   a[u + 4]);
-				}
+				a0 = _mm256_fmadd_ps(p0, MM_KH_V(t, c), a0);
+				a1 = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 8), a1);
+				a2 = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 16), a2);
+				a3 = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 24), a3);
+				b0 = _mm256_fmadd_ps(p1, MM_KH_V(t + 1, c), b0);
+				b1 = _mm256_fmadd_ps(p1, MM_KH_V(t + 1, c + 8), b1);
+				b2 = _mm256_fmadd_ps(p1, MM_KH_V(t + 1, c + 16), b2);
+				b3 = _mm256_fmadd_ps(p1, MM_KH_V(t + 1, c + 24), b3);
 			}
 			if (t < npos) {
 				const __m256 p0 = _mm256_set1_ps(sg[t]);
 
-				for (int u = 0; u < 4; u++)
-					a[u] = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 8 * u), a[u]);
+				a0 = _mm256_fmadd_ps(p0, MM_KH_V(t, c), a0);
+				a1 = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 8), a1);
+				a2 = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 16), a2);
+				a3 = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 24), a3);
 			}
-			for (int u = 0; u < 4; u++)
-				_mm256_storeu_ps(o + (size_t)g * hd + c + 8 * u,
-						 _mm256_mul_ps(_mm256_add_ps(a[u], a[u + 4]),
-							       _mm256_set1_ps(sum)));
+			{
+				float *og = o + (size_t)g * hd + c;
+				const __m256 s = _mm256_set1_ps(sum);
+
+				_mm256_storeu_ps(og, _mm256_mul_ps(_mm256_add_ps(a0, b0), s));
+				_mm256_storeu_ps(og + 8, _mm256_mul_ps(_mm256_add_ps(a1, b1), s));
+				_mm256_storeu_ps(og + 16, _mm256_mul_ps(_mm256_add_ps(a2, b2), s));
+				_mm256_storeu_ps(og + 24, _mm256_mul_ps(_mm256_add_ps(a3, b3), s));
+			}
 		}
 		for (; c < hd; c += 8) {
 			__m256 a0 = _mm256_setzero_ps(), a1 = a0;
