@@ -292,21 +292,17 @@ static bool mmedge_cycles_usable(void)
 
 static void mmedge_engine_calibrate(struct mmedge_engine *eng)
 {
-	u64 t0, r0, t1, r1, hz;
+	u64 t0, r0, t1, r1, hz = 0;
 
 	eng->counter_hz = 0;
-	if (!mmedge_cycles_usable()) {
-		hz = NSEC_PER_SEC;
-		mmedge_ts_calc(&eng->tc_mono, hz, 64);
-		eng->counter_hz = hz;
-		return;
+	if (mmedge_cycles_usable()) {
+		r0 = get_cycles();
+		t0 = ktime_get_raw_ns();
+		usleep_range(20000, 21000);
+		r1 = get_cycles();
+		t1 = ktime_get_raw_ns();
+		hz = r1 > r0 ? mmedge_ts_hz(r1 - r0, t1 - t0) : 0;
 	}
-	r0 = get_cycles();
-	t0 = ktime_get_raw_ns();
-	usleep_range(20000, 21000);
-	r1 = get_cycles();
-	t1 = ktime_get_raw_ns();
-	hz = r1 > r0 ? mmedge_ts_hz(r1 - r0, t1 - t0) : 0;
 	if (!hz || mmedge_ts_calc(&eng->tc_mono, hz, 64)) {
 		/* No usable cycle counter: use the raw monotonic clock. */
 		hz = NSEC_PER_SEC;
