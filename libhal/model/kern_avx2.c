@@ -341,19 +341,7 @@ static inline __m256i mm_q4_rows_sum(__m256i p0, __m256i p1, __m256i p2,
 }
 #endif
 
-/*
- * Q4_0 decode: 8 rows per step, two per vector: row p's 16 bytes in the
- * low lane, row p + 4's in the high one, so one mask and one shift make
- * both rows' nibbles, and the low nibbles meet x 0-15, the high ones
- * x 16-31, broadcast to both lanes from memory. A pair of row-blocks
- * costs 2 vpmaddubsw and an add; the four pairs of a block are reduced
- * horizontally in the integer domain to one s32 per row (rows in order),
- * so a block of 8 rows takes one conversion and one FMA with its 8
- * scales. In cache: 0.88x the time of one conversion and FMA per pair,
- * which was 0.93x the time of the 4-row one-per-vector form, which
- * remains for a 4-row tail.
- */
-/* 16-bit fields at byte offset off of 8 rows (ws apart) */
+/* the 16-bit field at p (unaligned) */
 static inline uint16_t mm_u16_at(const uint8_t *p)
 {
 	uint16_t h;
@@ -362,6 +350,7 @@ static inline uint16_t mm_u16_at(const uint8_t *p)
 	return h;
 }
 
+/* 16-bit fields at byte offset off of 8 rows (ws apart) */
 static inline __m128i mm_h8(const uint8_t *row, size_t ws, size_t off)
 {
 	__m128i v = _mm_cvtsi32_si128(mm_u16_at(row + off));
@@ -376,6 +365,17 @@ static inline __m128i mm_h8(const uint8_t *row, size_t ws, size_t off)
 }
 
 /*
+ * Q4_0 decode: 8 rows per step, two per vector: row p's 16 bytes in the
+ * low lane, row p + 4's in the high one, so one mask and one shift make
+ * both rows' nibbles, and the low nibbles meet x 0-15, the high ones
+ * x 16-31, broadcast to both lanes from memory. A pair of row-blocks
+ * costs 2 vpmaddubsw and an add; the four pairs of a block are reduced
+ * horizontally in the integer domain to one s32 per row (rows in order),
+ * so a block of 8 rows takes one conversion and one FMA with its 8
+ * scales. In cache: 0.88x the time of one conversion and FMA per pair,
+ * which was 0.93x the time of the 4-row one-per-vector form, which
+ * remains for a 4-row tail.
+ *
  * y[0..8) for 8 rows of Q4_0 (q41 = 0) or Q4_1 (q41 = 1) weights; q41 is
  * a constant, so each caller gets its own loop. The nibbles are used
  * unsigned (0..15) and one FMA per block for the 8 rows adds the offset:

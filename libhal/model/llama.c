@@ -935,8 +935,9 @@ static void mm_silu_mul_avx2(float *g, const float *u, int n)
 #define MM_ATTN_PF 16
 /* always inlined: as an out-of-line candidate, GCC's pure-const pass finds
  * no effect in a function of prefetches and deletes its calls */
-static inline __attribute__((always_inline)) void mm_attn_prefetch(const uint8_t *k, const uint8_t *v,
-				    size_t rs, int hd, int t, int npos)
+static inline __attribute__((always_inline)) void
+mm_attn_prefetch(const uint8_t *k, const uint8_t *v, size_t rs, int hd, int t,
+		 int npos)
 {
 	for (int u = t; u < t + 4; u++) {
 		for (int c = 0; c < hd * 2; c += 64) {
@@ -954,7 +955,7 @@ static inline __attribute__((always_inline)) void mm_attn_prefetch(const uint8_t
  * Decode attention of grp query heads over npos F16 K/V rows of one KV
  * head (rows rs bytes apart, read in place): scores 4 rows at a time with
  * one horizontal reduction per 4, a vectorised softmax, and V summed
- * 8 dimensions at a time over all rows (no stores in the inner loop).
+ * 32 dimensions x 2 rows at a time (no stores in the inner loop).
  * hd is a multiple of 8. sc: grp rows of scs floats. With stats, o is
  * left unnormalized and stats gets each query head's (max, sum of exp).
  */
@@ -963,10 +964,9 @@ static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
 			   const uint8_t *v, size_t rs, int npos, float scale,
 			   float *sc, size_t scs, float *o, float *stats)
 {
-#define MM_KH(t, c) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)	\
-		(k + (size_t)(t) * rs + (size_t)(c) * 2)))
-#define MM_KH_V(t, c) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)	\
-		(v + (size_t)(t) * rs + (size_t)(c) * 2)))
+/* 8 f16 values of cache row t of p (k or v) from dimension c, as f32 */
+#define MM_F16X8(p, t, c) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)	\
+		((p) + (size_t)(t) * rs + (size_t)(c) * 2)))
 	for (int u = 0; u < npos && u < MM_ATTN_PF; u++)
 		for (int c = 0; c < hd * 2; c += 64)
 			_mm_prefetch((const char *)k + (size_t)u * rs + c,
@@ -987,10 +987,10 @@ static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
 			for (int c = 0; c < hd; c += 8) {
 				const __m256 qv = _mm256_loadu_ps(qg + c);
 
-				a0 = _mm256_fmadd_ps(qv, MM_KH(t, c), a0);
-				a1 = _mm256_fmadd_ps(qv, MM_KH(t + 1, c), a1);
-				a2 = _mm256_fmadd_ps(qv, MM_KH(t + 2, c), a2);
-				a3 = _mm256_fmadd_ps(qv, MM_KH(t + 3, c), a3);
+				a0 = _mm256_fmadd_ps(qv, MM_F16X8(k, t, c), a0);
+				a1 = _mm256_fmadd_ps(qv, MM_F16X8(k, t + 1, c), a1);
+				a2 = _mm256_fmadd_ps(qv, MM_F16X8(k, t + 2, c), a2);
+				a3 = _mm256_fmadd_ps(qv, MM_F16X8(k, t + 3, c), a3);
 			}
 			const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1),
 							_mm256_hadd_ps(a2, a3));
@@ -1012,7 +1012,7 @@ static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
 			__m128 r;
 
 			for (int c = 0; c < hd; c += 8)
-				a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qg + c), MM_KH(t, c), a0);
+				a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qg + c), MM_F16X8(k, t, c), a0);
 			r = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
 			r = _mm_add_ps(r, _mm_movehl_ps(r, r));
 			r = _mm_add_ss(r, _mm_movehdup_ps(r));
@@ -1061,22 +1061,22 @@ static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
 				const __m256 p0 = _mm256_set1_ps(sg[t]);
 				const __m256 p1 = _mm256_set1_ps(sg[t + 1]);
 
-				a0 = _mm256_fmadd_ps(p0, MM_KH_V(t, c), a0);
-				a1 = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 8), a1);
-				a2 = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 16), a2);
-				a3 = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 24), a3);
-				b0 = _mm256_fmadd_ps(p1, MM_KH_V(t + 1, c), b0);
-				b1 = _mm256_fmadd_ps(p1, MM_KH_V(t + 1, c + 8), b1);
-				b2 = _mm256_fmadd_ps(p1, MM_KH_V(t + 1, c + 16), b2);
-				b3 = _mm256_fmadd_ps(p1, MM_KH_V(t + 1, c + 24), b3);
+				a0 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c), a0);
+				a1 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c + 8), a1);
+				a2 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c + 16), a2);
+				a3 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c + 24), a3);
+				b0 = _mm256_fmadd_ps(p1, MM_F16X8(v, t + 1, c), b0);
+				b1 = _mm256_fmadd_ps(p1, MM_F16X8(v, t + 1, c + 8), b1);
+				b2 = _mm256_fmadd_ps(p1, MM_F16X8(v, t + 1, c + 16), b2);
+				b3 = _mm256_fmadd_ps(p1, MM_F16X8(v, t + 1, c + 24), b3);
 			}
 			if (t < npos) {
 				const __m256 p0 = _mm256_set1_ps(sg[t]);
 
-				a0 = _mm256_fmadd_ps(p0, MM_KH_V(t, c), a0);
-				a1 = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 8), a1);
-				a2 = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 16), a2);
-				a3 = _mm256_fmadd_ps(p0, MM_KH_V(t, c + 24), a3);
+				a0 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c), a0);
+				a1 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c + 8), a1);
+				a2 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c + 16), a2);
+				a3 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c + 24), a3);
 			}
 			{
 				float *og = o + (size_t)g * hd + c;
@@ -1092,18 +1092,17 @@ static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
 			__m256 a0 = _mm256_setzero_ps(), a1 = a0;
 
 			for (t = 0; t + 2 <= npos; t += 2) {
-				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t]), MM_KH_V(t, c), a0);
+				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t]), MM_F16X8(v, t, c), a0);
 				a1 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t + 1]),
-						     MM_KH_V(t + 1, c), a1);
+						     MM_F16X8(v, t + 1, c), a1);
 			}
 			if (t < npos)
-				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t]), MM_KH_V(t, c), a0);
+				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t]), MM_F16X8(v, t, c), a0);
 			_mm256_storeu_ps(o + (size_t)g * hd + c,
 					 _mm256_mul_ps(_mm256_add_ps(a0, a1), _mm256_set1_ps(sum)));
 		}
 	}
-#undef MM_KH
-#undef MM_KH_V
+#undef MM_F16X8
 }
 /* a . b and y += a * x with b, x in f16 (the KV cache, read in place) */
 __attribute__((target("avx2,fma,f16c")))
