@@ -952,158 +952,201 @@ mm_attn_prefetch(const uint8_t *k, const uint8_t *v, size_t rs, int hd, int t,
 }
 
 /*
- * Decode attention of grp query heads over npos F16 K/V rows of one KV
- * head (rows rs bytes apart, read in place): scores 4 rows at a time with
- * one horizontal reduction per 4, a vectorised softmax, and V summed
- * 32 dimensions x 2 rows at a time (no stores in the inner loop).
- * hd is a multiple of 8. sc: grp rows of scs floats. With stats, o is
- * left unnormalized and stats gets each query head's (max, sum of exp).
+ * Attention of G <= 3 query heads that share one KV head, over npos F16
+ * K/V rows (rs bytes apart, read in place). Each K and V chunk of 8 is
+ * converted once for all G heads: vcvtph2ps (one per 2 cycles on Zen 3)
+ * was the bound when each head converted the rows again. Each head keeps
+ * its sums in the order of the one-head form (scores: 4 rows a step, 8
+ * lanes over the dimensions, one horizontal reduction per 4 rows; V:
+ * even and odd rows apart per 8 dimensions), so G does not change the
+ * bits. pf: also prefetch (the first group of a call).
  */
 __attribute__((target("avx2,fma,f16c")))
-static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
-			   const uint8_t *v, size_t rs, int npos, float scale,
-			   float *sc, size_t scs, float *o, float *stats)
+static inline __attribute__((always_inline)) void
+mm_attn_hg_avx2(const int G, const float *q, int hd, const uint8_t *k,
+		const uint8_t *v, size_t rs, int npos, float scale, float *sc,
+		size_t scs, float *o, float *stats, int pf)
 {
 /* 8 f16 values of cache row t of p (k or v) from dimension c, as f32 */
 #define MM_F16X8(p, t, c) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)	\
 		((p) + (size_t)(t) * rs + (size_t)(c) * 2)))
-	for (int u = 0; u < npos && u < MM_ATTN_PF; u++)
-		for (int c = 0; c < hd * 2; c += 64)
-			_mm_prefetch((const char *)k + (size_t)u * rs + c,
-				     _MM_HINT_T0);
-	for (int g = 0; g < grp; g++) {
-		const float *qg = q + (size_t)g * hd;
-		float *sg = sc + (size_t)g * scs;
-		__m128 mx4 = _mm_set1_ps(-INFINITY);
-		__m256 sum8 = _mm256_setzero_ps();
-		float mx, sum;
-		int t = 0;
+	__m128 mx4[3];
+	float mx[3], sum[3];
+	int t = 0;
 
-		for (; t + 4 <= npos; t += 4) {
-			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+#pragma GCC unroll 3
+	for (int g = 0; g < G; g++)
+		mx4[g] = _mm_set1_ps(-INFINITY);
+	for (; t + 4 <= npos; t += 4) {
+		__m256 a[3][4];	/* scalarised by GCC: no stack in the loop */
 
-			if (g == 0)
-				mm_attn_prefetch(k, v, rs, hd, t, npos);
-			for (int c = 0; c < hd; c += 8) {
-				const __m256 qv = _mm256_loadu_ps(qg + c);
+		if (pf)
+			mm_attn_prefetch(k, v, rs, hd, t, npos);
+#pragma GCC unroll 3
+		for (int g = 0; g < G; g++)
+#pragma GCC unroll 4
+			for (int r = 0; r < 4; r++)
+				a[g][r] = _mm256_setzero_ps();
+		for (int c = 0; c < hd; c += 8) {
+#pragma GCC unroll 4
+			for (int r = 0; r < 4; r++) {
+				const __m256 kv = MM_F16X8(k, t + r, c);
 
-				a0 = _mm256_fmadd_ps(qv, MM_F16X8(k, t, c), a0);
-				a1 = _mm256_fmadd_ps(qv, MM_F16X8(k, t + 1, c), a1);
-				a2 = _mm256_fmadd_ps(qv, MM_F16X8(k, t + 2, c), a2);
-				a3 = _mm256_fmadd_ps(qv, MM_F16X8(k, t + 3, c), a3);
+#pragma GCC unroll 3
+				for (int g = 0; g < G; g++)
+					a[g][r] = _mm256_fmadd_ps(
+						_mm256_loadu_ps(q + (size_t)g * hd + c),
+						kv, a[g][r]);
 			}
-			const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1),
-							_mm256_hadd_ps(a2, a3));
+		}
+#pragma GCC unroll 3
+		for (int g = 0; g < G; g++) {
+			const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a[g][0], a[g][1]),
+							_mm256_hadd_ps(a[g][2], a[g][3]));
 			const __m128 s4 = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(h),
 								_mm256_extractf128_ps(h, 1)),
 						     _mm_set1_ps(scale));
 
-			_mm_storeu_ps(sg + t, s4);
-			mx4 = _mm_max_ps(mx4, s4);
+			_mm_storeu_ps(sc + (size_t)g * scs + t, s4);
+			mx4[g] = _mm_max_ps(mx4[g], s4);
 		}
-		{
-			__m128 m4 = _mm_max_ps(mx4, _mm_movehl_ps(mx4, mx4));
+	}
+	for (int g = 0; g < G; g++) {
+		const float *qg = q + (size_t)g * hd;
+		float *sg = sc + (size_t)g * scs;
+		__m128 m4 = _mm_max_ps(mx4[g], _mm_movehl_ps(mx4[g], mx4[g]));
+		__m256 sum8 = _mm256_setzero_ps();
+		int u;
 
-			m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-			mx = t > 0 ? _mm_cvtss_f32(m4) : -INFINITY;
-		}
-		for (; t < npos; t++) {
+		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+		mx[g] = t > 0 ? _mm_cvtss_f32(m4) : -INFINITY;
+		for (u = t; u < npos; u++) {	/* the last npos % 4 rows */
 			__m256 a0 = _mm256_setzero_ps();
 			__m128 r;
 
 			for (int c = 0; c < hd; c += 8)
-				a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qg + c), MM_F16X8(k, t, c), a0);
+				a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qg + c),
+						     MM_F16X8(k, u, c), a0);
 			r = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
 			r = _mm_add_ps(r, _mm_movehl_ps(r, r));
 			r = _mm_add_ss(r, _mm_movehdup_ps(r));
-			sg[t] = _mm_cvtss_f32(r) * scale;
-			mx = sg[t] > mx ? sg[t] : mx;
+			sg[u] = _mm_cvtss_f32(r) * scale;
+			mx[g] = sg[u] > mx[g] ? sg[u] : mx[g];
 		}
 		/* softmax: sg = exp(sg - mx), normalised below */
-		t = 0;
-		for (; t + 8 <= npos; t += 8) {
-			const __m256 e = mm_exp_neg_avx2(_mm256_sub_ps(_mm256_loadu_ps(sg + t),
-								       _mm256_set1_ps(mx)));
+		for (u = 0; u + 8 <= npos; u += 8) {
+			const __m256 e = mm_exp_neg_avx2(_mm256_sub_ps(_mm256_loadu_ps(sg + u),
+								       _mm256_set1_ps(mx[g])));
 
-			_mm256_storeu_ps(sg + t, e);
+			_mm256_storeu_ps(sg + u, e);
 			sum8 = _mm256_add_ps(sum8, e);
 		}
 		{
 			float s8[8];
 
 			_mm256_storeu_ps(s8, sum8);
-			sum = ((s8[0] + s8[4]) + (s8[1] + s8[5])) +
-			      ((s8[2] + s8[6]) + (s8[3] + s8[7]));
+			sum[g] = ((s8[0] + s8[4]) + (s8[1] + s8[5])) +
+				 ((s8[2] + s8[6]) + (s8[3] + s8[7]));
 		}
-		for (; t < npos; t++) {
-			sg[t] = expf(sg[t] - mx);
-			sum += sg[t];
+		for (; u < npos; u++) {
+			sg[u] = expf(sg[u] - mx[g]);
+			sum[g] += sg[u];
 		}
 		if (stats) {	/* a segment: unnormalized, merged later */
-			stats[2 * g] = mx;
-			stats[2 * g + 1] = sum;
-			sum = 1.0f;
+			stats[2 * g] = mx[g];
+			stats[2 * g + 1] = sum[g];
+			sum[g] = 1.0f;
 		} else {
-			sum = 1.0f / sum;
+			sum[g] = 1.0f / sum[g];
 		}
-		/* V: 32 dimensions x 2 rows at a time, 8 independent sums
-		 * (a single pair of sums per 8 dimensions waited on the FMA
-		 * latency at every row) */
-		int c = 0;
+	}
+	/*
+	 * V: 16 dimensions (8 at the end when hd % 16 == 8) x 2 rows a
+	 * step, even rows summed in a, odd ones in b: 4 * G independent
+	 * FMA chains, no stores in the loop.
+	 */
+	for (int c = 0; c < hd; c += 16) {
+		const int two = c + 16 <= hd;
+		__m256 a[3][2], b[3][2];
 
-		for (; c + 32 <= hd; c += 32) {
-			/* named, not an array: GCC kept an array of sums on
-			 * the stack, a load and a store per FMA */
-			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-			__m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+#pragma GCC unroll 3
+		for (int g = 0; g < G; g++) {
+			a[g][0] = _mm256_setzero_ps();
+			a[g][1] = a[g][0];
+			b[g][0] = a[g][0];
+			b[g][1] = a[g][0];
+		}
+		for (t = 0; t < npos; t += 2) {
+			const __m256 v0 = MM_F16X8(v, t, c);
+			const __m256 v1 = two ? MM_F16X8(v, t, c + 8) : v0;
 
-			for (t = 0; t + 2 <= npos; t += 2) {
-				const __m256 p0 = _mm256_set1_ps(sg[t]);
-				const __m256 p1 = _mm256_set1_ps(sg[t + 1]);
+#pragma GCC unroll 3
+			for (int g = 0; g < G; g++) {
+				const __m256 p = _mm256_set1_ps(sc[(size_t)g * scs + t]);
 
-				a0 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c), a0);
-				a1 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c + 8), a1);
-				a2 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c + 16), a2);
-				a3 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c + 24), a3);
-				b0 = _mm256_fmadd_ps(p1, MM_F16X8(v, t + 1, c), b0);
-				b1 = _mm256_fmadd_ps(p1, MM_F16X8(v, t + 1, c + 8), b1);
-				b2 = _mm256_fmadd_ps(p1, MM_F16X8(v, t + 1, c + 16), b2);
-				b3 = _mm256_fmadd_ps(p1, MM_F16X8(v, t + 1, c + 24), b3);
+				a[g][0] = _mm256_fmadd_ps(p, v0, a[g][0]);
+				a[g][1] = _mm256_fmadd_ps(p, v1, a[g][1]);
 			}
-			if (t < npos) {
-				const __m256 p0 = _mm256_set1_ps(sg[t]);
+			if (t + 1 == npos)
+				break;
+			const __m256 w0 = MM_F16X8(v, t + 1, c);
+			const __m256 w1 = two ? MM_F16X8(v, t + 1, c + 8) : w0;
 
-				a0 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c), a0);
-				a1 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c + 8), a1);
-				a2 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c + 16), a2);
-				a3 = _mm256_fmadd_ps(p0, MM_F16X8(v, t, c + 24), a3);
-			}
-			{
-				float *og = o + (size_t)g * hd + c;
-				const __m256 s = _mm256_set1_ps(sum);
+#pragma GCC unroll 3
+			for (int g = 0; g < G; g++) {
+				const __m256 p = _mm256_set1_ps(sc[(size_t)g * scs + t + 1]);
 
-				_mm256_storeu_ps(og, _mm256_mul_ps(_mm256_add_ps(a0, b0), s));
-				_mm256_storeu_ps(og + 8, _mm256_mul_ps(_mm256_add_ps(a1, b1), s));
-				_mm256_storeu_ps(og + 16, _mm256_mul_ps(_mm256_add_ps(a2, b2), s));
-				_mm256_storeu_ps(og + 24, _mm256_mul_ps(_mm256_add_ps(a3, b3), s));
+				b[g][0] = _mm256_fmadd_ps(p, w0, b[g][0]);
+				b[g][1] = _mm256_fmadd_ps(p, w1, b[g][1]);
 			}
 		}
-		for (; c < hd; c += 8) {
-			__m256 a0 = _mm256_setzero_ps(), a1 = a0;
+#pragma GCC unroll 3
+		for (int g = 0; g < G; g++) {
+			float *og = o + (size_t)g * hd + c;
+			const __m256 s = _mm256_set1_ps(sum[g]);
 
-			for (t = 0; t + 2 <= npos; t += 2) {
-				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t]), MM_F16X8(v, t, c), a0);
-				a1 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t + 1]),
-						     MM_F16X8(v, t + 1, c), a1);
-			}
-			if (t < npos)
-				a0 = _mm256_fmadd_ps(_mm256_set1_ps(sg[t]), MM_F16X8(v, t, c), a0);
-			_mm256_storeu_ps(o + (size_t)g * hd + c,
-					 _mm256_mul_ps(_mm256_add_ps(a0, a1), _mm256_set1_ps(sum)));
+			_mm256_storeu_ps(og, _mm256_mul_ps(_mm256_add_ps(a[g][0], b[g][0]), s));
+			if (two)
+				_mm256_storeu_ps(og + 8, _mm256_mul_ps(_mm256_add_ps(a[g][1],
+										  b[g][1]), s));
 		}
 	}
 #undef MM_F16X8
 }
+
+/*
+ * Attention of grp query heads over npos F16 K/V rows of one KV head, in
+ * groups of up to 3 heads (mm_attn_hg_avx2). hd is a multiple of 8. sc:
+ * grp rows of scs floats. With stats, o is left unnormalized and stats
+ * gets each query head's (max, sum of exp).
+ */
+__attribute__((target("avx2,fma,f16c")))
+static void mm_attn_h_avx2(const float *q, int grp, int hd, const uint8_t *k,
+			   const uint8_t *v, size_t rs, int npos, float scale,
+			   float *sc, size_t scs, float *o, float *stats)
+{
+	for (int u = 0; u < npos && u < MM_ATTN_PF; u++)
+		for (int c = 0; c < hd * 2; c += 64)
+			_mm_prefetch((const char *)k + (size_t)u * rs + c,
+				     _MM_HINT_T0);
+	for (int g = 0, n; g < grp; g += n) {
+		const size_t go = (size_t)g * hd;
+		float *st = stats ? stats + 2 * g : NULL;
+
+		n = grp - g >= 3 ? 3 : grp - g;
+		/* a constant G each, so each group size gets its own code */
+		if (n == 3)
+			mm_attn_hg_avx2(3, q + go, hd, k, v, rs, npos, scale,
+					sc + g * scs, scs, o + go, st, g == 0);
+		else if (n == 2)
+			mm_attn_hg_avx2(2, q + go, hd, k, v, rs, npos, scale,
+					sc + g * scs, scs, o + go, st, g == 0);
+		else
+			mm_attn_hg_avx2(1, q + go, hd, k, v, rs, npos, scale,
+					sc + g * scs, scs, o + go, st, g == 0);
+	}
+}
+
 /* a . b and y += a * x with b, x in f16 (the KV cache, read in place) */
 __attribute__((target("avx2,fma,f16c")))
 static float mm_dot_h_avx2(const float *a, const void *b, int n)

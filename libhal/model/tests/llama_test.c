@@ -48,14 +48,18 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 34
+#define N_TESTS 37
 
+/* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
+ * at F32, for the attention kernel's other head groupings */
+#define GQA4 4
 static char dir[256];
-static char path[4][300];
-static const char *tname[4] = { "f32", "q8_0", "q4_0", "q4_K" };
-static const enum mm_type ttype[4] = { MM_TYPE_F32, MM_TYPE_Q8_0,
-				       MM_TYPE_Q4_0, MM_TYPE_Q4_K };
-static const double ttol[4] = { 1e-3, 3e-2, 3e-2, 3e-2 };
+static char path[5][300];
+static const char *tname[5] = { "f32", "q8_0", "q4_0", "q4_K", "gqa4 f32" };
+static const enum mm_type ttype[5] = { MM_TYPE_F32, MM_TYPE_Q8_0,
+				       MM_TYPE_Q4_0, MM_TYPE_Q4_K,
+				       MM_TYPE_F32 };
+static const double ttol[5] = { 1e-3, 3e-2, 3e-2, 3e-2, 1e-3 };
 static const int32_t prompt[8] = { 1, 17, 42, 99, 150, 201, 7, 250 };
 static int32_t long_prompt[40];
 static int load_threads = 2;	/* threads of the next load() */
@@ -121,7 +125,7 @@ static void test_vs_ref(int t)
 	if (!m || ref_llama_load(path[t], 64, &r, err, sizeof(err))) {
 		printf("# %s\n", err);
 		ok(0, "%s: logits vs f32 reference", tname[t]);
-		if (t < 2)
+		if (t < 2 || t == GQA4)
 			ok(0, "%s: greedy 32 steps identical to reference",
 			   tname[t]);
 		mmhal_model_free(m);
@@ -158,7 +162,7 @@ static void test_vs_ref(int t)
 	   "%s: logits vs f32 reference, prefill 8 + %d steps, prefill 40: max diff %.2e of range (tol %.0e)",
 	   tname[t], nsteps, worst, ttol[t]);
 
-	if (t < 2) {
+	if (t < 2 || t == GQA4) {
 		mmhal_model_reset(m);
 		ref_llama_reset(r);
 		ret = mmhal_model_eval(m, prompt, 8, lm);
@@ -589,6 +593,7 @@ int main(void)
 	for (int t = 0; t < 4; t++)
 		snprintf(path[t], sizeof(path[t]), "%s/tiny-%s.gguf", dir,
 			 tname[t]);
+	snprintf(path[GQA4], sizeof(path[GQA4]), "%s/gqa4-f32.gguf", dir);
 	ret = mm_gen_model(&gp, path[0], err, sizeof(err));
 	ok(!ret, "generate tiny model at F32%s%s", ret ? ": " : "",
 	   ret ? err : "");
@@ -600,6 +605,11 @@ int main(void)
 	}
 	for (int t = 0; t < 4; t++)
 		test_vs_ref(t);
+	gp.shape = "gqa4";
+	ret = mm_gen_model(&gp, path[GQA4], err, sizeof(err));
+	ok(!ret, "generate gqa4 model at F32%s%s", ret ? ": " : "",
+	   ret ? err : "");
+	test_vs_ref(GQA4);
 	test_prefill_vs_steps();
 	test_attn_split();
 	test_kv_q8();
@@ -608,7 +618,7 @@ int main(void)
 	test_sampler();
 	test_chat();
 
-	for (int t = 0; t < 4; t++)
+	for (int t = 0; t < 5; t++)
 		unlink(path[t]);
 	rmdir(dir);
 	if (n_test != N_TESTS)

@@ -25,6 +25,9 @@ static const struct mm_gen_shape mm_gen_shapes[] = {
 	{ "tiny", "1M", 2, 256, 4, 2, 512, 300, 512, 10000.0f, 1e-5f },
 	/* smallest complete model: fuzz seeds, quick tests */
 	{ "micro", "50K", 1, 32, 2, 1, 64, 300, 128, 10000.0f, 1e-5f },
+	/* 4 query heads on 1 KV head of 24 dimensions: the attention
+	 * kernel's other cases (head groups of 3 + 1, hd % 16 == 8) */
+	{ "gqa4", "60K", 1, 96, 4, 1, 192, 300, 128, 10000.0f, 1e-5f },
 };
 
 #define MM_GEN_NSHAPES (sizeof(mm_gen_shapes) / sizeof(mm_gen_shapes[0]))
@@ -46,7 +49,7 @@ const struct mm_gen_shape *mm_gen_shape_find(const char *name)
 const char *const *mm_gen_shape_names(void)
 {
 	static const char *const names[] = { "smollm2-135m", "tiny", "micro",
-					     NULL };
+					     "gqa4", NULL };
 	return names;
 }
 

@@ -2,7 +2,7 @@
 /*
  * mmgguf - GGUF model files for mmedge.
  *
- *   mmgguf gen --shape smollm2-135m|tiny|micro --tokenizer gpt2|llama
+ *   mmgguf gen --shape smollm2-135m|tiny|micro|gqa4 --tokenizer gpt2|llama
  *              --type f32|f16 [--seed N] -o FILE
  *   mmgguf quantize IN OUT --type q8_0|q4_0|q4_k [--pure]
  *              [--keep NAME_GLOB=TYPE ...]
@@ -25,7 +25,7 @@
 static void mmgguf_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: mmgguf gen --shape smollm2-135m|tiny|micro --tokenizer gpt2|llama\n"
+		"usage: mmgguf gen --shape smollm2-135m|tiny|micro|gqa4 --tokenizer gpt2|llama\n"
 		"                  --type f32|f16 [--seed N] -o FILE\n"
 		"       mmgguf quantize IN OUT --type q8_0|q4_0|q4_k [--pure]\n"
 		"                  [--keep NAME_GLOB=TYPE ...]\n"
