@@ -564,6 +564,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 		m->gate = mm_llama_alloc(m, B * f * sizeof(float));
 		m->up = mm_llama_alloc(m, B * f * sizeof(float));
 		m->logits = mm_llama_alloc(m, m->hp.n_vocab * sizeof(float));
+		m->rope_cs = mm_llama_alloc(m, B * m->hp.n_rot * sizeof(float));
 		m->fused_rows = qd + 2 * m->kv_dim > 2 * f ?
 			qd + 2 * m->kv_dim : 2 * f;
 		m->fused = mm_llama_alloc(m, B * m->fused_rows * sizeof(float));
@@ -599,7 +600,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 	if (!m->kv_k || !m->kv_v || !m->tokens || !m->x || !m->xn || !m->q ||
 	    !m->k || !m->v || !m->att || !m->gate || !m->up || !m->logits ||
 	    !m->scratch || !m->inv_freq || !m->kf || !m->vf || !m->fused ||
-	    !m->apart) {
+	    !m->apart || !m->rope_cs) {
 		mm_msg(err, errlen, "out of memory for the KV cache (%zu bytes) "
 		       "and activations", 2 * nb);
 		ret = -ENOMEM;
@@ -639,6 +640,7 @@ MMHAL_API void mmhal_model_free(struct mmhal_model *m)
 	free(m->gate);
 	free(m->up);
 	free(m->logits);
+	free(m->rope_cs);
 	free(m->scratch);
 	free(m->fused);
 	free(m->apart);
@@ -761,13 +763,12 @@ static void mm_rmsnorm(const float *x, const float *w, float *y, int n,
 
 /* Rotates adjacent pairs of the first n_rot elements of each head. */
 static void mm_rope(const struct mmhal_model *m, float *x, int n_heads,
-		    int pos)
+		    const float *cs)
 {
 	const int hd = m->hp.head_dim;
 
 	for (int i = 0; i < m->hp.n_rot / 2; i++) {
-		float th = (float)pos * m->inv_freq[i];
-		float c = cosf(th), s = sinf(th);
+		const float c = cs[2 * i], s = cs[2 * i + 1];
 
 		for (int h = 0; h < n_heads; h++) {
 			float *p = x + (size_t)h * hd + 2 * i;
@@ -1540,6 +1541,17 @@ static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 		.nseg = n == 1 ? mm_attn_nseg(m, m->n_past + 1) : 1,
 	};
 
+	/* the rotations of this batch's positions, once for all layers */
+	for (int i = 0; i < n; i++) {
+		float *cs = m->rope_cs + (size_t)i * hp->n_rot;
+
+		for (int r = 0; r < hp->n_rot / 2; r++) {
+			const float th = (float)(m->n_past + i) * m->inv_freq[r];
+
+			cs[2 * r] = cosf(th);
+			cs[2 * r + 1] = sinf(th);
+		}
+	}
 	for (int i = 0; i < n; i++)
 		mm_dequantize_row(m->tok_embd.t,
 				  m->tok_embd.d + (size_t)tok[i] * m->tok_embd.rs,
@@ -1559,10 +1571,11 @@ static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 			mm_proj_multi(m, ws, ys, 3, m->xn, n);
 		}
 		for (int i = 0; i < n; i++) {
-			int pos = m->n_past + i;
+			const int pos = m->n_past + i;
+			const float *cs = m->rope_cs + (size_t)i * hp->n_rot;
 
-			mm_rope(m, m->q + (size_t)i * qd, hp->n_head, pos);
-			mm_rope(m, m->k + (size_t)i * kvd, hp->n_head_kv, pos);
+			mm_rope(m, m->q + (size_t)i * qd, hp->n_head, cs);
+			mm_rope(m, m->k + (size_t)i * kvd, hp->n_head_kv, cs);
 			mm_quantize_row((enum mm_type)m->kv_type,
 					m->k + (size_t)i * kvd,
 					m->kv_k + lo + (size_t)pos * m->kv_rs, kvd);

@@ -62,6 +62,7 @@ struct mmhal_model {
 	/* activations, n_batch rows */
 	float *x, *xn, *q, *k, *v, *att, *gate, *up;
 	float *logits;
+	float *rope_cs;		/* n_batch x n_rot: cos, sin per position */
 	int has_logits;
 	float *fused;		/* n_batch x fused_rows: merged projections */
 	int64_t fused_rows;
