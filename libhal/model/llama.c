@@ -751,13 +751,21 @@ MMHAL_API int mmhal_model_token_is_eog(const struct mmhal_model *m,
 static void mm_rmsnorm(const float *x, const float *w, float *y, int n,
 		       float eps)
 {
-	double ss = 0;
+	/* 8 partial sums: one chain of dependent double adds took 0.8 us
+	 * at n = 576, 8 take 0.4 (SSE2) */
+	double ss[8] = { 0 }, t;
 	float s;
+	int i;
 
-	for (int i = 0; i < n; i++)
-		ss += (double)x[i] * x[i];
-	s = (float)(1.0 / sqrt(ss / n + eps));
-	for (int i = 0; i < n; i++)
+	for (i = 0; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++)
+			ss[j] += (double)x[i + j] * x[i + j];
+	t = ((ss[0] + ss[4]) + (ss[1] + ss[5])) +
+	    ((ss[2] + ss[6]) + (ss[3] + ss[7]));
+	for (; i < n; i++)
+		t += (double)x[i] * x[i];
+	s = (float)(1.0 / sqrt(t / n + eps));
+	for (i = 0; i < n; i++)
 		y[i] = x[i] * s * w[i];
 }
 
