@@ -1534,13 +1534,74 @@ static int mm_attn_nseg(const struct mmhal_model *m, int npos)
 	return nseg > 1 && mm_attn_fast(m) ? nseg : 1;
 }
 
+/*
+ * The row-wise steps between the matrix products, over token rows [b, e)
+ * (prefill runs them on all threads; one row runs inline). Each row is
+ * independent, so the bits do not depend on the split.
+ */
+struct mm_rows_job {
+	struct mmhal_model *m;
+	const float *norm_w;	/* add_norm: the RMSNorm weights */
+	int add;		/* add_norm: x += xn first (the residual) */
+	int layer;		/* rope_kv */
+};
+
+/* x += xn (if add), then xn = rmsnorm(x) * w */
+static void mm_add_norm_task(int64_t b, int64_t e, void *arg)
+{
+	const struct mm_rows_job *j = arg;
+	struct mmhal_model *m = j->m;
+	const int ne = m->hp.n_embd;
+
+	for (int64_t i = b; i < e; i++) {
+		float *x = m->x + (size_t)i * ne, *xn = m->xn + (size_t)i * ne;
+
+		if (j->add)
+			for (int c = 0; c < ne; c++)
+				x[c] += xn[c];
+		mm_rmsnorm(x, j->norm_w, xn, ne, m->hp.eps);
+	}
+}
+
+/* RoPE on q and k, then k and v into the layer's cache rows */
+static void mm_rope_kv_task(int64_t b, int64_t e, void *arg)
+{
+	const struct mm_rows_job *j = arg;
+	struct mmhal_model *m = j->m;
+	const struct mm_llama_hp *hp = &m->hp;
+	const int qd = hp->n_head * hp->head_dim, kvd = m->kv_dim;
+	const size_t lo = (size_t)j->layer * m->n_ctx * m->kv_rs;
+
+	for (int64_t i = b; i < e; i++) {
+		const size_t pos = (size_t)m->n_past + i;
+		const float *cs = m->rope_cs + (size_t)i * hp->n_rot;
+
+		mm_rope(m, m->q + (size_t)i * qd, hp->n_head, cs);
+		mm_rope(m, m->k + (size_t)i * kvd, hp->n_head_kv, cs);
+		mm_quantize_row((enum mm_type)m->kv_type, m->k + (size_t)i * kvd,
+				m->kv_k + lo + pos * m->kv_rs, kvd);
+		mm_quantize_row((enum mm_type)m->kv_type, m->v + (size_t)i * kvd,
+				m->kv_v + lo + pos * m->kv_rs, kvd);
+	}
+}
+
+/* gate = silu(gate) * up */
+static void mm_silu_task(int64_t b, int64_t e, void *arg)
+{
+	const struct mm_rows_job *j = arg;
+	struct mmhal_model *m = j->m;
+	const size_t f = m->hp.n_ff;
+
+	for (int64_t i = b; i < e; i++)
+		mm_silu_mul(m->gate + i * f, m->up + i * f, (int)f);
+}
+
 /* n tokens (n <= n_batch) at positions n_past ... */
 static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 			     int n, float *logits)
 {
 	const struct mm_llama_hp *hp = &m->hp;
-	const int e = hp->n_embd, f = hp->n_ff;
-	const int qd = hp->n_head * hp->head_dim, kvd = m->kv_dim;
+	const int e = hp->n_embd;
 	const int64_t attn_work = (int64_t)n * hp->n_head *
 		(m->n_past + n) * hp->head_dim;
 	/* decode: attention over position segments (1: whole heads) */
@@ -1548,6 +1609,7 @@ static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 		.m = m, .npos = m->n_past + 1,
 		.nseg = n == 1 ? mm_attn_nseg(m, m->n_past + 1) : 1,
 	};
+	struct mm_rows_job rj = { .m = m };
 
 	/* the rotations of this batch's positions, once for all layers */
 	for (int i = 0; i < n; i++) {
@@ -1566,31 +1628,19 @@ static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 				  m->x + (size_t)i * e, e);
 	for (int l = 0; l < hp->n_layer; l++) {
 		const struct mm_llama_layer *L = &m->layers[l];
-		const size_t lo = (size_t)l * m->n_ctx * m->kv_rs;
 		struct mm_attn_job aj = { .m = m, .layer = l, .n = n };
 
-		for (int i = 0; i < n; i++)
-			mm_rmsnorm(m->x + (size_t)i * e, L->attn_norm,
-				   m->xn + (size_t)i * e, e, hp->eps);
+		rj.layer = l;
+		rj.norm_w = L->attn_norm;
+		rj.add = l > 0;		/* the residual of layer l - 1's FFN */
+		mm_parallel_for(m->ctx, n, mm_add_norm_task, &rj);
 		{
 			const struct mm_llama_w *ws[3] = { &L->q, &L->k, &L->v };
 			float *ys[3] = { m->q, m->k, m->v };
 
 			mm_proj_multi(m, ws, ys, 3, m->xn, n);
 		}
-		for (int i = 0; i < n; i++) {
-			const int pos = m->n_past + i;
-			const float *cs = m->rope_cs + (size_t)i * hp->n_rot;
-
-			mm_rope(m, m->q + (size_t)i * qd, hp->n_head, cs);
-			mm_rope(m, m->k + (size_t)i * kvd, hp->n_head_kv, cs);
-			mm_quantize_row((enum mm_type)m->kv_type,
-					m->k + (size_t)i * kvd,
-					m->kv_k + lo + (size_t)pos * m->kv_rs, kvd);
-			mm_quantize_row((enum mm_type)m->kv_type,
-					m->v + (size_t)i * kvd,
-					m->kv_v + lo + (size_t)pos * m->kv_rs, kvd);
-		}
+		mm_parallel_for(m->ctx, n, mm_rope_kv_task, &rj);
 		/* An F16 cache is read in place by the SIMD kernel. Else
 		 * prefill stages the layer's K/V rows to f32 once (all n
 		 * tokens read each) and decode converts each row where it is
@@ -1612,23 +1662,20 @@ static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 					mm_attn_task, &aj);
 		}
 		mm_proj(m, &L->o, m->att, m->xn, n);
-		for (size_t i = 0; i < (size_t)n * e; i++)
-			m->x[i] += m->xn[i];
-		for (int i = 0; i < n; i++)
-			mm_rmsnorm(m->x + (size_t)i * e, L->ffn_norm,
-				   m->xn + (size_t)i * e, e, hp->eps);
+		rj.norm_w = L->ffn_norm;
+		rj.add = 1;
+		mm_parallel_for(m->ctx, n, mm_add_norm_task, &rj);
 		{
 			const struct mm_llama_w *ws[2] = { &L->gate, &L->up };
 			float *ys[2] = { m->gate, m->up };
 
 			mm_proj_multi(m, ws, ys, 2, m->xn, n);
 		}
-		for (int i = 0; i < n; i++)
-			mm_silu_mul(m->gate + (size_t)i * f, m->up + (size_t)i * f, f);
+		mm_parallel_for(m->ctx, n, mm_silu_task, &rj);
 		mm_proj(m, &L->down, m->gate, m->xn, n);
-		for (size_t i = 0; i < (size_t)n * e; i++)
-			m->x[i] += m->xn[i];
 	}
+	for (size_t i = 0; i < (size_t)n * e; i++)	/* the last residual */
+		m->x[i] += m->xn[i];
 	if (!logits)
 		return;
 	mm_rmsnorm(m->x + (size_t)(n - 1) * e, m->output_norm, m->xn, e,
