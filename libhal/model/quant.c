@@ -632,6 +632,28 @@ static void mm_quantize_q8_1(const float *x, struct mm_block_q8_1 *y,
 	}
 }
 
+#if defined(__x86_64__)
+/*
+ * F16 rows by F16C: vcvtps2ph rounds to nearest even as mm_f32_to_f16()
+ * does, so the bits are the same (a NaN stays a NaN, its payload may
+ * differ). The decoder stores two such rows per layer and token (the F16
+ * KV cache), where the scalar form took ~1 us per layer.
+ */
+__attribute__((target("avx,f16c")))
+static void mm_f32_to_f16_row_f16c(const float *x, uint16_t *y, int64_t n)
+{
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm_storeu_si128((__m128i *)(y + i),
+				 _mm256_cvtps_ph(_mm256_loadu_ps(x + i),
+						 _MM_FROUND_TO_NEAREST_INT |
+						 _MM_FROUND_NO_EXC));
+	for (; i < n; i++)
+		y[i] = mm_f32_to_f16(x[i]);
+}
+#endif
+
 void mm_quantize_row(enum mm_type t, const float *x, void *y, int64_t n)
 {
 	switch (t) {
@@ -639,6 +661,13 @@ void mm_quantize_row(enum mm_type t, const float *x, void *y, int64_t n)
 		memcpy(y, x, n * sizeof(float));
 		break;
 	case MM_TYPE_F16:
+#if defined(__x86_64__)
+		if (__builtin_cpu_supports("avx") &&
+		    __builtin_cpu_supports("f16c")) {
+			mm_f32_to_f16_row_f16c(x, y, n);
+			break;
+		}
+#endif
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)y)[i] = mm_f32_to_f16(x[i]);
 		break;
