@@ -594,6 +594,80 @@ static void test_q8_0_bits(void)
 	free(y);
 }
 
+/* ggml's Q8_K, written plainly here: d = max / -127 with max the first
+ * element of the largest magnitude, q = nearest_int(x * -127 / max)
+ * (round half to even by the 1.5 * 2^23 addition), at most 127, stored as
+ * its low byte; 16-element sums of q. */
+static void ref_q8_k(const float *x, struct mm_block_q8_k *y)
+{
+	float max = 0, amax = 0;
+
+	memset(y, 0, sizeof(*y));
+	for (int j = 0; j < MM_QK_K; j++)
+		if (fabsf(x[j]) > amax) {
+			amax = fabsf(x[j]);
+			max = x[j];
+		}
+	if (amax == 0)
+		return;
+	const float iscale = -127.f / max;
+
+	for (int j = 0; j < MM_QK_K; j++) {
+		const float r = iscale * x[j] + 12582912.f;
+		uint32_t u;
+		int v;
+
+		memcpy(&u, &r, 4);
+		v = (int)(u & 0x007fffff) - 0x00400000;
+		y->qs[j] = (int8_t)(uint8_t)(v < 127 ? v : 127);
+		y->bsums[j / 16] += y->qs[j];
+	}
+	y->d = 1 / iscale;
+}
+
+/* Q8_K quantization (SIMD where the CPU has it) against ref_q8_k() bit
+ * for bit: random blocks, exact ties, a zero block, equal magnitudes of
+ * both signs (the first wins), NaN and inf elements, tiny values. */
+static void test_q8_k_bits(void)
+{
+	enum { NB = 12 };
+	float *x = malloc(sizeof(float) * MM_QK_K * NB);
+	struct mm_block_q8_k *y = malloc(sizeof(*y) * NB), r;
+	int bad = -1;
+
+	fill(x, MM_QK_K * NB);
+	for (int j = 0; j < MM_QK_K; j++) {	/* ties: iscale -1 */
+		x[MM_QK_K + j] = j == 0 ? 127.0f :
+			(float)((int)(frand() * 125)) + (frand() < 0 ? -0.5f : 0.5f);
+		x[2 * MM_QK_K + j] = 0;
+		x[3 * MM_QK_K + j] *= 2.9f;	/* |x| < 3 */
+		x[6 * MM_QK_K + j] *= 1e-39f;	/* subnormal: iscale inf */
+	}
+	x[3 * MM_QK_K + 5] = -3.0f;
+	x[3 * MM_QK_K + 200] = 3.0f;
+	x[4 * MM_QK_K + 7] = NAN;
+	x[4 * MM_QK_K + 100] = -NAN;
+	{	/* a payload: nearest_int gives 0x1234, clamped to 127 */
+		const uint32_t u = 0x7fc01234;
+
+		memcpy(&x[4 * MM_QK_K + 9], &u, 4);
+	}
+	x[5 * MM_QK_K + 50] = INFINITY;
+	for (int j = 0; j < MM_QK_K; j++)	/* scales from 1e-6 to 1e6 */
+		for (int b = 7; b < NB; b++)
+			x[b * MM_QK_K + j] *= powf(10.0f, (float)(3 * b - 27));
+	mm_quantize_row(MM_TYPE_Q8_K, x, y, MM_QK_K * NB);
+	for (int b = 0; b < NB && bad < 0; b++) {
+		ref_q8_k(x + b * MM_QK_K, &r);
+		if (memcmp(&r, &y[b], sizeof(r)))
+			bad = b;
+	}
+	ok(bad < 0, "q8_K quantize (kernel) == ggml's definition bit for bit, ties, zeros, equal magnitudes, NaN/inf, tiny (first bad block %d)",
+	   bad);
+	free(x);
+	free(y);
+}
+
 /* F16 rows (F16C where the CPU has it) against mm_f32_to_f16() bit for
  * bit: a sweep of all f32 bit patterns (stride 4099), every f16 value and
  * the ties half-way between neighbours, both signs; NaN stays NaN. */
@@ -641,6 +715,7 @@ int main(void)
 	test_roundtrip();
 	test_q8_0_bits();
 	test_f16_row_bits();
+	test_q8_k_bits();
 	test_pool();
 	test_env();
 	test_kernels();
