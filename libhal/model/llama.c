@@ -565,9 +565,6 @@ MMHAL_API int mmhal_model_load(const char *path,
 		m->up = mm_llama_alloc(m, B * f * sizeof(float));
 		m->logits = mm_llama_alloc(m, m->hp.n_vocab * sizeof(float));
 		m->rope_cs = mm_llama_alloc(m, B * m->hp.n_rot * sizeof(float));
-		m->fused_rows = qd + 2 * m->kv_dim > 2 * f ?
-			qd + 2 * m->kv_dim : 2 * f;
-		m->fused = mm_llama_alloc(m, B * m->fused_rows * sizeof(float));
 		/* per thread: grp score rows of n_ctx, one K/V row, grp
 		 * maxima and sums */
 		size_t grp = m->hp.n_head / m->hp.n_head_kv;
@@ -599,7 +596,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 	}
 	if (!m->kv_k || !m->kv_v || !m->tokens || !m->x || !m->xn || !m->q ||
 	    !m->k || !m->v || !m->att || !m->gate || !m->up || !m->logits ||
-	    !m->scratch || !m->inv_freq || !m->kf || !m->vf || !m->fused ||
+	    !m->scratch || !m->inv_freq || !m->kf || !m->vf ||
 	    !m->apart || !m->rope_cs) {
 		mm_msg(err, errlen, "out of memory for the KV cache (%zu bytes) "
 		       "and activations", 2 * nb);
@@ -642,7 +639,6 @@ MMHAL_API void mmhal_model_free(struct mmhal_model *m)
 	free(m->logits);
 	free(m->rope_cs);
 	free(m->scratch);
-	free(m->fused);
 	free(m->apart);
 	free(m->kf);
 	free(m->vf);
@@ -1257,53 +1253,31 @@ static void mm_vec_init(void)
 }
 
 /*
- * Projections ws[0..nw) of the same input X (same row length). Decode runs
- * them as one job of mm_matvec_n(), whatever their types: one thread-pool
- * wake-up and one quantized x per format. Prefill runs consecutive weights
- * that lie back to back in the file with the same type (attn_q/k/v,
- * ffn_gate/up as converters write them) as one matrix. Each output row is
- * the same dot product either way.
+ * Projections ws[0..nw) of the same input X (same row length), nw <=
+ * MM_MV_MAX. Decode runs them as one job of mm_matvec_n(), whatever their
+ * types: one thread-pool wake-up and one quantized x per format. Prefill
+ * runs each run of consecutive weights of one type (attn_q/k/v,
+ * ffn_gate/up) as one job of mm_matmul_n(), each writing its own output
+ * (no merged output to copy apart). Each output row is the same dot
+ * product either way.
  */
 static void mm_proj_multi(struct mmhal_model *m,
 			  const struct mm_llama_w *const *ws, float *const *Ys,
 			  int nw, const float *X, int n)
 {
-	if (n == 1 && nw <= MM_MV_MAX) {	/* decode: any types, one job */
-		struct mm_mv mv[MM_MV_MAX];
+	struct mm_mv mv[MM_MV_MAX];
 
-		for (int a = 0; a < nw; a++)
-			mv[a] = (struct mm_mv){ .t = ws[a]->t, .W = ws[a]->d,
-						.y = Ys[a], .m = ws[a]->ne1 };
+	for (int a = 0; a < nw; a++)
+		mv[a] = (struct mm_mv){ .t = ws[a]->t, .W = ws[a]->d,
+					.y = Ys[a], .m = ws[a]->ne1 };
+	if (n == 1) {		/* decode: any types, one job */
 		mm_matvec_n(m->ctx, mv, nw, X, ws[0]->ne0);
 		return;
 	}
 	for (int a = 0, b; a < nw; a = b) {
-		int64_t rows = ws[a]->ne1;
-
-		for (b = a + 1; b < nw; b++) {
-			const struct mm_llama_w *p = ws[b - 1], *w = ws[b];
-
-			if (w->t != p->t || w->ne0 != p->ne0 ||
-			    p->d + (size_t)p->ne1 * p->rs != w->d)
-				break;
-			rows += w->ne1;
-		}
-		if (b == a + 1 || rows > m->fused_rows) {
-			for (int c = a; c < b; c++)
-				mm_proj(m, ws[c], X, Ys[c], n);
-			continue;
-		}
-		mm_matmul(m->ctx, ws[a]->t, ws[a]->d, X, m->fused, rows,
-			  ws[a]->ne0, n);
-		for (int i = 0; i < n; i++) {
-			const float *src = m->fused + (size_t)i * rows;
-
-			for (int c = a; c < b; c++) {
-				memcpy(Ys[c] + (size_t)i * ws[c]->ne1, src,
-				       ws[c]->ne1 * sizeof(float));
-				src += ws[c]->ne1;
-			}
-		}
+		for (b = a + 1; b < nw && mv[b].t == mv[a].t; b++)
+			;
+		mm_matmul_n(m->ctx, mv + a, b - a, X, ws[a]->ne0, n);
 	}
 }
 

@@ -64,8 +64,6 @@ struct mmhal_model {
 	float *logits;
 	float *rope_cs;		/* n_batch x n_rot: cos, sin per position */
 	int has_logits;
-	float *fused;		/* n_batch x fused_rows: merged projections */
-	int64_t fused_rows;
 	float *kf, *vf;		/* prefill: one layer's K/V cache rows in f32 */
 	float *scratch;		/* per worker: attention scores, a K/V row */
 	size_t scratch_stride;

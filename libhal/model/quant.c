@@ -1082,13 +1082,19 @@ static void *mm_ctx_scratch(struct mm_ctx *ctx, size_t size)
 struct mm_job {
 	const struct mm_kernels *kern;
 	enum mm_type t;
-	const uint8_t *W;
 	size_t ws;		/* W row bytes */
 	const float *X;
 	uint8_t *xq;
 	size_t xs;		/* quantized X row bytes */
-	float *Y;
-	int64_t m, k, n;
+	int64_t k, n;
+	int nout;		/* matmul: the matrices, each its own W and Y */
+	struct mm_mm_out {
+		const uint8_t *W;
+		float *Y;	/* n rows of m */
+		int64_t m;
+		int64_t p0;	/* its first W panel among all matrices' */
+	} out[MM_MV_MAX];
+	int64_t npanel;		/* matmul: W panels (MM_MC rows) in all */
 	int64_t next;		/* next unit to claim (atomic) */
 	int64_t qnext;		/* matmul: next X row to quantize (atomic) */
 	int64_t qdone;		/* matmul: X rows quantized (atomic) */
@@ -1262,8 +1268,7 @@ static void mm_matmul_task(int tid, int nth, void *arg)
 {
 	struct mm_job *j = arg;
 	mm_gemm_fn gemm = j->kern->gemm[j->t];
-	const int64_t nmc = (j->m + MM_MC - 1) / MM_MC;
-	const int64_t units = nmc * ((j->n + j->ncu - 1) / j->ncu);
+	const int64_t units = j->npanel * ((j->n + j->ncu - 1) / j->ncu);
 
 	(void)nth;
 	/* Quantize X, a row per claim; then wait until all rows are done
@@ -1286,54 +1291,84 @@ static void mm_matmul_task(int tid, int nth, void *arg)
 
 		if (u >= units)
 			break;
-		int64_t jc = u / nmc * j->ncu, ic = u % nmc * MM_MC;
-		int64_t nc = MM_MIN(j->ncu, j->n - jc);
-		int64_t mc = MM_MIN(MM_MC, j->m - ic);
+		const int64_t jc = u / j->npanel * j->ncu, p = u % j->npanel;
+		const struct mm_mm_out *o = j->out;
+
+		while (p >= o->p0 + (o->m + MM_MC - 1) / MM_MC)
+			o++;
+
+		const int64_t ic = (p - o->p0) * MM_MC;
+		const int64_t nc = MM_MIN(j->ncu, j->n - jc);
+		const int64_t mc = MM_MIN(MM_MC, o->m - ic);
+		const uint8_t *W = o->W + ic * j->ws;
+		float *Y = o->Y + jc * o->m + ic;
 
 		if (gemm) {
-			gemm(j->k, j->W + ic * j->ws, j->ws,
-			     j->xq + jc * j->xs, j->xs,
-			     j->Y + jc * j->m + ic, j->m, mc, nc,
-			     j->gscratch + (size_t)tid * MM_GEMM_SCRATCH);
+			gemm(j->k, W, j->ws, j->xq + jc * j->xs, j->xs, Y, o->m,
+			     mc, nc, j->gscratch + (size_t)tid * MM_GEMM_SCRATCH);
 			continue;
 		}
-		for (int64_t jj = jc; jj < jc + nc; jj++)
-			j->kern->gemv[j->t](j->k, j->W + ic * j->ws,
-					    j->ws, j->xq + jj * j->xs,
-					    j->Y + jj * j->m + ic, mc);
+		for (int64_t jj = 0; jj < nc; jj++)
+			j->kern->gemv[j->t](j->k, W, j->ws,
+					    j->xq + (jc + jj) * j->xs,
+					    Y + jj * o->m, mc);
 	}
+}
+
+void mm_matmul_n(struct mm_ctx *ctx, const struct mm_mv *mv, int nmv,
+		 const float *X, int64_t k, int64_t n)
+{
+	struct mm_job j = { .kern = ctx->kern, .X = X, .k = k, .n = n };
+
+	if (nmv < 1 || nmv > MM_MV_MAX)
+		abort();	/* caller bug: see MM_MV_MAX */
+	for (int i = 0; i < nmv; i++)
+		if (mv[i].t != mv[0].t)
+			abort();	/* caller bug: one type per job */
+	mm_kernel_gemv_check(ctx->kern, mv[0].t);
+	if (k <= 0 || n <= 0)
+		return;
+	if (n == 1) {
+		mm_matvec_n(ctx, mv, nmv, X, k);
+		return;
+	}
+	j.t = mv[0].t;
+	j.ws = mm_row_bytes(j.t, k);
+	for (int i = 0; i < nmv; i++) {
+		if (mv[i].m <= 0)
+			continue;
+		j.out[j.nout] = (struct mm_mm_out){ .W = mv[i].W, .Y = mv[i].y,
+						    .m = mv[i].m,
+						    .p0 = j.npanel };
+		j.npanel += (mv[i].m + MM_MC - 1) / MM_MC;
+		j.nout++;
+	}
+	if (!j.nout)
+		return;
+	j.xs = mm_act_row_bytes(j.t, k);
+	j.xs = (j.xs + 63) & ~(size_t)63;
+	j.xq = mm_ctx_scratch(ctx, j.xs * n + (size_t)mm_pool_threads(ctx->pool) *
+			      MM_GEMM_SCRATCH);
+	j.gscratch = j.xq + j.xs * n;
+	/* A unit is MM_MC W rows of one matrix x ncu X rows: all of X (each
+	 * W panel is packed once) unless that leaves fewer than ~8 units per
+	 * thread. */
+	{
+		const int64_t want = 8 * (int64_t)mm_pool_threads(ctx->pool);
+		const int64_t ncj = j.npanel >= want ? 1 :
+				    (want + j.npanel - 1) / j.npanel;
+
+		j.ncu = MM_MAX((n + ncj - 1) / ncj, MM_MIN(n, 16));
+	}
+	mm_pool_run(ctx->pool, mm_matmul_task, &j);
 }
 
 void mm_matmul(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	       const float *X, float *Y, int64_t m, int64_t k, int64_t n)
 {
-	struct mm_job j = {
-		.kern = ctx->kern, .t = t, .W = W, .ws = mm_row_bytes(t, k),
-		.X = X, .Y = Y, .m = m, .k = k, .n = n,
-	};
+	const struct mm_mv mv = { .t = t, .W = W, .y = Y, .m = m };
 
-	mm_kernel_gemv_check(ctx->kern, t);
-	if (m <= 0 || k <= 0 || n <= 0)
-		return;
-	if (n == 1) {
-		mm_matvec(ctx, t, W, X, Y, m, k);
-		return;
-	}
-	j.xs = mm_act_row_bytes(t, k);
-	j.xs = (j.xs + 63) & ~(size_t)63;
-	j.xq = mm_ctx_scratch(ctx, j.xs * n + (size_t)mm_pool_threads(ctx->pool) *
-			      MM_GEMM_SCRATCH);
-	j.gscratch = j.xq + j.xs * n;
-	/* A unit is MM_MC W rows x ncu X rows: all of X (each W panel is
-	 * packed once) unless that leaves fewer than ~8 units per thread. */
-	{
-		const int64_t nmc = (m + MM_MC - 1) / MM_MC;
-		const int64_t want = 8 * (int64_t)mm_pool_threads(ctx->pool);
-		const int64_t ncj = nmc >= want ? 1 : (want + nmc - 1) / nmc;
-
-		j.ncu = MM_MAX((n + ncj - 1) / ncj, MM_MIN(n, 16));
-	}
-	mm_pool_run(ctx->pool, mm_matmul_task, &j);
+	mm_matmul_n(ctx, &mv, 1, X, k, n);
 }
 
 /* nth contiguous ranges, each claimed by one thread (the caller does the

@@ -168,6 +168,11 @@ void mm_matvec_n(struct mm_ctx *ctx, const struct mm_mv *mv, int nmv,
 /* Y[n][m] = X[n][k] . W[m][k]^T (prefill). */
 void mm_matmul(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	       const float *X, float *Y, int64_t m, int64_t k, int64_t n);
+/* nmv (1..MM_MV_MAX) matrices of one type with the same k and input X,
+ * as one job: X is quantized once, and each matrix writes its own
+ * Y[n][m] (mv[i].y). */
+void mm_matmul_n(struct mm_ctx *ctx, const struct mm_mv *mv, int nmv,
+		 const float *X, int64_t k, int64_t n);
 /* Splits [0, n) into at most one contiguous range per thread (nthreads
  * ranges at most) and runs fn(begin, end, arg) once for each, on the
  * caller's thread or a worker (the caller takes the ranges no worker

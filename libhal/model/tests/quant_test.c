@@ -594,6 +594,89 @@ static void test_q8_0_bits(void)
 	free(y);
 }
 
+/* mm_matmul_n(): 1-4 matrices of one type (one empty, row counts across
+ * and below the 64-row panels, W apart in memory) = separate mm_matmul()
+ * calls bit for bit, at n = 2, 37 and 100, 1-3 threads; and each output
+ * row equals the matvec of that X row within the kernel tolerance. */
+static void test_matmul_n(void)
+{
+	static const enum mm_type types[] = { MM_TYPE_Q8_0, MM_TYPE_Q4_0,
+					      MM_TYPE_Q4_K, MM_TYPE_Q6_K };
+	static const int64_t ms[MM_MV_MAX] = { 130, 64, 0, 13 };
+	static const int64_t ns[] = { 2, 37, 100 };
+	const int64_t k = 512, nmax = 100;
+	float *x = malloc(sizeof(float) * k * nmax), *tmp = malloc(sizeof(float) * k);
+	float *v = malloc(sizeof(float) * 130);
+	int good = 1, close = 1;
+
+	fill(x, k * nmax);
+	for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
+		const enum mm_type t = types[ti];
+		const size_t rb = mm_row_bytes(t, k);
+		struct mm_mv mv[MM_MV_MAX];
+		uint8_t *w[MM_MV_MAX];
+		float *y[MM_MV_MAX], *r[MM_MV_MAX];
+
+		for (int i = 0; i < MM_MV_MAX; i++) {
+			w[i] = malloc(rb * (size_t)(ms[i] + 1));
+			y[i] = malloc(sizeof(float) * (size_t)(ms[i] * nmax + 1));
+			r[i] = malloc(sizeof(float) * (size_t)(ms[i] * nmax + 1));
+			for (int64_t row = 0; row < ms[i]; row++) {
+				fill(tmp, k);
+				mm_quantize_row(t, tmp, w[i] + row * rb, k);
+			}
+			mv[i] = (struct mm_mv){ .t = t, .W = w[i], .y = y[i],
+						.m = ms[i] };
+		}
+		for (int thr = 1; thr <= 3; thr++) {
+			struct mm_ctx *ctx;
+
+			if (mm_ctx_create(thr, &ctx)) {
+				good = 0;
+				continue;
+			}
+			for (size_t ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+				const int64_t n = ns[ni];
+
+				for (int nmv = 1; nmv <= MM_MV_MAX; nmv++) {
+					for (int i = 0; i < nmv; i++) {
+						for (int64_t e = 0; e < ms[i] * n; e++)
+							y[i][e] = NAN;
+						mm_matmul(ctx, t, w[i], x, r[i], ms[i], k, n);
+					}
+					mm_matmul_n(ctx, mv, nmv, x, k, n);
+					for (int i = 0; i < nmv; i++)
+						if (ms[i] && memcmp(y[i], r[i], sizeof(float) *
+								    (size_t)(ms[i] * n))) {
+							if (good)
+								printf("# matmul_n %s n=%lld nmv=%d thr=%d: matrix %d differs\n",
+								       mm_type_name(t), (long long)n,
+								       nmv, thr, i);
+							good = 0;
+						}
+				}
+				/* last X row of matrix 0 against the matvec */
+				mm_matvec(ctx, t, w[0], x + (n - 1) * k, v, ms[0], k);
+				for (int64_t row = 0; row < ms[0]; row++)
+					if (fabsf(v[row] - y[0][(n - 1) * ms[0] + row]) >
+					    1e-3f * (1 + fabsf(v[row])))
+						close = 0;
+			}
+			mm_ctx_destroy(ctx);
+		}
+		for (int i = 0; i < MM_MV_MAX; i++) {
+			free(w[i]);
+			free(y[i]);
+			free(r[i]);
+		}
+	}
+	ok(good && close, "matmul_n: 1-4 matrices (one empty, 13-130 rows) = separate matmuls bitwise (%s), rows = matvec (%s), n = 2/37/100, 1-3 threads",
+	   good ? "yes" : "no", close ? "yes" : "no");
+	free(x);
+	free(tmp);
+	free(v);
+}
+
 /* ggml's Q8_K, written plainly here: d = max / -127 with max the first
  * element of the largest magnitude, q = nearest_int(x * -127 / max)
  * (round half to even by the 1.5 * 2^23 addition), at most 127, stored as
@@ -720,6 +803,7 @@ int main(void)
 	test_env();
 	test_kernels();
 	test_matvec_n();
+	test_matmul_n();
 	printf("1..%d\n", t_num);
 	printf("RESULT quant %d %d\n", t_pass, t_fail);
 	return t_fail ? 1 : 0;
