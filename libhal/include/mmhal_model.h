@@ -108,7 +108,9 @@ struct mmhal_model_info {
 	/* bytes of weights read for one decoded token (every matrix once,
 	 * one embedding row): the memory traffic of decode */
 	uint64_t weight_bytes_per_token;
-	uint64_t kv_bytes;	/* KV cache, allocated at load */
+	/* KV cache, allocated at load; its pages become resident as the
+	 * context fills */
+	uint64_t kv_bytes;
 	/* weight types by total bytes, most first: ggml ids and names */
 	int n_wtypes;
 	uint32_t wtype[MMHAL_MODEL_MAX_WTYPES];
@@ -254,7 +256,8 @@ struct mmhal_model_stats {
 	double sample_ms;		/* in mmhal_model_generate() */
 	int64_t sample_tokens;
 	uint64_t kv_bytes;		/* KV cache */
-	uint64_t alloc_bytes;		/* our heap now: KV, activations... */
+	uint64_t alloc_bytes;		/* our allocations now: KV, activations
+					 * (allocated, not all resident) */
 	uint64_t alloc_peak_bytes;	/* high-water mark of alloc_bytes */
 	uint64_t peak_rss_bytes;	/* process, getrusage ru_maxrss */
 	uint64_t file_bytes;

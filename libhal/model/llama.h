@@ -40,6 +40,8 @@ struct mm_llama_hp {
 	float eps, rope_base;
 };
 
+#define MM_LLAMA_MAX_MAPS 32	/* large buffers of a model, at most */
+
 struct mmhal_model {
 	struct mm_gguf *g;
 	void *filebuf;		/* use_mmap == 0: the file read into memory */
@@ -73,6 +75,13 @@ struct mmhal_model {
 	 * grp unnormalized outputs of head_dim, then grp (max, sum) pairs */
 	float *apart;
 	int aseg_max;		/* segments per KV head, at most */
+
+	/* mm_llama_alloc()'s anonymous mappings, for mm_llama_free() */
+	struct {
+		void *p;
+		size_t bytes;
+	} maps[MM_LLAMA_MAX_MAPS];
+	int nmap;
 
 	struct mmhal_model_stats st;
 	struct mmhal_model_info info;
