@@ -178,6 +178,29 @@ static inline int mm_nearest_int(float fval)
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+/* The largest of the 8 lanes of m (the AVX2 quantizers' block maximum) */
+__attribute__((target("avx2")))
+static inline float mm_hmax8(__m256 m)
+{
+	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m),
+			       _mm256_extractf128_ps(m, 1));
+
+	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+	return _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+}
+
+/* 32 s32 values in s8 range (q[0..3]) stored as s8 in element order at
+ * dst (packs work per 128-bit lane) */
+__attribute__((target("avx2")))
+static inline void mm_store_s32_s8(int8_t *dst, const __m256i q[4])
+{
+	const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
+					     _mm256_packs_epi32(q[2], q[3]));
+
+	_mm256_storeu_si256((__m256i *)dst, _mm256_permutevar8x32_epi32(
+		w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
 /*
  * AVX2 Q8_0 block quantizer, bit-identical to the scalar one (the same
  * amax, d, 1/d and products; roundf's half-away-from-zero done as
@@ -193,7 +216,6 @@ static void mm_quantize_q8_0_avx2(const float *x, struct mm_block_q8_0 *y,
 
 	for (int64_t i = 0; i < n / MM_QK; i++, x += MM_QK) {
 		__m256 v[4], m;
-		__m128 m4;
 		__m256i q[4];
 
 		for (int j = 0; j < 4; j++)
@@ -202,11 +224,8 @@ static void mm_quantize_q8_0_avx2(const float *x, struct mm_block_q8_0 *y,
 						_mm256_andnot_ps(sign, v[1])),
 				  _mm256_max_ps(_mm256_andnot_ps(sign, v[2]),
 						_mm256_andnot_ps(sign, v[3])));
-		m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
 
-		const float amax = _mm_cvtss_f32(m4);
+		const float amax = mm_hmax8(m);
 		const float d = amax / 127.0f;
 		const float id = d ? 1.0f / d : 0.0f;
 		const __m256 vid = _mm256_set1_ps(id);
@@ -222,12 +241,7 @@ static void mm_quantize_q8_0_avx2(const float *x, struct mm_block_q8_0 *y,
 
 			q[j] = _mm256_cvttps_epi32(_mm256_add_ps(t, up));
 		}
-		/* s32 -> s8 in element order (packs work per 128-bit lane) */
-		const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
-						     _mm256_packs_epi32(q[2], q[3]));
-
-		_mm256_storeu_si256((__m256i *)y[i].qs, _mm256_permutevar8x32_epi32(
-			w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+		mm_store_s32_s8(y[i].qs, q);
 	}
 }
 #endif
@@ -593,18 +607,14 @@ static void mm_quantize_q8_k_avx2(const float *x, struct mm_block_q8_k *y,
 
 	for (int64_t i = 0; i < n / MM_QK_K; i++, x += MM_QK_K) {
 		__m256 m = _mm256_setzero_ps();
-		__m128 m4;
 		float max = 0;
 		int j;
 
 		/* max(v, m) returns m for a NaN v, as the scalar > skips it */
 		for (j = 0; j < MM_QK_K; j += 8)
 			m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), m);
-		m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
 
-		const float amax = _mm_cvtss_f32(m4);
+		const float amax = mm_hmax8(m);
 
 		if (!amax) {
 			memset(&y[i], 0, sizeof(y[i]));
@@ -644,13 +654,7 @@ static void mm_quantize_q8_k_avx2(const float *x, struct mm_block_q8_k *y,
 				s4 = _mm_hadd_epi32(s4, s4);
 				y[i].bsums[j / 16 + h] = (int16_t)_mm_cvtsi128_si32(s4);
 			}
-			/* s32 -> s8 in element order (packs work per lane) */
-			const __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
-							     _mm256_packs_epi32(q[2], q[3]));
-
-			_mm256_storeu_si256((__m256i *)(y[i].qs + j),
-					    _mm256_permutevar8x32_epi32(w,
-						_mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+			mm_store_s32_s8(y[i].qs + j, q);
 		}
 		y[i].d = 1 / iscale;
 	}

@@ -57,6 +57,12 @@ static void fill(float *x, int64_t n)
 		x[i] = frand();
 }
 
+/* A tie for a quantizer with scale 1: an integer in (-125, 125) +- 0.5 */
+static float frand_tie(void)
+{
+	return (float)((int)(frand() * 125)) + (frand() < 0 ? -0.5f : 0.5f);
+}
+
 static const enum mm_type all_types[] = {
 	MM_TYPE_F32, MM_TYPE_F16, MM_TYPE_BF16, MM_TYPE_Q8_0, MM_TYPE_Q4_0,
 	MM_TYPE_Q4_1, MM_TYPE_Q4_K, MM_TYPE_Q6_K,
@@ -570,8 +576,7 @@ static void test_q8_0_bits(void)
 	fill(x, n);
 	for (int b = 0; b < 8; b++)	/* ties: amax 127 -> id 1, k + 0.5 */
 		for (int j = 0; j < 32; j++)
-			x[b * 32 + j] = j == 0 ? 127.0f :
-					(float)((int)(frand() * 125)) + (frand() < 0 ? -0.5f : 0.5f);
+			x[b * 32 + j] = j == 0 ? 127.0f : frand_tie();
 	for (int j = 0; j < 32; j++)
 		x[8 * 32 + j] = 0;
 	mm_quantize_row(MM_TYPE_Q8_0, x, y, n);
@@ -720,8 +725,7 @@ static void test_q8_k_bits(void)
 
 	fill(x, MM_QK_K * NB);
 	for (int j = 0; j < MM_QK_K; j++) {	/* ties: iscale -1 */
-		x[MM_QK_K + j] = j == 0 ? 127.0f :
-			(float)((int)(frand() * 125)) + (frand() < 0 ? -0.5f : 0.5f);
+		x[MM_QK_K + j] = j == 0 ? 127.0f : frand_tie();
 		x[2 * MM_QK_K + j] = 0;
 		x[3 * MM_QK_K + j] *= 2.9f;	/* |x| < 3 */
 		x[6 * MM_QK_K + j] *= 1e-39f;	/* subnormal: iscale inf */
