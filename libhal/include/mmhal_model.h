@@ -61,6 +61,12 @@ struct mmhal_model_params {
 	int n_threads;	/* <= 0: online CPUs */
 	int kv_type;	/* enum mmhal_kv_type */
 	int use_mmap;	/* 1: map the file (weights in place); 0: read it */
+	/* 1 (default): Q4_0 matrices are rearranged in place at load into
+	 * the layout the CPU's kernels read fastest (x86: 8 rows
+	 * interleaved), on the mapping's copy-on-write pages, so the file
+	 * is not changed and no second copy is made; 0: all weights are
+	 * used as stored. */
+	int repack;
 };
 
 MMHAL_API struct mmhal_model_params mmhal_model_default_params(void);
@@ -111,6 +117,8 @@ struct mmhal_model_info {
 	/* KV cache, allocated at load; its pages become resident as the
 	 * context fills */
 	uint64_t kv_bytes;
+	/* weight bytes rearranged at load (params.repack) */
+	uint64_t repacked_bytes;
 	/* weight types by total bytes, most first: ggml ids and names */
 	int n_wtypes;
 	uint32_t wtype[MMHAL_MODEL_MAX_WTYPES];

@@ -118,6 +118,7 @@ MMHAL_API struct mmhal_model_params mmhal_model_default_params(void)
 		.n_threads = 0,
 		.kv_type = MMHAL_KV_F16,
 		.use_mmap = 1,
+		.repack = 1,
 	};
 
 	return p;
@@ -490,8 +491,81 @@ static void mm_llama_fill_info(struct mmhal_model *m)
 	}
 	in->weight_bytes_per_token = per_tok;
 	in->kv_bytes = m->st.kv_bytes;
+	in->repacked_bytes = m->repacked_bytes;
 	snprintf(in->kernels, sizeof(in->kernels), "%s",
 		 mm_ctx_kernels(m->ctx));
+}
+
+/* One matrix: w's layout and type change if the rewrite is done. */
+static int mm_llama_repack_w(struct mmhal_model *m, struct mm_llama_w *w,
+			     int mapped)
+{
+	const enum mm_type to = mm_repack_type(m->ctx, w->t, w->ne1, w->ne0);
+	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	const uintptr_t b = (uintptr_t)w->d & ~(pg - 1);
+	const size_t len = (((uintptr_t)w->d + w->rs * w->ne1 + pg - 1) &
+			    ~(pg - 1)) - b;
+	int ret;
+
+	if (to == w->t)
+		return 0;
+	if (mapped && mprotect((void *)b, len, PROT_READ | PROT_WRITE))
+		return -errno;
+#ifdef MADV_POPULATE_WRITE
+	/* the copy-on-write faults in one call (Linux 5.14); on failure
+	 * the rewrite below takes them one page at a time */
+	if (mapped)
+		madvise((void *)b, len, MADV_POPULATE_WRITE);
+#endif
+	ret = mm_repack(w->t, to, (void *)w->d, w->ne1, w->ne0);
+	if (mapped && mprotect((void *)b, len, PROT_READ) && !ret)
+		ret = -errno;
+	if (!ret) {
+		w->t = to;
+		m->repacked_bytes += w->rs * w->ne1;
+	}
+	return ret;
+}
+
+/*
+ * Rearranges the matrices that the kernel set reads faster in another
+ * layout (Q4_0 -> Q4_0_R8 on x86: 8 rows' scales and nibbles together,
+ * see quant.h) in place. A mapped file is MAP_PRIVATE: its pages are made
+ * writable for the rewrite, which copies them (the file is not changed;
+ * the pages read are not kept twice in the process), and read-only
+ * again after. token_embd is left as stored: its rows are looked up one
+ * at a time (and a tied output matrix is that tensor).
+ */
+static int mm_llama_repack(struct mmhal_model *m, int mapped, char *err,
+			   size_t errlen)
+{
+	static const char *const names[7] = { "attn_q", "attn_k", "attn_v",
+		"attn_output", "ffn_gate", "ffn_up", "ffn_down" };
+	int ret = 0;
+
+	if (m->output.d != m->tok_embd.d) {
+		ret = mm_llama_repack_w(m, &m->output, mapped);
+		if (ret) {
+			mm_msg(err, errlen, "repacking output.weight: %s",
+			       strerror(-ret));
+			return ret;
+		}
+	}
+	for (int l = 0; l < m->hp.n_layer; l++) {
+		struct mm_llama_layer *L = &m->layers[l];
+		struct mm_llama_w *ws[7] = { &L->q, &L->k, &L->v, &L->o,
+					     &L->gate, &L->up, &L->down };
+
+		for (int i = 0; i < 7; i++) {
+			ret = mm_llama_repack_w(m, ws[i], mapped);
+			if (ret) {
+				mm_msg(err, errlen, "repacking blk.%d.%s.weight: %s",
+				       l, names[i], strerror(-ret));
+				return ret;
+			}
+		}
+	}
+	return 0;
 }
 
 static pthread_once_t mm_vec_once = PTHREAD_ONCE_INIT;
@@ -572,6 +646,11 @@ MMHAL_API int mmhal_model_load(const char *path,
 		goto fail;
 	}
 	m->n_threads = mm_ctx_threads(m->ctx);
+	if (p.repack) {
+		ret = mm_llama_repack(m, p.use_mmap, err, errlen);
+		if (ret)
+			goto fail;
+	}
 
 	/* KV cache */
 	m->kv_rs = mm_row_bytes((enum mm_type)m->kv_type, m->kv_dim);

@@ -53,6 +53,7 @@ struct mmhal_model {
 	struct mm_llama_w tok_embd, output;
 	float *output_norm;
 	struct mm_llama_layer *layers;
+	uint64_t repacked_bytes;	/* see mm_llama_repack() */
 
 	/* KV cache: per layer n_ctx rows of kv_dim elements of kv_type */
 	int n_ctx, n_batch, kv_type, kv_dim;

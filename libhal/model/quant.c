@@ -113,6 +113,7 @@ const char *mm_type_name(enum mm_type t)
 	case MM_TYPE_F16: return "f16";
 	case MM_TYPE_BF16: return "bf16";
 	case MM_TYPE_Q4_0: return "q4_0";
+	case MM_TYPE_Q4_0_R8: return "q4_0_r8";
 	case MM_TYPE_Q4_1: return "q4_1";
 	case MM_TYPE_Q8_0: return "q8_0";
 	case MM_TYPE_Q4_K: return "q4_K";
@@ -128,6 +129,7 @@ size_t mm_type_block_elems(enum mm_type t)
 	case MM_TYPE_F32: case MM_TYPE_F16: case MM_TYPE_BF16:
 		return 1;
 	case MM_TYPE_Q4_0: case MM_TYPE_Q4_1: case MM_TYPE_Q8_0:
+	case MM_TYPE_Q4_0_R8:
 		return MM_QK;
 	case MM_TYPE_Q4_K: case MM_TYPE_Q6_K: case MM_TYPE_Q8_K:
 		return MM_QK_K;
@@ -140,7 +142,8 @@ size_t mm_type_block_bytes(enum mm_type t)
 	switch (t) {
 	case MM_TYPE_F32: return 4;
 	case MM_TYPE_F16: case MM_TYPE_BF16: return 2;
-	case MM_TYPE_Q4_0: return sizeof(struct mm_block_q4_0);
+	case MM_TYPE_Q4_0: case MM_TYPE_Q4_0_R8:
+		return sizeof(struct mm_block_q4_0);
 	case MM_TYPE_Q4_1: return sizeof(struct mm_block_q4_1);
 	case MM_TYPE_Q8_0: return sizeof(struct mm_block_q8_0);
 	case MM_TYPE_Q4_K: return sizeof(struct mm_block_q4_k);
@@ -773,6 +776,8 @@ void mm_quantize_row(enum mm_type t, const float *x, void *y, int64_t n)
 	case MM_TYPE_Q4_K: mm_quantize_q4_k(x, y, n); break;
 	case MM_TYPE_Q6_K: mm_quantize_q6_k(x, y, n); break;
 	case MM_TYPE_Q8_K: mm_quantize_q8_k(x, y, n); break;
+	case MM_TYPE_Q4_0_R8:
+		abort();	/* caller bug: a layout of 8-row groups */
 	}
 }
 
@@ -891,6 +896,8 @@ void mm_dequantize_row(enum mm_type t, const void *vx, float *y, int64_t n)
 				*y++ = x[i].d * x[i].qs[j];
 		break;
 	}
+	case MM_TYPE_Q4_0_R8:
+		abort();	/* caller bug: a layout of 8-row groups */
 	}
 }
 
@@ -899,7 +906,7 @@ void mm_dequantize_row(enum mm_type t, const void *vx, float *y, int64_t n)
 enum mm_type mm_act_type(enum mm_type wt)
 {
 	switch (wt) {
-	case MM_TYPE_Q4_0: case MM_TYPE_Q8_0:
+	case MM_TYPE_Q4_0: case MM_TYPE_Q4_0_R8: case MM_TYPE_Q8_0:
 		return MM_TYPE_Q8_0;
 	case MM_TYPE_Q4_1:
 		return MM_ACT_Q8_1;
@@ -916,7 +923,8 @@ size_t mm_act_row_bytes(enum mm_type wt, int64_t k)
 
 	if (at == MM_ACT_Q8_1)
 		return (size_t)(k / MM_QK) * sizeof(struct mm_block_q8_1);
-	if (wt == MM_TYPE_Q4_0)	/* blocks, then a float per block */
+	if (wt == MM_TYPE_Q4_0 || wt == MM_TYPE_Q4_0_R8)
+		/* blocks, then a float per block */
 		return mm_q4_0_act_sums_off(k) +
 		       (size_t)(k / MM_QK) * sizeof(float);
 	return mm_row_bytes(at, k);
@@ -930,7 +938,7 @@ void mm_quantize_act(enum mm_type wt, const float *x, void *xq, int64_t k)
 		mm_quantize_q8_1(x, xq, k);
 	else
 		mm_quantize_row(at, x, xq, k);
-	if (wt == MM_TYPE_Q4_0) {
+	if (wt == MM_TYPE_Q4_0 || wt == MM_TYPE_Q4_0_R8) {
 		const struct mm_block_q8_0 *b = xq;
 		float *s = (float *)((uint8_t *)xq + mm_q4_0_act_sums_off(k));
 
@@ -1171,7 +1179,7 @@ static void mm_matvec_task(int tid, int nth, void *arg)
 static void mm_kernel_gemv_check(const struct mm_kernels *kern,
 				 enum mm_type t)
 {
-	if (!mm_type_valid(t) || !kern->gemv[t])
+	if ((unsigned int)t >= MM_NTYPES || !kern->gemv[t])
 		abort();	/* caller passed a type we do not support */
 }
 
@@ -1180,7 +1188,7 @@ static void mm_kernel_gemv_check(const struct mm_kernels *kern,
  * so a Q8_0 and a Q4_0 matrix share one quantized x. */
 static enum mm_type mm_act_key(enum mm_type t)
 {
-	return t == MM_TYPE_Q8_0 ? MM_TYPE_Q4_0 : t;
+	return t == MM_TYPE_Q8_0 || t == MM_TYPE_Q4_0_R8 ? MM_TYPE_Q4_0 : t;
 }
 
 static int mm_act_shared(enum mm_type a, enum mm_type b)
@@ -1373,6 +1381,60 @@ void mm_matmul(struct mm_ctx *ctx, enum mm_type t, const void *W,
 	const struct mm_mv mv = { .t = t, .W = W, .y = Y, .m = m };
 
 	mm_matmul_n(ctx, &mv, 1, X, k, n);
+}
+
+/* ---- load-time layouts ----------------------------------------------- */
+
+enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
+			    int64_t m, int64_t k)
+{
+	if (t == MM_TYPE_Q4_0 && m >= 8 && k > 0 && k % MM_QK == 0 &&
+	    ctx->kern->gemv[MM_TYPE_Q4_0_R8])
+		return MM_TYPE_Q4_0_R8;
+	return t;
+}
+
+/* Position of row r's nibbles among the 8 of a Q4_0_R8 block: rows p and
+ * p + 4 share a 32-byte load (low and high 128-bit lane). */
+static int mm_r8_slot(int r)
+{
+	return (r % 4) * 2 + r / 4;
+}
+
+int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
+	      int64_t k)
+{
+	const size_t bs = sizeof(struct mm_block_q4_0);
+	size_t ws;
+	uint8_t *tmp;
+
+	if (from == to)
+		return 0;
+	if (from != MM_TYPE_Q4_0 || to != MM_TYPE_Q4_0_R8 || m < 0 ||
+	    k <= 0 || k % MM_QK)
+		return -EINVAL;
+	ws = mm_row_bytes(from, k);
+	tmp = malloc(8 * ws);
+	if (!tmp)
+		return -ENOMEM;
+	for (int64_t g = 0; g + 8 <= m; g += 8) {
+		uint8_t *grp = (uint8_t *)W + (size_t)g * ws;
+
+		memcpy(tmp, grp, 8 * ws);
+		for (int64_t i = 0; i < k / MM_QK; i++) {
+			uint8_t *o = grp + (size_t)i * 8 * bs;
+
+			for (int r = 0; r < 8; r++) {
+				const struct mm_block_q4_0 *b =
+					(const void *)(tmp + r * ws + i * bs);
+
+				memcpy(o + 2 * r, &b->d, 2);
+				memcpy(o + 16 + 16 * mm_r8_slot(r), b->qs, 16);
+			}
+		}
+	}
+	free(tmp);
+	return 0;
 }
 
 /* nth contiguous ranges, each claimed by one thread (the caller does the

@@ -47,6 +47,12 @@ enum mm_type {
 	MM_TYPE_Q6_K = 14,
 	MM_TYPE_Q8_K = 15,
 	MM_TYPE_BF16 = 30,
+	/* Not a file type (mm_type_valid() is 0): Q4_0 weights rearranged
+	 * in place by mm_repack() for the x86 kernels. Each full group of
+	 * 8 rows holds, per 32-element block, the 8 rows' f16 scales, then
+	 * their 16 bytes of nibbles in the row order 0 4 1 5 2 6 3 7 (144
+	 * bytes); rows past the last full group stay as Q4_0 rows. */
+	MM_TYPE_Q4_0_R8 = 31,
 };
 
 #define MM_QK 32	/* elements per Q4_0/Q4_1/Q8_0 block */
@@ -173,6 +179,20 @@ void mm_matmul(struct mm_ctx *ctx, enum mm_type t, const void *W,
  * Y[n][m] (mv[i].y). */
 void mm_matmul_n(struct mm_ctx *ctx, const struct mm_mv *mv, int nmv,
 		 const float *X, int64_t k, int64_t n);
+/*
+ * The layout ctx's kernels multiply fastest for a matrix of type t with m
+ * rows of k (MM_TYPE_Q4_0_R8 for Q4_0 with at least 8 rows on x86), or t
+ * itself. A matrix in that layout is used by mm_matvec*()/mm_matmul*()
+ * of this kernel set only, and has no rows to mm_dequantize_row().
+ */
+enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
+			    int64_t m, int64_t k);
+/* Rearranges W (m rows of k, type from) in place into layout to, as
+ * given by mm_repack_type() (from == to: nothing to do). Returns 0,
+ * -EINVAL for another pair or shape, -ENOMEM. */
+int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
+	      int64_t k);
+
 /* Splits [0, n) into at most one contiguous range per thread (nthreads
  * ranges at most) and runs fn(begin, end, arg) once for each, on the
  * caller's thread or a worker (the caller takes the ranges no worker

@@ -29,7 +29,7 @@ typedef void (*mm_gemm_fn)(int64_t k, const void *w, size_t ws,
 #define MM_GEMM_NC 72			/* X rows per packed chunk */
 #define MM_GEMM_SCRATCH (192 << 10)	/* per-thread gemm scratch bytes */
 
-#define MM_NTYPES 31
+#define MM_NTYPES 32
 
 struct mm_kernels {
 	const char *name;

@@ -12,6 +12,8 @@
  *    read exceeds the L3 (cold weights, as in decode);
  *  - prefill matmul: 2*m*k*n int8 ops / s over the dot peak, timed in
  *    alternate rounds.
+ * q4_0_r8 rows: Q4_0 weights in the layout the model loader makes for
+ * the x86 kernels (mm_repack()), the same bytes rearranged.
  * Each bar ratio is best / best over the same rounds: the machines are
  * shared, and a neighbour's load then moves both sides.
  *
@@ -270,6 +272,28 @@ static void fill_weights(enum mm_type t, uint8_t *w, size_t rows, size_t rb)
 	}
 }
 
+/* W for type t: random Q4_0 rows repacked in place for Q4_0_R8 (the
+ * load-time layout, one matrix of m rows at a time). */
+static void make_weights(enum mm_type t, uint8_t *w, size_t copies,
+			 int64_t m, int64_t k)
+{
+	size_t rb = mm_row_bytes(t, k);
+
+	fill_weights(t == MM_TYPE_Q4_0_R8 ? MM_TYPE_Q4_0 : t, w, m * copies, rb);
+	for (size_t c = 0; t == MM_TYPE_Q4_0_R8 && c < copies; c++)
+		if (mm_repack(MM_TYPE_Q4_0, t, w + c * rb * m, m, k)) {
+			fprintf(stderr, "kbench: cannot repack\n");
+			exit(1);
+		}
+}
+
+/* Q4_0_R8 rows only where the kernel set has that layout */
+static int has_layout(const struct mm_ctx *ctx, enum mm_type t)
+{
+	return t != MM_TYPE_Q4_0_R8 ||
+	       mm_repack_type(ctx, MM_TYPE_Q4_0, 64, 64) == MM_TYPE_Q4_0_R8;
+}
+
 static int warm_only;	/* -w: one W copy (cache-warm; kernel compute rate) */
 
 /*
@@ -291,7 +315,7 @@ static double bench_matvec(struct mm_ctx *ctx, enum mm_type t, int64_t m,
 	struct bw_arg a = { .buf = w };
 	int nth = mm_ctx_threads(ctx);
 
-	fill_weights(t, w, m * copies, rb);
+	make_weights(t, w, copies, m, k);
 	for (int64_t i = 0; i < k; i++)
 		x[i] = (float)(rnd() % 2001) / 1000.0f - 1.0f;
 	for (size_t c = 0; c < copies; c++)	/* warm up, touch all */
@@ -334,7 +358,7 @@ static double bench_matmul(struct mm_ctx *ctx, enum mm_type t, int64_t m,
 	double best = 1e30, pk = 0;
 	long saved = peak_iters;
 
-	fill_weights(t, w, m, rb);
+	make_weights(t, w, 1, m, k);
 	for (int64_t i = 0; i < n * k; i++)
 		X[i] = (float)(rnd() % 2001) / 1000.0f - 1.0f;
 	mm_matmul(ctx, t, w, X, Y, m, k, n);
@@ -411,6 +435,11 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q4_0, 4096, 14336, "ffn_down 4096x14336" },
 		{ MM_TYPE_Q4_0, 1536, 576, "small ffn_up 1536x576" },
 		{ MM_TYPE_Q4_0, 576, 1536, "small ffn_down 576x1536" },
+		{ MM_TYPE_Q4_0_R8, 4096, 4096, "attn 4096x4096" },
+		{ MM_TYPE_Q4_0_R8, 14336, 4096, "ffn_up 14336x4096" },
+		{ MM_TYPE_Q4_0_R8, 4096, 14336, "ffn_down 4096x14336" },
+		{ MM_TYPE_Q4_0_R8, 1536, 576, "small ffn_up 1536x576" },
+		{ MM_TYPE_Q4_0_R8, 576, 1536, "small ffn_down 576x1536" },
 		{ MM_TYPE_Q4_K, 4096, 4096, "attn 4096x4096" },
 		{ MM_TYPE_Q4_K, 14336, 4096, "ffn_up 14336x4096" },
 		{ MM_TYPE_Q4_K, 1536, 768, "small 1536x768" },
@@ -418,19 +447,20 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q6_K, 14336, 4096, "ffn_up 14336x4096" },
 		{ MM_TYPE_Q6_K, 576, 1536, "small ffn_down 576x1536" },
 	};
-	printf("\ndecode matvec (y = W.x, %s weights)  W.x GB/s  read GB/s  of read  goal\n",
+	printf("\ndecode matvec (y = W.x, %s weights)    W.x GB/s  read GB/s  of read  goal\n",
 	       warm_only ? "WARM (-w)" : "cold");
 	for (size_t i = 0; i < sizeof(mv) / sizeof(mv[0]); i++) {
 		snprintf(label, sizeof(label), "%s %s", mm_type_name(mv[i].t), mv[i].what);
-		if (filt && !strstr(label, filt))
+		if ((filt && !strstr(label, filt)) || !has_layout(ctx, mv[i].t))
 			continue;
 		double bytes, rbw, r = bench_matvec(ctx, mv[i].t, mv[i].m, mv[i].k,
 						     &bytes, &rbw);
 
-		printf("  %-5s %-26s %7.2f MB %7.2f %7.2f  %5.1f%%  %s\n",
+		printf("  %-7s %-26s %7.2f MB %7.2f %7.2f  %5.1f%%  %s\n",
 		       mm_type_name(mv[i].t), mv[i].what, bytes / 1e6, r / 1e9,
 		       rbw / 1e9, 100 * r / rbw,
 		       mv[i].t == MM_TYPE_Q4_K || mv[i].t == MM_TYPE_Q6_K ? "" : ">=90%");
+		fflush(stdout);
 	}
 
 	static const struct { enum mm_type t; int64_t m, k, n; } mmv[] = {
@@ -440,20 +470,21 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q8_0, 4096, 4096, 512 },
 		{ MM_TYPE_Q8_0, 1536, 576, 256 },
 		{ MM_TYPE_Q4_0, 4096, 4096, 256 },
+		{ MM_TYPE_Q4_0_R8, 4096, 4096, 256 },
 		{ MM_TYPE_Q4_K, 4096, 4096, 256 },
 	};
 	printf("\nprefill matmul (Y = X.W^T)  peak: %s\n", pk_name);
-	printf("                               Gop/s  peak Gop/s  of peak\n");
+	printf("                                 Gop/s  peak Gop/s  of peak\n");
 	for (size_t i = 0; i < sizeof(mmv) / sizeof(mmv[0]); i++) {
 		snprintf(label, sizeof(label), "%s m=%lld k=%lld n=%lld",
 			 mm_type_name(mmv[i].t), (long long)mmv[i].m,
 			 (long long)mmv[i].k, (long long)mmv[i].n);
-		if (filt && !strstr(label, filt))
+		if ((filt && !strstr(label, filt)) || !has_layout(ctx, mmv[i].t))
 			continue;
 		double rpk, r = bench_matmul(ctx, mmv[i].t, mmv[i].m, mmv[i].k,
 					     mmv[i].n, pk_vnni > 0, &rpk);
 
-		printf("  %-5s m=%-5lld k=%-5lld n=%-4lld   %8.1f %8.1f   %5.1f%%%s\n",
+		printf("  %-7s m=%-5lld k=%-5lld n=%-4lld   %8.1f %8.1f   %5.1f%%%s\n",
 		       mm_type_name(mmv[i].t), (long long)mmv[i].m, (long long)mmv[i].k,
 		       (long long)mmv[i].n, r / 1e9, rpk / 1e9, 100 * r / rpk,
 		       mmv[i].t == MM_TYPE_Q8_0 && mmv[i].m == 4096 ? "   goal >=50%" : "");

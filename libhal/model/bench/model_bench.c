@@ -257,7 +257,7 @@ static int measure_bw(void *vres, const void *varg)
 
 struct run_arg {
 	const char *path;
-	int threads, n_prompt, n_decode, kv_type;
+	int threads, n_prompt, n_decode, kv_type, repack;
 };
 
 struct run_res {
@@ -283,6 +283,7 @@ static int run_model(void *vres, const void *varg)
 	p.n_threads = a->threads;
 	p.n_ctx = a->n_prompt + a->n_decode + 16;
 	p.kv_type = a->kv_type;
+	p.repack = a->repack;
 	r = mmhal_model_load(a->path, &p, &m, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "model_bench: %s\n", err);
@@ -331,21 +332,22 @@ int main(int argc, char **argv)
 		{ "q4_K", MM_TYPE_Q4_K },
 	};
 	const char *dir = argc > 1 ? argv[1] : ".", *tool = NULL;
-	int threads = 0, n_prompt = 256, n_decode = 64, opt;
+	int threads = 0, n_prompt = 256, n_decode = 64, repack = 1, opt;
 	char f32[512], qp[2][512];
 	struct bw_res bw;
 	struct run_res rr[2];
 	int ok[2] = { 0, 0 }, res, fails = 0;
 
 	optind = 2;
-	while ((opt = getopt(argc, argv, "t:p:n:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:p:n:g:r:")) != -1) {
 		switch (opt) {
+		case 'r': repack = atoi(optarg); break;
 		case 'g': tool = optarg; break;
 		case 't': threads = atoi(optarg); break;
 		case 'p': n_prompt = atoi(optarg); break;
 		case 'n': n_decode = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: model_bench DIR [-t threads] [-p prompt] [-n decode] [-g mmgguf]\n");
+			fprintf(stderr, "usage: model_bench DIR [-t threads] [-p prompt] [-n decode] [-g mmgguf] [-r 0|1 repack]\n");
 			return 2;
 		}
 	}
@@ -385,7 +387,7 @@ int main(int argc, char **argv)
 	       bw.gbs, bw.threads);
 	for (int i = 0; i < 2; i++) {
 		struct run_arg a = { qp[i], threads, n_prompt, n_decode,
-				     MMHAL_KV_F16 };
+				     MMHAL_KV_F16, repack };
 
 		ok[i] = !in_child(run_model, &a, &rr[i], sizeof(rr[i]));
 		fails += !ok[i];
@@ -425,10 +427,11 @@ int main(int argc, char **argv)
 
 		if (!ok[i])
 			continue;
-		printf("# %s: load %.1f ms; prefill %lld tokens in %.1f ms; decode %lld tokens, "
+		printf("# %s: load %.1f ms (%.1f MB repacked); prefill %lld tokens in %.1f ms; decode %lld tokens, "
 		       "per token mean %.2f min %.2f max %.2f ms; KV %.1f MB; own allocations peak %.1f MB; "
 		       "greedy %d %d %d %d\n",
-		       types[i].suffix, st->load_ms, (long long)st->prefill_tokens,
+		       types[i].suffix, st->load_ms, rr[i].info.repacked_bytes / 1e6,
+		       (long long)st->prefill_tokens,
 		       st->prefill_ms, (long long)st->decode_tokens,
 		       st->decode_ms / (st->decode_tokens ? st->decode_tokens : 1),
 		       st->decode_min_ms, st->decode_max_ms, st->kv_bytes / 1e6,

@@ -48,7 +48,7 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 38
+#define N_TESTS 41
 
 /* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
  * at F32, for the attention kernel's other head groupings */
@@ -371,6 +371,81 @@ static void test_lazy_kv(void)
 	mmhal_model_free(m);
 }
 
+/* FNV-1a of a whole file (0 if it cannot be read) */
+static uint64_t file_hash(const char *fn)
+{
+	FILE *f = fopen(fn, "rb");
+	uint64_t h = 1469598103934665603ull;
+	int c;
+
+	if (!f)
+		return 0;
+	while ((c = getc(f)) != EOF)
+		h = (h ^ (uint8_t)c) * 1099511628211ull;
+	fclose(f);
+	return h;
+}
+
+/*
+ * params.repack: the Q4_0 model gives the same logits bit for bit with
+ * its matrices rearranged at load and as stored, mapped and read, over a
+ * prefill and 4 decode steps; the x86 kernel sets rearrange them (and
+ * say how many bytes), the others leave them; the file is not changed.
+ */
+static void test_repack(void)
+{
+	const uint64_t h0 = file_hash(path[2]);
+	int same = 1, counted = 1;
+
+	for (int mapped = 1; mapped >= 0; mapped--) {
+		struct mmhal_model *m[2] = { NULL, NULL };
+		struct mmhal_model_info in;
+		float la[300], lb[300];
+		int32_t tok;
+		char err[256];
+
+		for (int r = 0; r < 2; r++) {
+			struct mmhal_model_params p = mmhal_model_default_params();
+
+			p.n_ctx = 64;
+			p.n_threads = 2;
+			p.use_mmap = mapped;
+			p.repack = !r;
+			if (mmhal_model_load(path[2], &p, &m[r], err, sizeof(err)))
+				printf("# load %s: %s\n", path[2], err);
+		}
+		if (!m[0] || !m[1]) {
+			same = 0;
+		} else {
+			same &= !mmhal_model_eval(m[0], prompt, 8, la) &&
+				!mmhal_model_eval(m[1], prompt, 8, lb) &&
+				!memcmp(la, lb, sizeof(la));
+			for (int step = 0; step < 4 && same; step++) {
+				tok = argmax(la, 300);
+				same &= !mmhal_model_eval(m[0], &tok, 1, la) &&
+					!mmhal_model_eval(m[1], &tok, 1, lb) &&
+					!memcmp(la, lb, sizeof(la));
+			}
+			mmhal_model_info(m[0], &in);
+			if (!strcmp(in.kernels, "avx2") || !strcmp(in.kernels, "avx512vnni"))
+				counted &= in.repacked_bytes > in.weight_bytes / 2;
+			else
+				counted &= in.repacked_bytes == 0;
+			printf("# %s, %s: %llu of %llu weight bytes repacked\n",
+			       mapped ? "mapped" : "read", in.kernels,
+			       (unsigned long long)in.repacked_bytes,
+			       (unsigned long long)in.weight_bytes);
+			mmhal_model_info(m[1], &in);
+			counted &= in.repacked_bytes == 0;
+		}
+		mmhal_model_free(m[0]);
+		mmhal_model_free(m[1]);
+	}
+	ok(same, "q4_0: repack 1 == repack 0 bitwise, mapped and read, prefill + 4 decode steps");
+	ok(counted, "repacked bytes: most weights on x86 kernels, none elsewhere or with repack 0");
+	ok(h0 && file_hash(path[2]) == h0, "the file is unchanged after loads that repack");
+}
+
 static void test_load_misc(void)
 {
 	struct mmhal_model *m = NULL, *a, *b;
@@ -656,6 +731,7 @@ int main(void)
 	test_kv_q8();
 	test_ctx_limit();
 	test_lazy_kv();
+	test_repack();
 	test_load_misc();
 	test_sampler();
 	test_chat();
