@@ -496,76 +496,140 @@ static void mm_llama_fill_info(struct mmhal_model *m)
 		 mm_ctx_kernels(m->ctx));
 }
 
-/* One matrix: w's layout and type change if the rewrite is done. */
-static int mm_llama_repack_w(struct mmhal_model *m, struct mm_llama_w *w,
-			     int mapped)
-{
-	const enum mm_type to = mm_repack_type(m->ctx, w->t, w->ne1, w->ne0);
-	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	const uintptr_t b = (uintptr_t)w->d & ~(pg - 1);
-	const size_t len = (((uintptr_t)w->d + w->rs * w->ne1 + pg - 1) &
-			    ~(pg - 1)) - b;
-	int ret;
+/* A matrix to rearrange at load: blk.<layer>.<which>.weight, or
+ * output.weight (layer -1); err is mm_repack()'s result. */
+struct mm_repack_item {
+	struct mm_llama_w *w;
+	enum mm_type to;
+	int layer, which, err;
+};
 
-	if (to == w->t)
-		return 0;
-	if (mapped && mprotect((void *)b, len, PROT_READ | PROT_WRITE))
-		return -errno;
+struct mm_repack_job {
+	struct mm_repack_item *it;
+	int mapped;
+};
+
+static void mm_llama_repack_fn(int64_t b, int64_t e, void *arg)
+{
+	const struct mm_repack_job *j = arg;
+	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	for (int64_t i = b; i < e; i++) {
+		struct mm_repack_item *it = &j->it[i];
+		const struct mm_llama_w *w = it->w;
+
 #ifdef MADV_POPULATE_WRITE
-	/* the copy-on-write faults in one call (Linux 5.14); on failure
-	 * the rewrite below takes them one page at a time */
-	if (mapped)
-		madvise((void *)b, len, MADV_POPULATE_WRITE);
+		/* the copy-on-write faults in one call (Linux 5.14); on
+		 * failure the rewrite takes them one page at a time */
+		if (j->mapped) {
+			const uintptr_t p0 = (uintptr_t)w->d & ~(pg - 1);
+			const uintptr_t p1 = ((uintptr_t)w->d + w->rs * w->ne1 +
+					      pg - 1) & ~(pg - 1);
+
+			madvise((void *)p0, p1 - p0, MADV_POPULATE_WRITE);
+		}
+#else
+		(void)pg;
 #endif
-	ret = mm_repack(w->t, to, (void *)w->d, w->ne1, w->ne0);
-	if (mapped && mprotect((void *)b, len, PROT_READ) && !ret)
-		ret = -errno;
-	if (!ret) {
-		w->t = to;
-		m->repacked_bytes += w->rs * w->ne1;
+		it->err = mm_repack(w->t, it->to, (void *)w->d, w->ne1, w->ne0);
 	}
-	return ret;
 }
 
 /*
  * Rearranges the matrices that the kernel set reads faster in another
  * layout (Q4_0 -> Q4_0_R8 on x86: 8 rows' scales and nibbles together,
- * see quant.h) in place. A mapped file is MAP_PRIVATE: its pages are made
- * writable for the rewrite, which copies them (the file is not changed;
- * the pages read are not kept twice in the process), and read-only
- * again after. token_embd is left as stored: its rows are looked up one
- * at a time (and a tied output matrix is that tensor).
+ * see quant.h) in place, a share of them on each thread. A mapped file
+ * is MAP_PRIVATE: the pages from the first of them to the last are made
+ * writable for the rewrite, which copies the ones written (the file is
+ * not changed; the pages read are not kept twice in the process), then
+ * read-only again. token_embd is left as stored: its rows are looked up
+ * one at a time (and a tied output matrix is that tensor).
  */
 static int mm_llama_repack(struct mmhal_model *m, int mapped, char *err,
 			   size_t errlen)
 {
 	static const char *const names[7] = { "attn_q", "attn_k", "attn_v",
 		"attn_output", "ffn_gate", "ffn_up", "ffn_down" };
-	int ret = 0;
+	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	struct mm_repack_job j = { .mapped = mapped };
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	int n = 0, ret = 0;
 
-	if (m->output.d != m->tok_embd.d) {
-		ret = mm_llama_repack_w(m, &m->output, mapped);
-		if (ret) {
-			mm_msg(err, errlen, "repacking output.weight: %s",
-			       strerror(-ret));
-			return ret;
+	j.it = calloc(7 * (size_t)m->hp.n_layer + 1, sizeof(*j.it));
+	if (!j.it) {
+		mm_msg(err, errlen, "repacking: out of memory");
+		return -ENOMEM;
+	}
+	for (int l = -1; l < m->hp.n_layer; l++) {
+		struct mm_llama_w *ws[7];
+		int nw = 0;
+
+		if (l < 0 && m->output.d != m->tok_embd.d) {
+			ws[nw++] = &m->output;
+		} else if (l >= 0) {
+			struct mm_llama_layer *L = &m->layers[l];
+
+			ws[0] = &L->q;
+			ws[1] = &L->k;
+			ws[2] = &L->v;
+			ws[3] = &L->o;
+			ws[4] = &L->gate;
+			ws[5] = &L->up;
+			ws[6] = &L->down;
+			nw = 7;
+		}
+		for (int i = 0; i < nw; i++) {
+			struct mm_llama_w *w = ws[i];
+			const enum mm_type to = mm_repack_type(m->ctx, w->t,
+							       w->ne1, w->ne0);
+
+			if (to == w->t)
+				continue;
+			j.it[n++] = (struct mm_repack_item){ .w = w, .to = to,
+							     .layer = l,
+							     .which = i };
+			if ((uintptr_t)w->d < lo)
+				lo = (uintptr_t)w->d;
+			if ((uintptr_t)w->d + w->rs * w->ne1 > hi)
+				hi = (uintptr_t)w->d + w->rs * w->ne1;
 		}
 	}
-	for (int l = 0; l < m->hp.n_layer; l++) {
-		struct mm_llama_layer *L = &m->layers[l];
-		struct mm_llama_w *ws[7] = { &L->q, &L->k, &L->v, &L->o,
-					     &L->gate, &L->up, &L->down };
+	if (!n)
+		goto out;
+	lo &= ~(pg - 1);
+	hi = (hi + pg - 1) & ~(pg - 1);
+	if (mapped && mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE)) {
+		ret = -errno;
+		mm_msg(err, errlen, "repacking: cannot make the weights writable: %s",
+		       strerror(-ret));
+		goto out;
+	}
+	mm_parallel_for(m->ctx, n, mm_llama_repack_fn, &j);
+	if (mapped && mprotect((void *)lo, hi - lo, PROT_READ)) {
+		ret = -errno;
+		mm_msg(err, errlen, "repacking: cannot make the weights read-only: %s",
+		       strerror(-ret));
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct mm_repack_item *it = &j.it[i];
 
-		for (int i = 0; i < 7; i++) {
-			ret = mm_llama_repack_w(m, ws[i], mapped);
-			if (ret) {
+		if (it->err) {
+			ret = it->err;
+			if (it->layer < 0)
+				mm_msg(err, errlen, "repacking output.weight: %s",
+				       strerror(-ret));
+			else
 				mm_msg(err, errlen, "repacking blk.%d.%s.weight: %s",
-				       l, names[i], strerror(-ret));
-				return ret;
-			}
+				       it->layer, names[it->which], strerror(-ret));
+			goto out;
 		}
+		it->w->t = it->to;
+		m->repacked_bytes += it->w->rs * it->w->ne1;
 	}
-	return 0;
+out:
+	free(j.it);
+	return ret;
 }
 
 static pthread_once_t mm_vec_once = PTHREAD_ONCE_INIT;

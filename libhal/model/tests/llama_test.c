@@ -386,16 +386,37 @@ static uint64_t file_hash(const char *fn)
 	return h;
 }
 
+/* 1 if every mapping of file fn in this process is read-only (and
+ * there is one) */
+static int maps_read_only(const char *fn)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512], perms[8];
+	int n = 0, ro = 1;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, fn) || sscanf(line, "%*s %7s", perms) != 1)
+			continue;
+		n++;
+		ro &= perms[1] != 'w';
+	}
+	fclose(f);
+	return n > 0 && ro;
+}
+
 /*
  * params.repack: the Q4_0 model gives the same logits bit for bit with
  * its matrices rearranged at load and as stored, mapped and read, over a
  * prefill and 4 decode steps; the x86 kernel sets rearrange them (and
- * say how many bytes), the others leave them; the file is not changed.
+ * say how many bytes), the others leave them; the file is not changed
+ * and its mapping is read-only again after the rewrite.
  */
 static void test_repack(void)
 {
 	const uint64_t h0 = file_hash(path[2]);
-	int same = 1, counted = 1;
+	int same = 1, counted = 1, ro = 1;
 
 	for (int mapped = 1; mapped >= 0; mapped--) {
 		struct mmhal_model *m[2] = { NULL, NULL };
@@ -426,6 +447,8 @@ static void test_repack(void)
 					!mmhal_model_eval(m[1], &tok, 1, lb) &&
 					!memcmp(la, lb, sizeof(la));
 			}
+			if (mapped)
+				ro &= maps_read_only(path[2]);
 			mmhal_model_info(m[0], &in);
 			if (!strcmp(in.kernels, "avx2") || !strcmp(in.kernels, "avx512vnni"))
 				counted &= in.repacked_bytes > in.weight_bytes / 2;
@@ -443,7 +466,9 @@ static void test_repack(void)
 	}
 	ok(same, "q4_0: repack 1 == repack 0 bitwise, mapped and read, prefill + 4 decode steps");
 	ok(counted, "repacked bytes: most weights on x86 kernels, none elsewhere or with repack 0");
-	ok(h0 && file_hash(path[2]) == h0, "the file is unchanged after loads that repack");
+	ok(h0 && file_hash(path[2]) == h0 && ro,
+	   "the file is unchanged after loads that repack, and mapped read-only (%s)",
+	   ro ? "yes" : "no");
 }
 
 static void test_load_misc(void)
