@@ -614,12 +614,6 @@ static inline void mm_tr8x8(const __m256i r[8], __m256i *out)
 	}
 }
 
-/*
- * 32-element block sb of a W row (for the K-quants, sub-block sb % 8 of
- * super-block sb / 8) widened to s16: lo = elements 0-15, hi = 16-31, so
- * that w = d * value - m. Q6_K folds its 16-element int8 scales into the
- * values (|sc * (q - 32)| <= 4064: pair sums of products still fit s32).
- */
 /* One Q4_0 block (nibbles qs, f16 scale d) widened as mm_pk_wblock() */
 static inline void mm_pk_q4_0(const uint8_t *qs, uint16_t d, __m256i *lo,
 			      __m256i *hi, float *dw)
@@ -633,6 +627,12 @@ static inline void mm_pk_q4_0(const uint8_t *qs, uint16_t d, __m256i *lo,
 	*dw = mm_h2f(d);
 }
 
+/*
+ * 32-element block sb of a W row (for the K-quants, sub-block sb % 8 of
+ * super-block sb / 8) widened to s16: lo = elements 0-15, hi = 16-31, so
+ * that w = d * value - m. Q6_K folds its 16-element int8 scales into the
+ * values (|sc * (q - 32)| <= 4064: pair sums of products still fit s32).
+ */
 static inline void mm_pk_wblock(enum mm_type t, const uint8_t *row,
 				int64_t sb, __m256i *lo, __m256i *hi,
 				float *d, float *m)
@@ -715,7 +715,7 @@ static void mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w,
 						(size_t)(b0 + b) * 8 *
 						sizeof(struct mm_block_q4_0);
 
-					mm_pk_q4_0(blk + 16 + 16 * ((r % 4) * 2 + r / 4),
+					mm_pk_q4_0(blk + 16 + 16 * mm_r8_slot(r),
 						   mm_u16_at(blk + 2 * r), lo + r,
 						   hi + r, &pk->wd[g][b][r]);
 					pk->wm[g][b][r] = 0;

@@ -1394,13 +1394,6 @@ enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
 	return t;
 }
 
-/* Position of row r's nibbles among the 8 of a Q4_0_R8 block: rows p and
- * p + 4 share a 32-byte load (low and high 128-bit lane). */
-static int mm_r8_slot(int r)
-{
-	return (r % 4) * 2 + r / 4;
-}
-
 int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 	      int64_t k)
 {

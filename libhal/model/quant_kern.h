@@ -75,6 +75,13 @@ static inline void mm_q4k_scale_min(int j, const uint8_t *q, uint8_t *d,
 	}
 }
 
+/* Position of row r's nibbles among the 8 of a Q4_0_R8 block (quant.h):
+ * rows p and p + 4 share a 32-byte load (low and high 128-bit lane). */
+static inline int mm_r8_slot(int r)
+{
+	return (r % 4) * 2 + r / 4;
+}
+
 extern const struct mm_kernels mm_kernels_scalar;
 #if defined(__x86_64__)
 extern const struct mm_kernels mm_kernels_avx2;
