@@ -722,8 +722,8 @@ static void mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w,
 				} else if (row < mr) {
 					/* Q4_0_R8: the rows past the last
 					 * full group are Q4_0 rows */
-					mm_pk_wblock(t == MM_TYPE_Q4_0_R8 ? MM_TYPE_Q4_0 : t,
-						     w + row * ws, b0 + b, lo + r, hi + r,
+					mm_pk_wblock(mm_stored_type(t), w + row * ws,
+						     b0 + b, lo + r, hi + r,
 						     &pk->wd[g][b][r], &pk->wm[g][b][r]);
 				} else {
 					lo[r] = hi[r] = _mm256_setzero_si256();

@@ -905,8 +905,8 @@ void mm_dequantize_row(enum mm_type t, const void *vx, float *y, int64_t n)
 
 enum mm_type mm_act_type(enum mm_type wt)
 {
-	switch (wt) {
-	case MM_TYPE_Q4_0: case MM_TYPE_Q4_0_R8: case MM_TYPE_Q8_0:
+	switch (mm_stored_type(wt)) {
+	case MM_TYPE_Q4_0: case MM_TYPE_Q8_0:
 		return MM_TYPE_Q8_0;
 	case MM_TYPE_Q4_1:
 		return MM_ACT_Q8_1;
@@ -923,7 +923,7 @@ size_t mm_act_row_bytes(enum mm_type wt, int64_t k)
 
 	if (at == MM_ACT_Q8_1)
 		return (size_t)(k / MM_QK) * sizeof(struct mm_block_q8_1);
-	if (wt == MM_TYPE_Q4_0 || wt == MM_TYPE_Q4_0_R8)
+	if (mm_stored_type(wt) == MM_TYPE_Q4_0)
 		/* blocks, then a float per block */
 		return mm_q4_0_act_sums_off(k) +
 		       (size_t)(k / MM_QK) * sizeof(float);
@@ -938,7 +938,7 @@ void mm_quantize_act(enum mm_type wt, const float *x, void *xq, int64_t k)
 		mm_quantize_q8_1(x, xq, k);
 	else
 		mm_quantize_row(at, x, xq, k);
-	if (wt == MM_TYPE_Q4_0 || wt == MM_TYPE_Q4_0_R8) {
+	if (mm_stored_type(wt) == MM_TYPE_Q4_0) {
 		const struct mm_block_q8_0 *b = xq;
 		float *s = (float *)((uint8_t *)xq + mm_q4_0_act_sums_off(k));
 
@@ -1188,7 +1188,8 @@ static void mm_kernel_gemv_check(const struct mm_kernels *kern,
  * so a Q8_0 and a Q4_0 matrix share one quantized x. */
 static enum mm_type mm_act_key(enum mm_type t)
 {
-	return t == MM_TYPE_Q8_0 || t == MM_TYPE_Q4_0_R8 ? MM_TYPE_Q4_0 : t;
+	t = mm_stored_type(t);
+	return t == MM_TYPE_Q8_0 ? MM_TYPE_Q4_0 : t;
 }
 
 static int mm_act_shared(enum mm_type a, enum mm_type b)

@@ -75,6 +75,13 @@ static inline void mm_q4k_scale_min(int j, const uint8_t *q, uint8_t *d,
 	}
 }
 
+/* The file type a weight layout is made from (Q4_0_R8: Q4_0); a file
+ * type itself. Activations, block sizes and unpacking follow it. */
+static inline enum mm_type mm_stored_type(enum mm_type t)
+{
+	return t == MM_TYPE_Q4_0_R8 ? MM_TYPE_Q4_0 : t;
+}
+
 /* Position of row r's nibbles among the 8 of a Q4_0_R8 block (quant.h):
  * rows p and p + 4 share a 32-byte load (low and high 128-bit lane). */
 static inline int mm_r8_slot(int r)

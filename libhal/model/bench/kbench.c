@@ -282,7 +282,7 @@ static void make_weights(enum mm_type t, uint8_t *w, size_t copies,
 {
 	size_t rb = mm_row_bytes(t, k);
 
-	fill_weights(t == MM_TYPE_Q4_0_R8 ? MM_TYPE_Q4_0 : t, w, m * copies, rb);
+	fill_weights(mm_stored_type(t), w, m * copies, rb);
 	for (size_t c = 0; t == MM_TYPE_Q4_0_R8 && c < copies; c++)
 		if (mm_repack(MM_TYPE_Q4_0, t, w + c * rb * m, m, k)) {
 			fprintf(stderr, "kbench: cannot repack\n");
