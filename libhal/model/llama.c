@@ -360,6 +360,26 @@ static int mm_llama_hparams(struct mmhal_model *m, char *err, size_t errlen)
 	return 0;
 }
 
+/* The matrices of a layer: blk.N.<name>.weight and its field. */
+#define MM_LAYER_MATS 7
+static const struct {
+	const char *name;
+	size_t off;
+} mm_layer_mats[MM_LAYER_MATS] = {
+	{ "attn_q", offsetof(struct mm_llama_layer, q) },
+	{ "attn_k", offsetof(struct mm_llama_layer, k) },
+	{ "attn_v", offsetof(struct mm_llama_layer, v) },
+	{ "attn_output", offsetof(struct mm_llama_layer, o) },
+	{ "ffn_gate", offsetof(struct mm_llama_layer, gate) },
+	{ "ffn_up", offsetof(struct mm_llama_layer, up) },
+	{ "ffn_down", offsetof(struct mm_llama_layer, down) },
+};
+
+static struct mm_llama_w *mm_layer_mat(struct mm_llama_layer *L, int i)
+{
+	return (struct mm_llama_w *)((char *)L + mm_layer_mats[i].off);
+}
+
 static int mm_llama_weights(struct mmhal_model *m, char *err, size_t errlen)
 {
 	const struct mm_llama_hp *hp = &m->hp;
@@ -389,18 +409,10 @@ static int mm_llama_weights(struct mmhal_model *m, char *err, size_t errlen)
 		return -ENOMEM;
 	for (int l = 0; l < hp->n_layer && !ret; l++) {
 		struct mm_llama_layer *L = &m->layers[l];
-		const struct {
-			const char *n;
-			struct mm_llama_w *w;
-			int64_t ne0, ne1;
-		} mats[] = {
-			{ "attn_q", &L->q, e, qd },
-			{ "attn_k", &L->k, e, kvd },
-			{ "attn_v", &L->v, e, kvd },
-			{ "attn_output", &L->o, qd, e },
-			{ "ffn_gate", &L->gate, e, f },
-			{ "ffn_up", &L->up, e, f },
-			{ "ffn_down", &L->down, f, e },
+		/* {ne0, ne1} of each of mm_layer_mats, in its order */
+		const int64_t shape[MM_LAYER_MATS][2] = {
+			{ e, qd }, { e, kvd }, { e, kvd }, { qd, e },
+			{ e, f }, { e, f }, { f, e },
 		};
 
 		snprintf(nm, sizeof(nm), "blk.%d.attn_norm.weight", l);
@@ -410,13 +422,12 @@ static int mm_llama_weights(struct mmhal_model *m, char *err, size_t errlen)
 			ret = mm_llama_vec(m, nm, e, 0, &L->ffn_norm, err,
 					   errlen);
 		}
-		for (size_t i = 0; !ret && i < sizeof(mats) / sizeof(mats[0]);
-		     i++) {
+		for (int i = 0; !ret && i < MM_LAYER_MATS; i++) {
 			snprintf(nm, sizeof(nm), "blk.%d.%s.weight", l,
-				 mats[i].n);
-			ret = mm_llama_tensor(m->g, nm, mats[i].ne0,
-					      mats[i].ne1, 0, mats[i].w, err,
-					      errlen);
+				 mm_layer_mats[i].name);
+			ret = mm_llama_tensor(m->g, nm, shape[i][0],
+					      shape[i][1], 0, mm_layer_mat(L, i),
+					      err, errlen);
 		}
 	}
 	return ret;
@@ -483,12 +494,9 @@ static void mm_llama_fill_info(struct mmhal_model *m)
 			in->wtype_bytes[j - 1] = b;
 			memcpy(in->wtype_name[j - 1], n, sizeof(n));
 		}
-	for (int l = 0; l < hp->n_layer; l++) {
-		const struct mm_llama_layer *L = &m->layers[l];
-
-		per_tok += L->q.bytes + L->k.bytes + L->v.bytes + L->o.bytes +
-			   L->gate.bytes + L->up.bytes + L->down.bytes;
-	}
+	for (int l = 0; l < hp->n_layer; l++)
+		for (int i = 0; i < MM_LAYER_MATS; i++)
+			per_tok += mm_layer_mat(&m->layers[l], i)->bytes;
 	in->weight_bytes_per_token = per_tok;
 	in->kv_bytes = m->st.kv_bytes;
 	in->repacked_bytes = m->repacked_bytes;
@@ -548,38 +556,25 @@ static void mm_llama_repack_fn(int64_t b, int64_t e, void *arg)
 static int mm_llama_repack(struct mmhal_model *m, int mapped, char *err,
 			   size_t errlen)
 {
-	static const char *const names[7] = { "attn_q", "attn_k", "attn_v",
-		"attn_output", "ffn_gate", "ffn_up", "ffn_down" };
 	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	struct mm_repack_job j = { .mapped = mapped };
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	int n = 0, ret = 0;
 
-	j.it = calloc(7 * (size_t)m->hp.n_layer + 1, sizeof(*j.it));
+	j.it = calloc(MM_LAYER_MATS * (size_t)m->hp.n_layer + 1,
+		      sizeof(*j.it));
 	if (!j.it) {
 		mm_msg(err, errlen, "repacking: out of memory");
 		return -ENOMEM;
 	}
 	for (int l = -1; l < m->hp.n_layer; l++) {
-		struct mm_llama_w *ws[7];
-		int nw = 0;
+		/* layer -1: an output matrix of its own (not token_embd) */
+		const int nw = l >= 0 ? MM_LAYER_MATS :
+			       m->output.d != m->tok_embd.d;
 
-		if (l < 0 && m->output.d != m->tok_embd.d) {
-			ws[nw++] = &m->output;
-		} else if (l >= 0) {
-			struct mm_llama_layer *L = &m->layers[l];
-
-			ws[0] = &L->q;
-			ws[1] = &L->k;
-			ws[2] = &L->v;
-			ws[3] = &L->o;
-			ws[4] = &L->gate;
-			ws[5] = &L->up;
-			ws[6] = &L->down;
-			nw = 7;
-		}
 		for (int i = 0; i < nw; i++) {
-			struct mm_llama_w *w = ws[i];
+			struct mm_llama_w *w = l >= 0 ?
+				mm_layer_mat(&m->layers[l], i) : &m->output;
 			const enum mm_type to = mm_repack_type(m->ctx, w->t,
 							       w->ne1, w->ne0);
 
@@ -621,7 +616,8 @@ static int mm_llama_repack(struct mmhal_model *m, int mapped, char *err,
 				       strerror(-ret));
 			else
 				mm_msg(err, errlen, "repacking blk.%d.%s.weight: %s",
-				       it->layer, names[it->which], strerror(-ret));
+				       it->layer, mm_layer_mats[it->which].name,
+				       strerror(-ret));
 			goto out;
 		}
 		it->w->t = it->to;
