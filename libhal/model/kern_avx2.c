@@ -593,49 +593,68 @@ static inline __m256i mm_madd_acc(__m256i acc, __m256i w, __m256i x)
 #endif
 }
 
-/* r[i] = 8 s32 of row i -> out[j] = element j of rows 0-7 */
-static inline void mm_tr8x8(const __m256i r[8], __m256i *out)
+/*
+ * Eight W rows of one block, as int8 values v[r] (elements 0-31 of row r),
+ * transposed and widened in registers: out[p] = rows 0-7 x elements
+ * (2p, 2p + 1) as s16. Three stages of in-lane unpacks (16-, 32-, 64-bit)
+ * leave pair j of all 8 rows in the low 128-bit lane of one vector and
+ * pair j + 8 in its high lane; each lane is then one vpmovsxbw. All in
+ * registers: the s16 8x8 transpose this replaces went through the stack.
+ */
+static inline __attribute__((always_inline)) void
+mm_pk_tr8(const __m256i v[8], __m256i *out)
 {
-	__m256i t[8], u[8];
+	__m256i a[8], b[8];
 
+#pragma GCC unroll 4
 	for (int i = 0; i < 4; i++) {
-		t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-		t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+		a[2 * i] = _mm256_unpacklo_epi16(v[2 * i], v[2 * i + 1]);
+		a[2 * i + 1] = _mm256_unpackhi_epi16(v[2 * i], v[2 * i + 1]);
 	}
+#pragma GCC unroll 2
 	for (int i = 0; i < 2; i++) {
-		u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-		u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-		u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-		u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+		b[4 * i] = _mm256_unpacklo_epi32(a[4 * i], a[4 * i + 2]);
+		b[4 * i + 1] = _mm256_unpackhi_epi32(a[4 * i], a[4 * i + 2]);
+		b[4 * i + 2] = _mm256_unpacklo_epi32(a[4 * i + 1], a[4 * i + 3]);
+		b[4 * i + 3] = _mm256_unpackhi_epi32(a[4 * i + 1], a[4 * i + 3]);
 	}
+#pragma GCC unroll 4
 	for (int i = 0; i < 4; i++) {
-		_mm256_store_si256(out + i, _mm256_permute2x128_si256(u[i], u[i + 4], 0x20));
-		_mm256_store_si256(out + i + 4, _mm256_permute2x128_si256(u[i], u[i + 4], 0x31));
+		const __m256i lo = _mm256_unpacklo_epi64(b[i], b[i + 4]);
+		const __m256i hi = _mm256_unpackhi_epi64(b[i], b[i + 4]);
+
+		_mm256_store_si256(out + 2 * i,
+				   _mm256_cvtepi8_epi16(_mm256_castsi256_si128(lo)));
+		_mm256_store_si256(out + 2 * i + 1,
+				   _mm256_cvtepi8_epi16(_mm256_castsi256_si128(hi)));
+		_mm256_store_si256(out + 2 * i + 8,
+				   _mm256_cvtepi8_epi16(_mm256_extracti128_si256(lo, 1)));
+		_mm256_store_si256(out + 2 * i + 9,
+				   _mm256_cvtepi8_epi16(_mm256_extracti128_si256(hi, 1)));
 	}
 }
 
-/* One Q4_0 block (nibbles qs, f16 scale d) widened as mm_pk_wblock() */
-static inline void mm_pk_q4_0(const uint8_t *qs, uint16_t d, __m256i *lo,
-			      __m256i *hi, float *dw)
+/* One Q4_0 block (nibbles qs, f16 scale d) as mm_pk_wblock() gives it */
+static inline __m256i mm_pk_q4_0(const uint8_t *qs, uint16_t d, float *dw)
 {
 	const __m128i q = _mm_loadu_si128((const __m128i *)qs);
 	const __m128i mk = _mm_set1_epi8(0x0F), e = _mm_set1_epi8(8);
 
-	*lo = _mm256_cvtepi8_epi16(_mm_sub_epi8(_mm_and_si128(q, mk), e));
-	*hi = _mm256_cvtepi8_epi16(_mm_sub_epi8(
-		_mm_and_si128(_mm_srli_epi16(q, 4), mk), e));
 	*dw = mm_h2f(d);
+	return _mm256_set_m128i(_mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), mk), e),
+				_mm_sub_epi8(_mm_and_si128(q, mk), e));
 }
 
 /*
  * 32-element block sb of a W row (for the K-quants, sub-block sb % 8 of
- * super-block sb / 8) widened to s16: lo = elements 0-15, hi = 16-31, so
- * that w = d * value - m. Q6_K folds its 16-element int8 scales into the
- * values (|sc * (q - 32)| <= 4064: pair sums of products still fit s32).
+ * super-block sb / 8) as 32 int8 values, so that w = d * sc * value - m,
+ * where sc (Q6_K only: its int8 scales of elements 0-15 and 16-31) is
+ * folded in after widening (|sc * (q - 32)| <= 4064: pair sums of
+ * products still fit s32) and is 1 for the other types.
  */
-static inline void mm_pk_wblock(enum mm_type t, const uint8_t *row,
-				int64_t sb, __m256i *lo, __m256i *hi,
-				float *d, float *m)
+static inline __attribute__((always_inline)) __m256i
+mm_pk_wblock(enum mm_type t, const uint8_t *row, int64_t sb, float *d,
+	     float *m, int16_t *sc)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0F);
 
@@ -644,30 +663,24 @@ static inline void mm_pk_wblock(enum mm_type t, const uint8_t *row,
 	case MM_TYPE_Q8_0: {
 		const struct mm_block_q8_0 *b = (const void *)row;
 
-		*lo = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b[sb].qs));
-		*hi = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b[sb].qs + 16)));
 		*d = mm_h2f(b[sb].d);
-		break;
+		return _mm256_loadu_si256((const __m256i *)b[sb].qs);
 	}
 	case MM_TYPE_Q4_0: {
 		const struct mm_block_q4_0 *b = (const void *)row;
 
-		mm_pk_q4_0(b[sb].qs, b[sb].d, lo, hi, d);
-		break;
+		return mm_pk_q4_0(b[sb].qs, b[sb].d, d);
 	}
 	case MM_TYPE_Q4_K: {
 		const struct mm_block_q4_k *b = (const struct mm_block_q4_k *)row + sb / 8;
 		const int j = (int)(sb % 8);
 		const __m256i q = _mm256_loadu_si256((const __m256i *)(b->qs + (j / 2) * 32));
-		const __m256i v = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(q, 4) : q, m4);
-		uint8_t sc, mn;
+		uint8_t s, mn;
 
-		mm_q4k_scale_min(j, b->scales, &sc, &mn);
-		*lo = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(v));
-		*hi = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(v, 1));
-		*d = mm_h2f(b->d) * sc;
+		mm_q4k_scale_min(j, b->scales, &s, &mn);
+		*d = mm_h2f(b->d) * s;
 		*m = mm_h2f(b->dmin) * mn;
-		break;
+		return _mm256_and_si256(j & 1 ? _mm256_srli_epi16(q, 4) : q, m4);
 	}
 	case MM_TYPE_Q6_K: {
 		const struct mm_block_q6_k *b = (const struct mm_block_q6_k *)row + sb / 8;
@@ -678,61 +691,82 @@ static inline void mm_pk_wblock(enum mm_type t, const uint8_t *row,
 		const __m256i high = _mm256_and_si256(
 			_mm256_slli_epi16(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * jj)), 4),
 			_mm256_set1_epi8(0x30));
-		const __m256i v = _mm256_sub_epi8(_mm256_or_si256(low, high),
-						  _mm256_set1_epi8(32));
-		const int8_t *sc = b->scales + 8 * h + 2 * jj;
 
-		*lo = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)),
-					 _mm256_set1_epi16(sc[0]));
-		*hi = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)),
-					 _mm256_set1_epi16(sc[1]));
+		sc[0] = b->scales[8 * h + 2 * jj];
+		sc[1] = b->scales[8 * h + 2 * jj + 1];
 		*d = mm_h2f(b->d);
-		break;
+		return _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(32));
 	}
 	default:
-		*lo = *hi = _mm256_setzero_si256();
 		*d = 0;
-		break;
+		return _mm256_setzero_si256();
 	}
 }
 
-static void mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w,
-			 size_t ws, int mr, int64_t b0, int kb)
+static inline __attribute__((always_inline)) void
+mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
+	     int mr, int64_t b0, int kb)
 {
 	const int ng = (mr + 8 * MM_PK_RG - 1) / (8 * MM_PK_RG) * MM_PK_RG;
 
 	for (int g = 0; g < ng; g++) {
+		const int full = g * 8 + 8 <= mr;
+
 		for (int b = 0; b < kb; b++) {
-			__m256i lo[8], hi[8];
+			__m256i v[8], *out = (__m256i *)pk->w[g][b][0];
+			int16_t sc[8][2] = { { 0 } };
+			float *wd = pk->wd[g][b], *wm = pk->wm[g][b];
 
-			for (int r = 0; r < 8; r++) {
-				const int row = g * 8 + r;
+			if (t == MM_TYPE_Q4_0_R8 && full) {
+				/* block b0 + b of the group's 8 rows: 8 f16
+				 * scales, then the rows' nibbles (144 bytes) */
+				const uint8_t *blk = w + (size_t)g * 8 * ws +
+					(size_t)(b0 + b) * 8 * sizeof(struct mm_block_q4_0);
 
-				if (t == MM_TYPE_Q4_0_R8 && g * 8 + 8 <= mr) {
-					/* a full group: block b0 + b of
-					 * its 8 rows is 144 bytes */
-					const uint8_t *blk = w + (size_t)g * 8 * ws +
-						(size_t)(b0 + b) * 8 *
-						sizeof(struct mm_block_q4_0);
-
-					mm_pk_q4_0(blk + 16 + 16 * mm_r8_slot(r),
-						   mm_u16_at(blk + 2 * r), lo + r,
-						   hi + r, &pk->wd[g][b][r]);
-					pk->wm[g][b][r] = 0;
-				} else if (row < mr) {
-					/* Q4_0_R8: the rows past the last
-					 * full group are Q4_0 rows */
-					mm_pk_wblock(mm_stored_type(t), w + row * ws,
-						     b0 + b, lo + r, hi + r,
-						     &pk->wd[g][b][r], &pk->wm[g][b][r]);
-				} else {
-					lo[r] = hi[r] = _mm256_setzero_si256();
-					pk->wd[g][b][r] = 0;
-					pk->wm[g][b][r] = 0;
+#pragma GCC unroll 8
+				for (int r = 0; r < 8; r++) {
+					v[r] = mm_pk_q4_0(blk + 16 + 16 * mm_r8_slot(r),
+							  mm_u16_at(blk + 2 * r), wd + r);
+					wm[r] = 0;
 				}
+				mm_pk_tr8(v, out);
+			} else if (full) {
+#pragma GCC unroll 8
+				for (int r = 0; r < 8; r++)
+					v[r] = mm_pk_wblock(mm_stored_type(t),
+							    w + (size_t)(g * 8 + r) * ws,
+							    b0 + b, wd + r, wm + r, sc[r]);
+				mm_pk_tr8(v, out);
+			} else {
+				/* the last rows (Q4_0_R8: Q4_0 rows past the
+				 * last full group), zeros after them */
+				for (int r = 0; r < 8; r++) {
+					const int row = g * 8 + r;
+
+					if (row < mr) {
+						v[r] = mm_pk_wblock(mm_stored_type(t),
+								    w + (size_t)row * ws,
+								    b0 + b, wd + r, wm + r,
+								    sc[r]);
+					} else {
+						v[r] = _mm256_setzero_si256();
+						wd[r] = wm[r] = 0;
+					}
+				}
+				mm_pk_tr8(v, out);
 			}
-			mm_tr8x8(lo, (__m256i *)pk->w[g][b][0]);
-			mm_tr8x8(hi, (__m256i *)pk->w[g][b][8]);
+			if (t == MM_TYPE_Q6_K) {
+				/* lanes are (row, pair): each row's scale twice */
+				__m256i s[2];
+
+				for (int h = 0; h < 2; h++)
+					s[h] = _mm256_setr_epi16(sc[0][h], sc[0][h], sc[1][h], sc[1][h],
+								 sc[2][h], sc[2][h], sc[3][h], sc[3][h],
+								 sc[4][h], sc[4][h], sc[5][h], sc[5][h],
+								 sc[6][h], sc[6][h], sc[7][h], sc[7][h]);
+				for (int p = 0; p < 16; p++)
+					out[p] = _mm256_mullo_epi16(out[p], s[p / 8]);
+			}
 		}
 	}
 }
@@ -870,7 +904,8 @@ static inline void mm_pk_tile(const struct mm_pk *pk, int g, int c0,
 	}
 }
 
-static inline void mm_avx2_gemm_pk(enum mm_type t, int64_t k,
+static inline __attribute__((always_inline)) void
+mm_avx2_gemm_pk(enum mm_type t, int64_t k,
 				   const uint8_t *w, size_t ws,
 				   const uint8_t *xq, size_t xs, float *Y,
 				   size_t ldy, int mr, int nc, void *scratch,
