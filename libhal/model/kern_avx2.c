@@ -577,9 +577,6 @@ struct mm_pk {
 	int16_t w[MM_GEMM_MC / 8][MM_PK_KB][16][8][2];
 	float wd[MM_GEMM_MC / 8][MM_PK_KB][8];	/* scale per row, block */
 	float wm[MM_GEMM_MC / 8][MM_PK_KB][8];	/* Q4_K: min per row, block */
-	int16_t x[MM_GEMM_NC][MM_PK_KB][MM_QK];
-	float xd[MM_GEMM_NC][MM_PK_KB];		/* dx */
-	float xs[MM_GEMM_NC][MM_PK_KB];		/* dx * sum(x) of the block */
 };
 _Static_assert(sizeof(struct mm_pk) <= MM_GEMM_SCRATCH, "gemm scratch");
 _Static_assert(MM_GEMM_MC % (8 * MM_PK_RG) == 0, "row groups per tile");
@@ -771,39 +768,66 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 	}
 }
 
-/* X rows: Q8_0 (Q8_0/Q4_0 weights) or Q8_K (K-quants), widened per
- * 32-element block with its dx (and dx * sum for Q4_K's mins). */
-static void mm_pk_pack_x(struct mm_pk *pk, int q8k, const uint8_t *xq,
-			 size_t xs, int nc, int64_t b0, int kb)
+/*
+ * X rows in the gemm's form, made once per row for a whole product (not
+ * per call: a call is 64 W rows, so X would be widened again for every 64
+ * rows of W): per 32-element block the values as s16 (64 bytes), then
+ * dx of every block, then dx * sum(x) of every block (Q4_K's mins).
+ */
+struct mm_xrow {
+	const int16_t *x;
+	const float *d, *s;
+};
+
+static size_t mm_avx2_xprep_bytes(int64_t k)
 {
-	for (int c = 0; c < nc; c++) {
-		for (int b = 0; b < kb; b++) {
-			const int64_t sb = b0 + b;
-			__m256i *o = (__m256i *)pk->x[c][b];
-			const int8_t *q;
+	return (size_t)(k / MM_QK) * (MM_QK * sizeof(int16_t) + 2 * sizeof(float));
+}
 
-			if (q8k) {
-				const struct mm_block_q8_k *xb =
-					(const struct mm_block_q8_k *)(xq + c * xs) + sb / 8;
-				const int j = (int)(sb % 8);
+static inline struct mm_xrow mm_xrow_at(const uint8_t *xp, int64_t nb)
+{
+	return (struct mm_xrow){
+		.x = (const int16_t *)xp,
+		.d = (const float *)(xp + nb * MM_QK * sizeof(int16_t)),
+		.s = (const float *)(xp + nb * MM_QK * sizeof(int16_t)) + nb,
+	};
+}
 
-				q = xb->qs + 32 * j;
-				pk->xd[c][b] = xb->d;
-				pk->xs[c][b] = xb->d * (float)(xb->bsums[2 * j] +
-							       xb->bsums[2 * j + 1]);
-			} else {
-				const struct mm_block_q8_0 *xb =
-					(const struct mm_block_q8_0 *)(xq + c * xs) + sb;
+static inline void mm_xprep_block(const int8_t *q, __m256i *o)
+{
+	_mm256_storeu_si256(o, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)q)));
+	_mm256_storeu_si256(o + 1, _mm256_cvtepi8_epi16(
+		_mm_loadu_si128((const __m128i *)(q + 16))));
+}
 
-				q = xb->qs;
-				pk->xd[c][b] = mm_h2f(xb->d);
-				pk->xs[c][b] = 0;
-			}
-			_mm256_store_si256(o, _mm256_cvtepi8_epi16(
-				_mm_loadu_si128((const __m128i *)q)));
-			_mm256_store_si256(o + 1, _mm256_cvtepi8_epi16(
-				_mm_loadu_si128((const __m128i *)(q + 16))));
-		}
+/* Q8_0 rows (Q8_0 and Q4_0 weights) */
+static void mm_avx2_xprep_q8_0(int64_t k, const void *xq, void *xp)
+{
+	const int64_t nb = k / MM_QK;
+	const struct mm_block_q8_0 *xb = xq;
+	const struct mm_xrow o = mm_xrow_at(xp, nb);
+
+	for (int64_t b = 0; b < nb; b++) {
+		mm_xprep_block(xb[b].qs, (__m256i *)(o.x + b * MM_QK));
+		((float *)o.d)[b] = mm_h2f(xb[b].d);
+		((float *)o.s)[b] = 0;
+	}
+}
+
+/* Q8_K rows (K-quant weights) */
+static void mm_avx2_xprep_q8_k(int64_t k, const void *xq, void *xp)
+{
+	const int64_t nb = k / MM_QK;
+	const struct mm_block_q8_k *xb = xq;
+	const struct mm_xrow o = mm_xrow_at(xp, nb);
+
+	for (int64_t b = 0; b < nb; b++) {
+		const struct mm_block_q8_k *x = xb + b / 8;
+		const int j = (int)(b % 8);
+
+		mm_xprep_block(x->qs + 32 * j, (__m256i *)(o.x + b * MM_QK));
+		((float *)o.d)[b] = x->d;
+		((float *)o.s)[b] = x->d * (float)(x->bsums[2 * j] + x->bsums[2 * j + 1]);
 	}
 }
 
@@ -820,9 +844,10 @@ static inline __m256i mm_bcast32(const int16_t *p)
  * (from c0), kb blocks. The s32 sums stay in registers; the float sums
  * are touched once per block.
  */
-static inline void mm_pk_tile(const struct mm_pk *pk, int g, int c0,
-			      int ncol, int mr, int kb, float *Y,
-			      size_t ldy, int add, const int mins)
+static inline void mm_pk_tile(const struct mm_pk *pk, int g,
+			      const uint8_t *X, size_t xs, int64_t nb,
+			      int64_t b0, int c0, int ncol, int mr, int kb,
+			      float *Y, size_t ldy, int add, const int mins)
 {
 	const int16_t *xp[MM_PK_NT];
 	const float *xd[MM_PK_NT], *xsum[MM_PK_NT];
@@ -831,10 +856,11 @@ static inline void mm_pk_tile(const struct mm_pk *pk, int g, int c0,
 #pragma GCC unroll 8
 	for (int c = 0; c < MM_PK_NT; c++) {
 		const int i = c0 + (c < ncol ? c : 0);
+		const struct mm_xrow r = mm_xrow_at(X + (size_t)i * xs, nb);
 
-		xp[c] = pk->x[i][0];
-		xd[c] = pk->xd[i];
-		xsum[c] = pk->xs[i];
+		xp[c] = r.x + b0 * MM_QK;
+		xd[c] = r.d + b0;
+		xsum[c] = r.s + b0;
 #pragma GCC unroll 2
 		for (int h = 0; h < MM_PK_RG; h++)
 			f[h][c] = _mm256_setzero_ps();
@@ -905,15 +931,12 @@ static inline void mm_pk_tile(const struct mm_pk *pk, int g, int c0,
 }
 
 static inline __attribute__((always_inline)) void
-mm_avx2_gemm_pk(enum mm_type t, int64_t k,
-				   const uint8_t *w, size_t ws,
-				   const uint8_t *xq, size_t xs, float *Y,
-				   size_t ldy, int mr, int nc, void *scratch,
-				   const int mins)
+mm_avx2_gemm_pk(enum mm_type t, int64_t k, const uint8_t *w, size_t ws,
+		const uint8_t *xp, size_t xs, float *Y, size_t ldy, int mr,
+		int nc, void *scratch, const int mins)
 {
 	struct mm_pk *pk = scratch;
 	const int64_t nb = k / MM_QK;
-	const int q8k = t == MM_TYPE_Q4_K || t == MM_TYPE_Q6_K;
 
 	/* panels of equal size, at most MM_PK_KB blocks (k = 576: 9 + 9,
 	 * not 16 + 2) */
@@ -928,10 +951,10 @@ mm_avx2_gemm_pk(enum mm_type t, int64_t k,
 		for (int j0 = 0; j0 < nc; j0 += MM_GEMM_NC) {
 			const int nj = nc - j0 < MM_GEMM_NC ? nc - j0 : MM_GEMM_NC;
 
-			mm_pk_pack_x(pk, q8k, xq + (size_t)j0 * xs, xs, nj, b0, kb);
 			for (int g = 0; g < (mr + 7) / 8; g += MM_PK_RG)
 				for (int c0 = 0; c0 < nj; c0 += MM_PK_NT)
-					mm_pk_tile(pk, g, c0,
+					mm_pk_tile(pk, g, xp + (size_t)j0 * xs, xs,
+						   nb, b0, c0,
 						   nj - c0 < MM_PK_NT ? nj - c0 : MM_PK_NT,
 						   mr, kb, Y + (size_t)j0 * ldy, ldy,
 						   b0 > 0, mins);
@@ -940,11 +963,11 @@ mm_avx2_gemm_pk(enum mm_type t, int64_t k,
 }
 
 #define MM_DEF_GEMM(name, type, mins)					\
-static void name(int64_t k, const void *w, size_t ws, const void *xq,	\
+static void name(int64_t k, const void *w, size_t ws, const void *xp,	\
 		 size_t xs, float *Y, size_t ldy, int64_t mr, int64_t nc,	\
 		 void *scratch)						\
 {									\
-	mm_avx2_gemm_pk(type, k, w, ws, xq, xs, Y, ldy, (int)mr, (int)nc,	\
+	mm_avx2_gemm_pk(type, k, w, ws, xp, xs, Y, ldy, (int)mr, (int)nc,	\
 			scratch, mins);					\
 }
 
@@ -1152,4 +1175,12 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q4_K] = mm_avx2_gemm_q4_k,
 		[MM_TYPE_Q6_K] = mm_avx2_gemm_q6_k,
 	},
+	.xprep = {
+		[MM_TYPE_Q8_0] = mm_avx2_xprep_q8_0,
+		[MM_TYPE_Q4_0] = mm_avx2_xprep_q8_0,
+		[MM_TYPE_Q4_0_R8] = mm_avx2_xprep_q8_0,
+		[MM_TYPE_Q4_K] = mm_avx2_xprep_q8_k,
+		[MM_TYPE_Q6_K] = mm_avx2_xprep_q8_k,
+	},
+	.xprep_bytes = mm_avx2_xprep_bytes,
 };

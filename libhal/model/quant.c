@@ -1098,6 +1098,8 @@ struct mm_job {
 	const float *X;
 	uint8_t *xq;
 	size_t xs;		/* quantized X row bytes */
+	uint8_t *xp;		/* matmul: X rows in the gemm's form */
+	size_t xps;		/* their bytes */
 	int64_t k, n;
 	int nout;		/* matmul: the matrices, each its own W and Y */
 	struct mm_mm_out {
@@ -1292,6 +1294,9 @@ static void mm_matmul_task(int tid, int nth, void *arg)
 		if (i >= j->n)
 			break;
 		mm_quantize_act(j->t, j->X + i * j->k, j->xq + i * j->xs, j->k);
+		if (gemm)
+			j->kern->xprep[j->t](j->k, j->xq + i * j->xs,
+					     j->xp + i * j->xps);
 		__atomic_fetch_add(&j->qdone, 1, __ATOMIC_RELEASE);
 	}
 	for (int spin = 0; __atomic_load_n(&j->qdone, __ATOMIC_ACQUIRE) < j->n;
@@ -1317,7 +1322,7 @@ static void mm_matmul_task(int tid, int nth, void *arg)
 		float *Y = o->Y + jc * o->m + ic;
 
 		if (gemm) {
-			gemm(j->k, W, j->ws, j->xq + jc * j->xs, j->xs, Y, o->m,
+			gemm(j->k, W, j->ws, j->xp + jc * j->xps, j->xps, Y, o->m,
 			     mc, nc, j->gscratch + (size_t)tid * MM_GEMM_SCRATCH);
 			continue;
 		}
@@ -1360,9 +1365,12 @@ void mm_matmul_n(struct mm_ctx *ctx, const struct mm_mv *mv, int nmv,
 		return;
 	j.xs = mm_act_row_bytes(j.t, k);
 	j.xs = (j.xs + 63) & ~(size_t)63;
-	j.xq = mm_ctx_scratch(ctx, j.xs * n + (size_t)mm_pool_threads(ctx->pool) *
-			      MM_GEMM_SCRATCH);
-	j.gscratch = j.xq + j.xs * n;
+	if (ctx->kern->gemm[j.t])
+		j.xps = (ctx->kern->xprep_bytes(k) + 63) & ~(size_t)63;
+	j.xq = mm_ctx_scratch(ctx, (j.xs + j.xps) * n +
+			      (size_t)mm_pool_threads(ctx->pool) * MM_GEMM_SCRATCH);
+	j.xp = j.xq + j.xs * n;
+	j.gscratch = j.xp + j.xps * n;
 	/* A unit is MM_MC W rows of one matrix x ncu X rows: all of X (each
 	 * W panel is packed once) unless that leaves fewer than ~8 units per
 	 * thread. */

@@ -4,15 +4,20 @@
  * the per-ISA kernel files kern_*.c.
  *
  * A kernel set provides, per weight type, a multi-row dot product (gemv)
- * and optionally a register-tiled block (gemm). Both take the activations
- * already quantized to the type's activation format (mm_act_type()):
+ * and optionally a register-tiled block (gemm) with the X row form it
+ * reads (xprep). Both take the activations already quantized to the
+ * type's activation format (mm_act_type()):
  *
- *   gemv: y[r] = dot(W row r, xq)                 r < nr
- *   gemm: Y[j*ldy + r] = dot(W row r, X row j)     r < mr, j < nc
+ *   gemv:  y[r] = dot(W row r, xq)                 r < nr
+ *   xprep: xp = X row xq in the gemm's own form (at most xprep_bytes(k)
+ *          bytes), made once per row for all the gemm calls of a product
+ *   gemm:  Y[j*ldy + r] = dot(W row r, X row j)     r < mr, j < nc
  *
- * W rows are ws bytes apart, X rows xs bytes apart, mr <= MM_GEMM_MC
- * (nc is not bounded: the kernel chunks X by MM_GEMM_NC); scratch is MM_GEMM_SCRATCH bytes (64-byte aligned)
- * owned by the calling thread. A NULL gemm falls back to gemv per X row.
+ * W rows are ws bytes apart, X rows (prepared) xs bytes apart, mr <=
+ * MM_GEMM_MC (nc is not bounded: the kernel chunks X by MM_GEMM_NC);
+ * scratch is MM_GEMM_SCRATCH bytes (64-byte aligned) owned by the calling
+ * thread. A set with a gemm for a type has its xprep; a NULL gemm falls
+ * back to gemv per X row.
  */
 #ifndef MM_QUANT_KERN_H
 #define MM_QUANT_KERN_H
@@ -21,13 +26,14 @@
 
 typedef void (*mm_gemv_fn)(int64_t k, const void *w, size_t ws,
 			   const void *xq, float *y, int64_t nr);
+typedef void (*mm_xprep_fn)(int64_t k, const void *xq, void *xp);
 typedef void (*mm_gemm_fn)(int64_t k, const void *w, size_t ws,
-			   const void *xq, size_t xs, float *Y, size_t ldy,
+			   const void *xp, size_t xs, float *Y, size_t ldy,
 			   int64_t mr, int64_t nc, void *scratch);
 
 #define MM_GEMM_MC 64			/* W rows per gemm call, at most */
-#define MM_GEMM_NC 72			/* X rows per packed chunk */
-#define MM_GEMM_SCRATCH (192 << 10)	/* per-thread gemm scratch bytes */
+#define MM_GEMM_NC 72			/* X rows per chunk */
+#define MM_GEMM_SCRATCH (80 << 10)	/* per-thread gemm scratch bytes */
 
 #define MM_NTYPES 32
 
@@ -35,6 +41,8 @@ struct mm_kernels {
 	const char *name;
 	mm_gemv_fn gemv[MM_NTYPES];
 	mm_gemm_fn gemm[MM_NTYPES];
+	mm_xprep_fn xprep[MM_NTYPES];
+	size_t (*xprep_bytes)(int64_t k);
 };
 
 /* Internal activation type (Q8_1 is not a ggml file type here). */
