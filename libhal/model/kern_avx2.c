@@ -552,29 +552,42 @@ static void mm_avx2_gemv_q4_1(int64_t k, const void *w, size_t ws,
 }
 
 /*
- * Prefill: packed s16 GEMM for Q8_0 and Q4_0 weights x Q8_0 activations.
+ * Prefill: packed GEMM for Q8_0, Q4_0, Q4_K and Q6_K weights.
  *
  * Each call (mr <= MM_GEMM_MC W rows, any nc X rows) walks k in panels
- * of MM_PK_KB blocks and widens both operands to s16 in the caller's
- * scratch: W once per panel, X MM_GEMM_NC rows at a time. Exact, since
- * |w| <= 128 and |x| <= 127 make every pair sum fit s32.
- *   W: 8 rows interleaved by k pairs, one ymm = rows 0-7 x (k, k+1), made
- *      with an 8x8 transpose of 32-bit pairs; Q4_0 nibbles become q - 8;
- *   X: rows stay contiguous, so a k pair of one X row is a 32-bit
- *      broadcast.
- * The inner step is one vpmaddwd + vpaddd per 16 MACs (vpdpwssd with
- * VNNI) on a register tile of 16 W rows x 4 X rows: 8 s32 sums, 2 W
- * loads and 4 broadcasts per 8 multiplies. Lanes are W rows, so there
- * are no horizontal sums: per block, one FMA per 8 rows x 1 X row applies
- * dw[0..7] * dx, and results store as 8 consecutive floats of Y. Packing
- * costs about 1/nc (W) and 1/mr (X) of the multiplies.
+ * of MM_PK_KB blocks and packs the W panel in the caller's scratch; X
+ * rows were put in the kernel's form once per product (xprep). Lanes are
+ * W rows, so there are no horizontal sums: per block, one FMA per 8 rows
+ * x 1 X row applies dw[0..7] * dx, and results store as 8 consecutive
+ * floats of Y. The register tile is 16 W rows x 4 X rows. Two forms:
+ *
+ * s16 (Q8_0, Q6_K): both operands widened to s16. W: 8 rows interleaved
+ * by k pairs, one ymm = rows 0-7 x (k, k+1); X: a k pair is a 32-bit
+ * broadcast. A step is one vpmaddwd + vpaddd per 16 MACs (vpdpwssd with
+ * VNNI): 8 s32 sums, 2 W loads and 4 broadcasts per 8 multiplies. Exact,
+ * since |w| <= 128 (Q6_K: |sc * (q - 32)| <= 4064) and |x| <= 127 make
+ * every pair sum fit s32. On Zen 3 this form runs at most ~0.69x the
+ * vpmaddubsw + vpmaddwd + vpaddd peak (a microbenchmark of the bare
+ * sequence): 4 vector ops per 32 MACs against 3.
+ *
+ * u8 (Q4_0, Q4_K: |w| <= 8 after q - 8): X is stored as x + 128 (u8),
+ * W as int8, one ymm = rows 0-7 x 4 consecutive k. A step is one
+ * vpmaddubsw (x + 128, w) + vpaddw per 32 MACs into s16 sums; a pair sum
+ * is at most 2 * 255 * 8 = 4080, so the s16 sums hold the 8 steps of a
+ * block (32640), then one vpmaddwd turns them to s32 and 128 * sum(w),
+ * made when W is packed, is taken off. Q4_K's q - 8 moves 8 * d into its
+ * min. With VNNI a step is one vpdpbusd.
  */
 #define MM_PK_KB 16	/* blocks of k per panel */
 #define MM_PK_NT 4	/* X rows per register tile */
 #define MM_PK_RG 2	/* groups of 8 W rows per register tile */
 
 struct mm_pk {
-	int16_t w[MM_GEMM_MC / 8][MM_PK_KB][16][8][2];
+	union {
+		int16_t w[MM_GEMM_MC / 8][MM_PK_KB][16][8][2];	/* s16 form */
+		int8_t w8[MM_GEMM_MC / 8][MM_PK_KB][8][8][4];	/* u8 form */
+	};
+	int32_t ws[MM_GEMM_MC / 8][MM_PK_KB][8];	/* u8: 128 * sum(w) */
 	float wd[MM_GEMM_MC / 8][MM_PK_KB][8];	/* scale per row, block */
 	float wm[MM_GEMM_MC / 8][MM_PK_KB][8];	/* Q4_K: min per row, block */
 };
@@ -590,6 +603,71 @@ static inline __m256i mm_madd_acc(__m256i acc, __m256i w, __m256i x)
 #endif
 }
 
+/* 4-bit weights take the u8 form (see above): |w| <= 8 */
+static inline int mm_pk_u8(enum mm_type t)
+{
+	return t == MM_TYPE_Q4_0 || t == MM_TYPE_Q4_0_R8 || t == MM_TYPE_Q4_K;
+}
+
+/*
+ * The 32- and 64-bit stages of an 8x8 dword transpose, in each 128-bit
+ * lane: r[i] = dwords of row i -> u[j] = dword j (low lane: of the
+ * rows' low lanes) of rows 0-7... as 2 x 4 rows: rows 0-3 in the low
+ * 64 bits of each lane, rows 4-7 in the high ones.
+ */
+static inline __attribute__((always_inline)) void
+mm_tr_32_64(const __m256i r[8], __m256i u[8])
+{
+	__m256i t[8];
+
+#pragma GCC unroll 4
+	for (int i = 0; i < 4; i++) {
+		t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+		t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+	}
+#pragma GCC unroll 2
+	for (int i = 0; i < 2; i++) {
+		u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+		u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+		u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+		u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+	}
+}
+
+/* r[i] = 8 dwords of row i -> out[j] = dword j of rows 0-7 */
+static inline __attribute__((always_inline)) void
+mm_tr8x8(const __m256i r[8], __m256i *out)
+{
+	__m256i u[8];
+
+	mm_tr_32_64(r, u);
+#pragma GCC unroll 4
+	for (int i = 0; i < 4; i++) {
+		_mm256_store_si256(out + i, _mm256_permute2x128_si256(u[i], u[i + 4], 0x20));
+		_mm256_store_si256(out + i + 4, _mm256_permute2x128_si256(u[i], u[i + 4], 0x31));
+	}
+}
+
+/*
+ * u8 form of eight W rows of one block (values |v| <= 8): out[s] = rows
+ * 0-7 x elements 4s..4s+3, and ws[r] = 128 * sum of row r's values, which
+ * the tile takes off since X comes as x + 128.
+ */
+static inline __attribute__((always_inline)) void
+mm_pk_tr8_u8(const __m256i v[8], __m256i *out, int32_t *ws)
+{
+	const __m256i one8 = _mm256_set1_epi8(1);
+	__m256i sum;
+
+	mm_tr8x8(v, out);
+	sum = _mm256_maddubs_epi16(one8, out[0]);
+#pragma GCC unroll 8
+	for (int i = 1; i < 8; i++)
+		sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(one8, out[i]));
+	sum = _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
+	_mm256_store_si256((__m256i *)ws, _mm256_slli_epi32(sum, 7));
+}
+
 /*
  * Eight W rows of one block, as int8 values v[r] (elements 0-31 of row r),
  * transposed and widened in registers: out[p] = rows 0-7 x elements
@@ -601,33 +679,20 @@ static inline __m256i mm_madd_acc(__m256i acc, __m256i w, __m256i x)
 static inline __attribute__((always_inline)) void
 mm_pk_tr8(const __m256i v[8], __m256i *out)
 {
-	__m256i a[8], b[8];
+	__m256i a[8], u[8];
 
+	/* word pairs of rows (0, 1), (2, 3), ...: low halves, then high */
 #pragma GCC unroll 4
 	for (int i = 0; i < 4; i++) {
-		a[2 * i] = _mm256_unpacklo_epi16(v[2 * i], v[2 * i + 1]);
-		a[2 * i + 1] = _mm256_unpackhi_epi16(v[2 * i], v[2 * i + 1]);
+		a[i] = _mm256_unpacklo_epi16(v[2 * i], v[2 * i + 1]);
+		a[i + 4] = _mm256_unpackhi_epi16(v[2 * i], v[2 * i + 1]);
 	}
-#pragma GCC unroll 2
-	for (int i = 0; i < 2; i++) {
-		b[4 * i] = _mm256_unpacklo_epi32(a[4 * i], a[4 * i + 2]);
-		b[4 * i + 1] = _mm256_unpackhi_epi32(a[4 * i], a[4 * i + 2]);
-		b[4 * i + 2] = _mm256_unpacklo_epi32(a[4 * i + 1], a[4 * i + 3]);
-		b[4 * i + 3] = _mm256_unpackhi_epi32(a[4 * i + 1], a[4 * i + 3]);
-	}
-#pragma GCC unroll 4
-	for (int i = 0; i < 4; i++) {
-		const __m256i lo = _mm256_unpacklo_epi64(b[i], b[i + 4]);
-		const __m256i hi = _mm256_unpackhi_epi64(b[i], b[i + 4]);
-
-		_mm256_store_si256(out + 2 * i,
-				   _mm256_cvtepi8_epi16(_mm256_castsi256_si128(lo)));
-		_mm256_store_si256(out + 2 * i + 1,
-				   _mm256_cvtepi8_epi16(_mm256_castsi256_si128(hi)));
-		_mm256_store_si256(out + 2 * i + 8,
-				   _mm256_cvtepi8_epi16(_mm256_extracti128_si256(lo, 1)));
-		_mm256_store_si256(out + 2 * i + 9,
-				   _mm256_cvtepi8_epi16(_mm256_extracti128_si256(hi, 1)));
+	mm_tr_32_64(a, u);
+#pragma GCC unroll 8
+	for (int j = 0; j < 8; j++) {
+		_mm256_store_si256(out + j, _mm256_cvtepi8_epi16(_mm256_castsi256_si128(u[j])));
+		_mm256_store_si256(out + j + 8,
+				   _mm256_cvtepi8_epi16(_mm256_extracti128_si256(u[j], 1)));
 	}
 }
 
@@ -706,6 +771,21 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 {
 	const int ng = (mr + 8 * MM_PK_RG - 1) / (8 * MM_PK_RG) * MM_PK_RG;
 
+	/* Q4_K in the u8 form: q - 8, and 8 * d moves into the min */
+#define MM_PK_TR(v) do {						\
+		if (!mm_pk_u8(t)) {					\
+			mm_pk_tr8(v, out);				\
+			break;						\
+		}							\
+		if (t == MM_TYPE_Q4_K) {				\
+			for (int r_ = 0; r_ < 8; r_++) {		\
+				v[r_] = _mm256_sub_epi8(v[r_], _mm256_set1_epi8(8)); \
+				wm[r_] -= 8 * wd[r_];			\
+			}						\
+		}							\
+		mm_pk_tr8_u8(v, (__m256i *)pk->w8[g][b][0], pk->ws[g][b]); \
+	} while (0)
+
 	for (int g = 0; g < ng; g++) {
 		const int full = g * 8 + 8 <= mr;
 
@@ -726,14 +806,14 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 							  mm_u16_at(blk + 2 * r), wd + r);
 					wm[r] = 0;
 				}
-				mm_pk_tr8(v, out);
+				MM_PK_TR(v);
 			} else if (full) {
 #pragma GCC unroll 8
 				for (int r = 0; r < 8; r++)
 					v[r] = mm_pk_wblock(mm_stored_type(t),
 							    w + (size_t)(g * 8 + r) * ws,
 							    b0 + b, wd + r, wm + r, sc[r]);
-				mm_pk_tr8(v, out);
+				MM_PK_TR(v);
 			} else {
 				/* the last rows (Q4_0_R8: Q4_0 rows past the
 				 * last full group), zeros after them */
@@ -750,7 +830,7 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 						wd[r] = wm[r] = 0;
 					}
 				}
-				mm_pk_tr8(v, out);
+				MM_PK_TR(v);
 			}
 			if (t == MM_TYPE_Q6_K) {
 				/* lanes are (row, pair): each row's scale twice */
@@ -766,6 +846,7 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 			}
 		}
 	}
+#undef MM_PK_TR
 }
 
 /*
@@ -793,45 +874,63 @@ static inline struct mm_xrow mm_xrow_at(const uint8_t *xp, int64_t nb)
 	};
 }
 
-static inline void mm_xprep_block(const int8_t *q, __m256i *o)
-{
-	_mm256_storeu_si256(o, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)q)));
-	_mm256_storeu_si256(o + 1, _mm256_cvtepi8_epi16(
-		_mm_loadu_si128((const __m128i *)(q + 16))));
-}
-
-/* Q8_0 rows (Q8_0 and Q4_0 weights) */
-static void mm_avx2_xprep_q8_0(int64_t k, const void *xq, void *xp)
+/*
+ * An X row in the gemm's form: from Q8_0 blocks (Q8_0, Q4_0 weights) or
+ * Q8_K (K-quants), as s16 or, for the u8 form (mm_pk_u8()), x + 128.
+ */
+static inline __attribute__((always_inline)) void
+mm_xprep(int64_t k, const void *xq, void *xp, const int q8k, const int u8)
 {
 	const int64_t nb = k / MM_QK;
-	const struct mm_block_q8_0 *xb = xq;
 	const struct mm_xrow o = mm_xrow_at(xp, nb);
 
 	for (int64_t b = 0; b < nb; b++) {
-		mm_xprep_block(xb[b].qs, (__m256i *)(o.x + b * MM_QK));
-		((float *)o.d)[b] = mm_h2f(xb[b].d);
-		((float *)o.s)[b] = 0;
+		const int8_t *q;
+		float d, sum;
+
+		if (q8k) {
+			const struct mm_block_q8_k *x = (const struct mm_block_q8_k *)xq + b / 8;
+			const int j = (int)(b % 8);
+
+			q = x->qs + 32 * j;
+			d = x->d;
+			sum = x->d * (float)(x->bsums[2 * j] + x->bsums[2 * j + 1]);
+		} else {
+			const struct mm_block_q8_0 *x = (const struct mm_block_q8_0 *)xq + b;
+
+			q = x->qs;
+			d = mm_h2f(x->d);
+			sum = 0;
+		}
+		if (u8) {
+			_mm256_storeu_si256((__m256i *)((uint8_t *)o.x + b * MM_QK),
+					    _mm256_xor_si256(_mm256_set1_epi8((char)0x80),
+							     _mm256_loadu_si256((const __m256i *)q)));
+		} else {
+			__m256i *out = (__m256i *)(o.x + b * MM_QK);
+
+			_mm256_storeu_si256(out, _mm256_cvtepi8_epi16(
+				_mm_loadu_si128((const __m128i *)q)));
+			_mm256_storeu_si256(out + 1, _mm256_cvtepi8_epi16(
+				_mm_loadu_si128((const __m128i *)(q + 16))));
+		}
+		((float *)o.d)[b] = d;
+		((float *)o.s)[b] = sum;
 	}
 }
 
-/* Q8_K rows (K-quant weights) */
-static void mm_avx2_xprep_q8_k(int64_t k, const void *xq, void *xp)
-{
-	const int64_t nb = k / MM_QK;
-	const struct mm_block_q8_k *xb = xq;
-	const struct mm_xrow o = mm_xrow_at(xp, nb);
-
-	for (int64_t b = 0; b < nb; b++) {
-		const struct mm_block_q8_k *x = xb + b / 8;
-		const int j = (int)(b % 8);
-
-		mm_xprep_block(x->qs + 32 * j, (__m256i *)(o.x + b * MM_QK));
-		((float *)o.d)[b] = x->d;
-		((float *)o.s)[b] = x->d * (float)(x->bsums[2 * j] + x->bsums[2 * j + 1]);
-	}
+#define MM_DEF_XPREP(name, q8k, u8)					\
+static void name(int64_t k, const void *xq, void *xp)			\
+{									\
+	mm_xprep(k, xq, xp, q8k, u8);					\
 }
 
-static inline __m256i mm_bcast32(const int16_t *p)
+MM_DEF_XPREP(mm_avx2_xprep_q8_0, 0, 0)	/* Q8_0 */
+MM_DEF_XPREP(mm_avx2_xprep_q8_0_u8, 0, 1)	/* Q4_0, Q4_0_R8 */
+MM_DEF_XPREP(mm_avx2_xprep_q8_k_u8, 1, 1)	/* Q4_K */
+MM_DEF_XPREP(mm_avx2_xprep_q8_k, 1, 0)	/* Q6_K */
+
+static inline __m256i mm_bcast32(const void *p)
 {
 	int32_t v;
 
@@ -840,17 +939,88 @@ static inline __m256i mm_bcast32(const int16_t *p)
 }
 
 /*
+ * One step of a block: a[h][c] (first: = instead of +=) the products of
+ * W vector w and X broadcast x. s16 form: k pairs, s32 sums. u8 form:
+ * 4 consecutive k, s16 sums (vpdpbusd into s32 with VNNI).
+ */
+static inline __m256i mm_pk_step(__m256i a, __m256i w, __m256i x,
+				 int first, const int u8)
+{
+	if (u8) {
+#ifdef MM_VNNI
+		return _mm256_dpbusd_epi32(first ? _mm256_setzero_si256() : a, x, w);
+#else
+		const __m256i p = _mm256_maddubs_epi16(x, w);
+
+		return first ? p : _mm256_add_epi16(a, p);
+#endif
+	}
+	return first ? _mm256_madd_epi16(w, x) : mm_madd_acc(a, w, x);
+}
+
+/*
+ * Block b of the tile into s32 sums a: 16 steps of k pairs (s16 form) or
+ * 8 steps of 4 k (u8 form). The u8 form's s16 sums hold the 8 steps
+ * (|2 * 255 * 8| * 8 = 32640); then one vpmaddwd turns each to s32 and
+ * 128 * sum(w) is taken off.
+ */
+static inline __attribute__((always_inline)) void
+mm_pk_block(const struct mm_pk *pk, int g, int b,
+	    const uint8_t *const xr[MM_PK_NT], __m256i a[MM_PK_RG][MM_PK_NT],
+	    const int u8)
+{
+	const int ns = u8 ? 8 : 16, xstep = u8 ? 4 : 2 * sizeof(int16_t);
+
+#pragma GCC unroll 16
+	for (int s = 0; s < ns; s++) {
+		__m256i w[MM_PK_RG];
+
+#pragma GCC unroll 2
+		for (int h = 0; h < MM_PK_RG; h++)
+			w[h] = _mm256_load_si256(u8 ? (const __m256i *)pk->w8[g + h][b][s] :
+						 (const __m256i *)pk->w[g + h][b][s]);
+#pragma GCC unroll 8
+		for (int c = 0; c < MM_PK_NT; c++) {
+			const __m256i xv = mm_bcast32(xr[c] + xstep * s);
+
+#pragma GCC unroll 2
+			for (int h = 0; h < MM_PK_RG; h++) {
+				a[h][c] = mm_pk_step(a[h][c], w[h], xv, s == 0, u8);
+				/* keep one chain per sum: GCC would regroup
+				 * the adds and spill */
+				__asm__("" : "+x"(a[h][c]));
+			}
+		}
+	}
+	if (!u8)
+		return;
+#pragma GCC unroll 2
+	for (int h = 0; h < MM_PK_RG; h++) {
+		const __m256i ws = _mm256_load_si256((const __m256i *)pk->ws[g + h][b]);
+
+#pragma GCC unroll 8
+		for (int c = 0; c < MM_PK_NT; c++) {
+#ifndef MM_VNNI
+			a[h][c] = _mm256_madd_epi16(a[h][c], _mm256_set1_epi16(1));
+#endif
+			a[h][c] = _mm256_sub_epi32(a[h][c], ws);
+		}
+	}
+}
+
+/*
  * MM_PK_RG groups of 8 W rows (from group g) x up to MM_PK_NT X rows
  * (from c0), kb blocks. The s32 sums stay in registers; the float sums
  * are touched once per block.
  */
-static inline void mm_pk_tile(const struct mm_pk *pk, int g,
-			      const uint8_t *X, size_t xs, int64_t nb,
-			      int64_t b0, int c0, int ncol, int mr, int kb,
-			      float *Y, size_t ldy, int add, const int mins)
+static inline __attribute__((always_inline)) void
+mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
+	   int64_t nb, int64_t b0, int c0, int ncol, int mr, int kb,
+	   float *Y, size_t ldy, int add, const int mins, const int u8)
 {
-	const int16_t *xp[MM_PK_NT];
+	const uint8_t *xr[MM_PK_NT];	/* block b0 of the X rows */
 	const float *xd[MM_PK_NT], *xsum[MM_PK_NT];
+	const size_t xb = u8 ? MM_QK : MM_QK * sizeof(int16_t);	/* bytes per block */
 	__m256 f[MM_PK_RG][MM_PK_NT];
 
 #pragma GCC unroll 8
@@ -858,7 +1028,7 @@ static inline void mm_pk_tile(const struct mm_pk *pk, int g,
 		const int i = c0 + (c < ncol ? c : 0);
 		const struct mm_xrow r = mm_xrow_at(X + (size_t)i * xs, nb);
 
-		xp[c] = r.x + b0 * MM_QK;
+		xr[c] = (const uint8_t *)r.x + b0 * xb;
 		xd[c] = r.d + b0;
 		xsum[c] = r.s + b0;
 #pragma GCC unroll 2
@@ -867,31 +1037,12 @@ static inline void mm_pk_tile(const struct mm_pk *pk, int g,
 	}
 	for (int b = 0; b < kb; b++) {
 		__m256i a[MM_PK_RG][MM_PK_NT];
+		const uint8_t *xbl[MM_PK_NT];
 
-#pragma GCC unroll 16
-		for (int p = 0; p < 16; p++) {
-			__m256i w[MM_PK_RG];
-
-#pragma GCC unroll 2
-			for (int h = 0; h < MM_PK_RG; h++)
-				w[h] = _mm256_load_si256((const __m256i *)pk->w[g + h][b][p]);
 #pragma GCC unroll 8
-			for (int c = 0; c < MM_PK_NT; c++) {
-				const __m256i xv = mm_bcast32(xp[c] + b * MM_QK + 2 * p);
-
-#pragma GCC unroll 2
-				for (int h = 0; h < MM_PK_RG; h++) {
-					if (p == 0) {
-						a[h][c] = _mm256_madd_epi16(w[h], xv);
-					} else {
-						a[h][c] = mm_madd_acc(a[h][c], w[h], xv);
-						/* keep one chain per sum: GCC would
-						 * regroup the s32 adds and spill */
-						__asm__("" : "+x"(a[h][c]));
-					}
-				}
-			}
-		}
+		for (int c = 0; c < MM_PK_NT; c++)
+			xbl[c] = xr[c] + b * xb;
+		mm_pk_block(pk, g, b, xbl, a, u8);
 #pragma GCC unroll 2
 		for (int h = 0; h < MM_PK_RG; h++) {
 			const __m256 dw = _mm256_load_ps(pk->wd[g + h][b]);
@@ -957,7 +1108,7 @@ mm_avx2_gemm_pk(enum mm_type t, int64_t k, const uint8_t *w, size_t ws,
 						   nb, b0, c0,
 						   nj - c0 < MM_PK_NT ? nj - c0 : MM_PK_NT,
 						   mr, kb, Y + (size_t)j0 * ldy, ldy,
-						   b0 > 0, mins);
+						   b0 > 0, mins, mm_pk_u8(t));
 		}
 	}
 }
@@ -1177,9 +1328,9 @@ const struct mm_kernels MM_KERNELS_NAME = {
 	},
 	.xprep = {
 		[MM_TYPE_Q8_0] = mm_avx2_xprep_q8_0,
-		[MM_TYPE_Q4_0] = mm_avx2_xprep_q8_0,
-		[MM_TYPE_Q4_0_R8] = mm_avx2_xprep_q8_0,
-		[MM_TYPE_Q4_K] = mm_avx2_xprep_q8_k,
+		[MM_TYPE_Q4_0] = mm_avx2_xprep_q8_0_u8,
+		[MM_TYPE_Q4_0_R8] = mm_avx2_xprep_q8_0_u8,
+		[MM_TYPE_Q4_K] = mm_avx2_xprep_q8_k_u8,
 		[MM_TYPE_Q6_K] = mm_avx2_xprep_q8_k,
 	},
 	.xprep_bytes = mm_avx2_xprep_bytes,
