@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: MIT
 #
 # prefetch_check.sh OBJ:FUNC... - each FUNC in the optimized object OBJ
-# holds a prefetcht1, the hint of the decode kernels' in-loop prefetch
-# (MM_PF_HINT) and of the attention V rows. GCC deletes calls to a
-# helper made only of prefetches when it has not inlined it yet (its
-# pure-const pass sees no effect); that once left the Q4_0 decode loop
-# and decode attention without prefetch, which only a cold benchmark
-# shows. Prints TAP lines and "RESULT prefetch <passed> <failed>".
+# holds a prefetcht1, the hint of the decode kernels' in-loop prefetch,
+# of the prefill W panels (MM_PF_HINT) and of the attention V rows. GCC
+# deletes calls to a helper made only of prefetches when it has not
+# inlined it yet (its pure-const pass sees no effect); that once left
+# the Q4_0 decode loop and decode attention without prefetch, which only
+# a cold benchmark shows. Prints TAP lines and "RESULT prefetch <passed> <failed>".
 set -u
 n=0 pass=0 fail=0
 for spec in "$@"; do
