@@ -233,6 +233,83 @@ static inline void mm_store_rows4(float *y, __m256 a0, __m256 a1, __m256 a2,
 					       _mm256_extractf128_ps(h, 1)), c));
 }
 
+/* ---- Q8_0 and Q5_0 x Q8_0 -------------------------------------------- */
+
+/* Bit 4 (0x10) of the 32 elements of a Q5_0 block, from its qh: byte j
+ * takes qh byte j / 8, keeps bit j % 8 and turns it into 0x10 or 0. */
+static inline __m256i mm_q5_bit4(const uint8_t *qh)
+{
+	const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0,
+					     1, 1, 1, 1, 1, 1, 1, 1,
+					     2, 2, 2, 2, 2, 2, 2, 2,
+					     3, 3, 3, 3, 3, 3, 3, 3);
+	const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
+	uint32_t h;
+	__m256i b;
+
+	memcpy(&h, qh, 4);
+	b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), sel), bit);
+	return _mm256_and_si256(_mm256_cmpeq_epi8(b, bit), _mm256_set1_epi8(0x10));
+}
+
+/* The 5-bit values q (0..31) of a Q5_0 block, in element order */
+static inline __m256i mm_q5_values(const struct mm_block_q5_0 *b)
+{
+	return _mm256_or_si256(mm_nibbles(b->qs), mm_q5_bit4(b->qh));
+}
+
+/*
+ * Four rows of Q8_0 or Q5_0 (see above): Q8_0 moves x's sign onto the
+ * weights (|x| x w * sign(x)); Q5_0 keeps q unsigned (0..31) and takes
+ * the - 16 off with one FMA per block for the 4 rows, 16 * sum(x) being
+ * twice the activation row's sums.
+ */
+static inline __attribute__((always_inline)) void
+mm_rows4_8bit(int64_t nb, const uint8_t *row, size_t ws, const void *xq,
+	      const float *xs, float *y, const int q5)
+{
+	const struct mm_block_q8_0 *x = xq;
+	const size_t bs = q5 ? sizeof(struct mm_block_q5_0) : sizeof(struct mm_block_q8_0);
+	const struct mm_block_q8_0 *b0 = (const void *)row;
+	const struct mm_block_q8_0 *b1 = (const void *)(row + ws);
+	const struct mm_block_q8_0 *b2 = (const void *)(row + 2 * ws);
+	const struct mm_block_q8_0 *b3 = (const void *)(row + 3 * ws);
+	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+	__m128 c = _mm_setzero_ps();
+
+	for (int64_t i = 0; i < nb; i++) {
+		const __m256i xv = _mm256_loadu_si256((const __m256i *)x[i].qs);
+		const __m256i ax = _mm256_sign_epi8(xv, xv);
+		/* the 4 rows' dw * dx in both lanes, one shuffle each (d
+		 * is the first field of both block types) */
+#define MM_BLK(bb) ((const uint8_t *)(bb) + i * bs)
+#define MM_D(bb) ((const struct mm_block_q8_0 *)MM_BLK(bb))->d
+		const __m128 s4 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(
+			(long long)((uint64_t)MM_D(b0) | (uint64_t)MM_D(b1) << 16 |
+				    (uint64_t)MM_D(b2) << 32 | (uint64_t)MM_D(b3) << 48))),
+			_mm_set1_ps(mm_h2f(x[i].d)));
+		const __m256 s8 = _mm256_set_m128(s4, s4);
+
+		if (q5)
+			c = _mm_fmadd_ps(s4, _mm_set1_ps(2 * xs[i]), c);
+		MM_PF_NEXT(row + 4 * ws, i, bs, 4);
+#define MM_R(acc, bb, n)						\
+	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q5 ?			\
+		mm_dpbusd(mm_q5_values((const void *)MM_BLK(bb)), xv) :	\
+		mm_dpbusd(ax, _mm256_sign_epi8(_mm256_loadu_si256(	\
+			(const __m256i *)(MM_BLK(bb) + 2)), xv))),		\
+		_mm256_shuffle_ps(s8, s8, (n) * 0x55), acc)
+		MM_R(a0, b0, 0);
+		MM_R(a1, b1, 1);
+		MM_R(a2, b2, 2);
+		MM_R(a3, b3, 3);
+#undef MM_R
+#undef MM_D
+#undef MM_BLK
+	}
+	mm_store_rows4(y, a0, a1, a2, a3, c);
+}
+
 static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
 			      const void *xq, float *y, int64_t nr)
 {
@@ -241,37 +318,8 @@ static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
 	int64_t r = 0;
 
 	mm_pf_start(w, nr * ws);
-	for (; r + 4 <= nr; r += 4) {
-		const uint8_t *row = (const uint8_t *)w + r * ws;
-		const struct mm_block_q8_0 *b0 = (const void *)row;
-		const struct mm_block_q8_0 *b1 = (const void *)(row + ws);
-		const struct mm_block_q8_0 *b2 = (const void *)(row + 2 * ws);
-		const struct mm_block_q8_0 *b3 = (const void *)(row + 3 * ws);
-		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-
-		for (int64_t i = 0; i < nb; i++) {
-			const __m256i xv = _mm256_loadu_si256((const __m256i *)x[i].qs);
-			const __m256i ax = _mm256_sign_epi8(xv, xv);
-			/* the 4 rows' dw * dx in both lanes, one shuffle each */
-			const __m128 s4 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(
-				(long long)MM_D4(b0, b1, b2, b3, i))),
-				_mm_set1_ps(mm_h2f(x[i].d)));
-			const __m256 s8 = _mm256_set_m128(s4, s4);
-
-			MM_PF_NEXT(row + 4 * ws, i, sizeof(*b0), 4);
-#define MM_Q8R(acc, bb, n)						\
-	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_dpbusd(ax,		\
-		_mm256_sign_epi8(_mm256_loadu_si256(				\
-			(const __m256i *)(bb)[i].qs), xv))),			\
-		_mm256_shuffle_ps(s8, s8, (n) * 0x55), acc)
-			MM_Q8R(a0, b0, 0);
-			MM_Q8R(a1, b1, 1);
-			MM_Q8R(a2, b2, 2);
-			MM_Q8R(a3, b3, 3);
-#undef MM_Q8R
-		}
-		mm_store_rows4(y + r, a0, a1, a2, a3, _mm_setzero_ps());
-	}
+	for (; r + 4 <= nr; r += 4)
+		mm_rows4_8bit(nb, (const uint8_t *)w + r * ws, ws, xq, NULL, y + r, 0);
 	for (; r < nr; r++) {
 		const struct mm_block_q8_0 *b =
 			(const void *)((const uint8_t *)w + r * ws);
@@ -286,6 +334,21 @@ static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
 		}
 		y[r] = mm_hsum(acc);
 	}
+}
+
+static void mm_avx2_gemv_q5_0(int64_t k, const void *w, size_t ws,
+			      const void *xq, float *y, int64_t nr)
+{
+	const int64_t nb = k / MM_QK;
+	int64_t r = 0;
+
+	mm_pf_start(w, nr * ws);
+	for (; r + 4 <= nr; r += 4)
+		mm_rows4_8bit(nb, (const uint8_t *)w + r * ws, ws, xq,
+			      mm_q4_0_act_sums(xq, k), y + r, 1);
+	if (r < nr)
+		mm_kernels_scalar.gemv[MM_TYPE_Q5_0](k, (const uint8_t *)w + r * ws,
+						     ws, xq, y + r, nr - r);
 }
 
 /* 16 nibbles -> 32 bytes (low nibbles, then high) via a 64-bit shift. */
@@ -733,6 +796,12 @@ mm_pk_wblock(enum mm_type t, const uint8_t *row, int64_t sb, float *d,
 
 		return mm_pk_q4_0(b[sb].qs, b[sb].d, d);
 	}
+	case MM_TYPE_Q5_0: {
+		const struct mm_block_q5_0 *b = (const void *)row;
+
+		*d = mm_h2f(b[sb].d);
+		return _mm256_sub_epi8(mm_q5_values(b + sb), _mm256_set1_epi8(16));
+	}
 	case MM_TYPE_Q4_K: {
 		const struct mm_block_q4_k *b = (const struct mm_block_q4_k *)row + sb / 8;
 		const int j = (int)(sb % 8);
@@ -1164,6 +1233,7 @@ static void name(int64_t k, const void *w, size_t ws, const void *xp,	\
 MM_DEF_GEMM(mm_avx2_gemm_q8_0, MM_TYPE_Q8_0, 0)
 MM_DEF_GEMM(mm_avx2_gemm_q4_0, MM_TYPE_Q4_0, 0)
 MM_DEF_GEMM(mm_avx2_gemm_q4_0_r8, MM_TYPE_Q4_0_R8, 0)
+MM_DEF_GEMM(mm_avx2_gemm_q5_0, MM_TYPE_Q5_0, 0)
 MM_DEF_GEMM(mm_avx2_gemm_q4_k, MM_TYPE_Q4_K, 1)
 MM_DEF_GEMM(mm_avx2_gemm_q6_k, MM_TYPE_Q6_K, 0)
 
@@ -1355,6 +1425,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q4_0] = mm_avx2_gemv_q4_0,
 		[MM_TYPE_Q4_0_R8] = mm_avx2_gemv_q4_0_r8,
 		[MM_TYPE_Q4_1] = mm_avx2_gemv_q4_1,
+		[MM_TYPE_Q5_0] = mm_avx2_gemv_q5_0,
 		[MM_TYPE_Q4_K] = mm_avx2_gemv_q4_k,
 		[MM_TYPE_Q6_K] = mm_avx2_gemv_q6_k,
 	},
@@ -1362,6 +1433,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q8_0] = mm_avx2_gemm_q8_0,
 		[MM_TYPE_Q4_0] = mm_avx2_gemm_q4_0,
 		[MM_TYPE_Q4_0_R8] = mm_avx2_gemm_q4_0_r8,
+		[MM_TYPE_Q5_0] = mm_avx2_gemm_q5_0,
 		[MM_TYPE_Q4_K] = mm_avx2_gemm_q4_k,
 		[MM_TYPE_Q6_K] = mm_avx2_gemm_q6_k,
 	},
@@ -1369,6 +1441,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q8_0] = mm_avx2_xprep_q8_0,
 		[MM_TYPE_Q4_0] = mm_avx2_xprep_q8_0_u8,
 		[MM_TYPE_Q4_0_R8] = mm_avx2_xprep_q8_0_u8,
+		[MM_TYPE_Q5_0] = mm_avx2_xprep_q8_0,
 		[MM_TYPE_Q4_K] = mm_avx2_xprep_q8_k_u8,
 		[MM_TYPE_Q6_K] = mm_avx2_xprep_q8_k,
 	},

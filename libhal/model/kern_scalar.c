@@ -70,6 +70,27 @@ static float mm_dot_q4_0(int64_t k, const struct mm_block_q4_0 *w,
 	return s;
 }
 
+static float mm_dot_q5_0(int64_t k, const struct mm_block_q5_0 *w,
+			 const struct mm_block_q8_0 *x)
+{
+	float s = 0;
+
+	for (int64_t b = 0; b < k / MM_QK; b++) {
+		uint32_t qh;
+		int isum = 0;
+
+		memcpy(&qh, w[b].qh, 4);
+		for (int j = 0; j < MM_QK / 2; j++) {
+			isum += (int)(((w[b].qs[j] & 15) | ((qh >> j & 1) << 4)) - 16) *
+				x[b].qs[j];
+			isum += (int)(((w[b].qs[j] >> 4) | ((qh >> (j + 16) & 1) << 4)) - 16) *
+				x[b].qs[j + 16];
+		}
+		s += isum * (mm_f16_to_f32(w[b].d) * mm_f16_to_f32(x[b].d));
+	}
+	return s;
+}
+
 static float mm_dot_q4_1(int64_t k, const struct mm_block_q4_1 *w,
 			 const struct mm_block_q8_1 *x)
 {
@@ -168,6 +189,7 @@ void mm_scalar_gemv_any(enum mm_type t, int64_t k, const void *w, size_t ws,
 		case MM_TYPE_Q8_0: y[r] = mm_dot_q8_0(k, (const void *)row, xq); break;
 		case MM_TYPE_Q4_0: y[r] = mm_dot_q4_0(k, (const void *)row, xq); break;
 		case MM_TYPE_Q4_1: y[r] = mm_dot_q4_1(k, (const void *)row, xq); break;
+		case MM_TYPE_Q5_0: y[r] = mm_dot_q5_0(k, (const void *)row, xq); break;
 		case MM_TYPE_Q4_K: y[r] = mm_dot_q4_k(k, (const void *)row, xq); break;
 		case MM_TYPE_Q6_K: y[r] = mm_dot_q6_k(k, (const void *)row, xq); break;
 		default: y[r] = 0; break;
@@ -188,6 +210,7 @@ MM_SCALAR_GEMV(mm_scalar_gemv_bf16, MM_TYPE_BF16)
 MM_SCALAR_GEMV(mm_scalar_gemv_q8_0, MM_TYPE_Q8_0)
 MM_SCALAR_GEMV(mm_scalar_gemv_q4_0, MM_TYPE_Q4_0)
 MM_SCALAR_GEMV(mm_scalar_gemv_q4_1, MM_TYPE_Q4_1)
+MM_SCALAR_GEMV(mm_scalar_gemv_q5_0, MM_TYPE_Q5_0)
 MM_SCALAR_GEMV(mm_scalar_gemv_q4_k, MM_TYPE_Q4_K)
 MM_SCALAR_GEMV(mm_scalar_gemv_q6_k, MM_TYPE_Q6_K)
 
@@ -200,6 +223,7 @@ const struct mm_kernels mm_kernels_scalar = {
 		[MM_TYPE_Q8_0] = mm_scalar_gemv_q8_0,
 		[MM_TYPE_Q4_0] = mm_scalar_gemv_q4_0,
 		[MM_TYPE_Q4_1] = mm_scalar_gemv_q4_1,
+		[MM_TYPE_Q5_0] = mm_scalar_gemv_q5_0,
 		[MM_TYPE_Q4_K] = mm_scalar_gemv_q4_k,
 		[MM_TYPE_Q6_K] = mm_scalar_gemv_q6_k,
 	},

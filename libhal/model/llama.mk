@@ -89,8 +89,8 @@ llama-bench: $(LLAMA_BENCH) $(LLAMA_MMGGUF)
 # script); it reads the objects the library is made of.
 LLAMA_PF_KERN := $(filter %/kern_avx2.o %/kern_avx512.o,$(LLAMA_OPT_OBJS))
 LLAMA_PF_FUNCS := mm_avx2_gemv_q8_0 mm_avx2_gemv_q4_0 mm_avx2_gemv_q4_0_r8 \
-	mm_avx2_gemv_q4_1 mm_avx2_gemv_q4_k mm_avx2_gemv_q6_k \
-	mm_avx2_gemm_q8_0 mm_avx2_gemm_q4_0 mm_avx2_gemm_q4_0_r8 \
+	mm_avx2_gemv_q4_1 mm_avx2_gemv_q5_0 mm_avx2_gemv_q4_k mm_avx2_gemv_q6_k \
+	mm_avx2_gemm_q8_0 mm_avx2_gemm_q4_0 mm_avx2_gemm_q4_0_r8 mm_avx2_gemm_q5_0 \
 	mm_avx2_gemm_q4_k mm_avx2_gemm_q6_k
 
 llama-check-prefetch: $(LLAMA_PF_KERN) $(LLAMA_O)/opt/llama.o

@@ -98,8 +98,8 @@ int mm_type_valid(uint32_t t)
 {
 	switch (t) {
 	case MM_TYPE_F32: case MM_TYPE_F16: case MM_TYPE_BF16:
-	case MM_TYPE_Q4_0: case MM_TYPE_Q4_1: case MM_TYPE_Q8_0:
-	case MM_TYPE_Q4_K: case MM_TYPE_Q6_K:
+	case MM_TYPE_Q4_0: case MM_TYPE_Q4_1: case MM_TYPE_Q5_0:
+	case MM_TYPE_Q8_0: case MM_TYPE_Q4_K: case MM_TYPE_Q6_K:
 		return 1;
 	default:
 		return 0;
@@ -115,6 +115,7 @@ const char *mm_type_name(enum mm_type t)
 	case MM_TYPE_Q4_0: return "q4_0";
 	case MM_TYPE_Q4_0_R8: return "q4_0_r8";
 	case MM_TYPE_Q4_1: return "q4_1";
+	case MM_TYPE_Q5_0: return "q5_0";
 	case MM_TYPE_Q8_0: return "q8_0";
 	case MM_TYPE_Q4_K: return "q4_K";
 	case MM_TYPE_Q6_K: return "q6_K";
@@ -128,8 +129,8 @@ size_t mm_type_block_elems(enum mm_type t)
 	switch (t) {
 	case MM_TYPE_F32: case MM_TYPE_F16: case MM_TYPE_BF16:
 		return 1;
-	case MM_TYPE_Q4_0: case MM_TYPE_Q4_1: case MM_TYPE_Q8_0:
-	case MM_TYPE_Q4_0_R8:
+	case MM_TYPE_Q4_0: case MM_TYPE_Q4_1: case MM_TYPE_Q5_0:
+	case MM_TYPE_Q8_0: case MM_TYPE_Q4_0_R8:
 		return MM_QK;
 	case MM_TYPE_Q4_K: case MM_TYPE_Q6_K: case MM_TYPE_Q8_K:
 		return MM_QK_K;
@@ -145,6 +146,7 @@ size_t mm_type_block_bytes(enum mm_type t)
 	case MM_TYPE_Q4_0: case MM_TYPE_Q4_0_R8:
 		return sizeof(struct mm_block_q4_0);
 	case MM_TYPE_Q4_1: return sizeof(struct mm_block_q4_1);
+	case MM_TYPE_Q5_0: return sizeof(struct mm_block_q5_0);
 	case MM_TYPE_Q8_0: return sizeof(struct mm_block_q8_0);
 	case MM_TYPE_Q4_K: return sizeof(struct mm_block_q4_k);
 	case MM_TYPE_Q6_K: return sizeof(struct mm_block_q6_k);
@@ -272,19 +274,26 @@ static void mm_quantize_q8_0(const float *x, struct mm_block_q8_0 *y,
 	}
 }
 
+/* The block's value of largest magnitude, with its sign (the first of
+ * equal magnitudes), as ggml's Q4_0 and Q5_0 quantizers pick it */
+static float mm_block_signed_max(const float *x)
+{
+	float amax = 0.0f, max = 0.0f;
+
+	for (int j = 0; j < MM_QK; j++) {
+		if (amax < fabsf(x[j])) {
+			amax = fabsf(x[j]);
+			max = x[j];
+		}
+	}
+	return max;
+}
+
 static void mm_quantize_q4_0(const float *x, struct mm_block_q4_0 *y,
 			     int64_t n)
 {
 	for (int64_t i = 0; i < n / MM_QK; i++, x += MM_QK) {
-		float amax = 0.0f, max = 0.0f;
-
-		for (int j = 0; j < MM_QK; j++) {
-			if (amax < fabsf(x[j])) {
-				amax = fabsf(x[j]);
-				max = x[j];
-			}
-		}
-		const float d = max / -8;
+		const float d = mm_block_signed_max(x) / -8;
 		const float id = d ? 1.0f / d : 0.0f;
 
 		y[i].d = mm_f32_to_f16(d);
@@ -294,6 +303,28 @@ static void mm_quantize_q4_0(const float *x, struct mm_block_q4_0 *y,
 
 			y[i].qs[j] = x0 | (x1 << 4);
 		}
+	}
+}
+
+/* As ggml's reference Q5_0 quantizer: Q4_0's rule with 5 bits */
+static void mm_quantize_q5_0(const float *x, struct mm_block_q5_0 *y,
+			     int64_t n)
+{
+	for (int64_t i = 0; i < n / MM_QK; i++, x += MM_QK) {
+		const float d = mm_block_signed_max(x) / -16;
+		const float id = d ? 1.0f / d : 0.0f;
+		uint32_t qh = 0;
+
+		y[i].d = mm_f32_to_f16(d);
+		for (int j = 0; j < MM_QK / 2; j++) {
+			const uint8_t x0 = MM_MIN(31, (int8_t)(x[j] * id + 16.5f));
+			const uint8_t x1 = MM_MIN(31, (int8_t)(x[j + MM_QK / 2] * id + 16.5f));
+
+			y[i].qs[j] = (x0 & 15) | ((x1 & 15) << 4);
+			qh |= (uint32_t)(x0 >> 4) << j;
+			qh |= (uint32_t)(x1 >> 4) << (j + MM_QK / 2);
+		}
+		memcpy(y[i].qh, &qh, 4);
 	}
 }
 
@@ -772,6 +803,7 @@ void mm_quantize_row(enum mm_type t, const float *x, void *y, int64_t n)
 		break;
 	case MM_TYPE_Q4_0: mm_quantize_q4_0(x, y, n); break;
 	case MM_TYPE_Q4_1: mm_quantize_q4_1(x, y, n); break;
+	case MM_TYPE_Q5_0: mm_quantize_q5_0(x, y, n); break;
 	case MM_TYPE_Q8_0: mm_quantize_q8_0(x, y, n); break;
 	case MM_TYPE_Q4_K: mm_quantize_q4_k(x, y, n); break;
 	case MM_TYPE_Q6_K: mm_quantize_q6_k(x, y, n); break;
@@ -804,6 +836,23 @@ void mm_dequantize_row(enum mm_type t, const void *vx, float *y, int64_t n)
 			for (int j = 0; j < MM_QK / 2; j++) {
 				y[j] = ((x[i].qs[j] & 15) - 8) * d;
 				y[j + 16] = ((x[i].qs[j] >> 4) - 8) * d;
+			}
+		}
+		break;
+	}
+	case MM_TYPE_Q5_0: {
+		const struct mm_block_q5_0 *x = vx;
+
+		for (int64_t i = 0; i < n / MM_QK; i++, y += MM_QK) {
+			const float d = mm_f16_to_f32(x[i].d);
+			uint32_t qh;
+
+			memcpy(&qh, x[i].qh, 4);
+			for (int j = 0; j < MM_QK / 2; j++) {
+				y[j] = (int)(((x[i].qs[j] & 15) |
+					      ((qh >> j & 1) << 4)) - 16) * d;
+				y[j + 16] = (int)(((x[i].qs[j] >> 4) |
+						   ((qh >> (j + 16) & 1) << 4)) - 16) * d;
 			}
 		}
 		break;
@@ -906,7 +955,7 @@ void mm_dequantize_row(enum mm_type t, const void *vx, float *y, int64_t n)
 enum mm_type mm_act_type(enum mm_type wt)
 {
 	switch (mm_stored_type(wt)) {
-	case MM_TYPE_Q4_0: case MM_TYPE_Q8_0:
+	case MM_TYPE_Q4_0: case MM_TYPE_Q5_0: case MM_TYPE_Q8_0:
 		return MM_TYPE_Q8_0;
 	case MM_TYPE_Q4_1:
 		return MM_ACT_Q8_1;
@@ -923,7 +972,7 @@ size_t mm_act_row_bytes(enum mm_type wt, int64_t k)
 
 	if (at == MM_ACT_Q8_1)
 		return (size_t)(k / MM_QK) * sizeof(struct mm_block_q8_1);
-	if (mm_stored_type(wt) == MM_TYPE_Q4_0)
+	if (mm_act_has_sums(wt))
 		/* blocks, then a float per block */
 		return mm_q4_0_act_sums_off(k) +
 		       (size_t)(k / MM_QK) * sizeof(float);
@@ -938,7 +987,7 @@ void mm_quantize_act(enum mm_type wt, const float *x, void *xq, int64_t k)
 		mm_quantize_q8_1(x, xq, k);
 	else
 		mm_quantize_row(at, x, xq, k);
-	if (mm_stored_type(wt) == MM_TYPE_Q4_0) {
+	if (mm_act_has_sums(wt)) {
 		const struct mm_block_q8_0 *b = xq;
 		float *s = (float *)((uint8_t *)xq + mm_q4_0_act_sums_off(k));
 
@@ -1186,12 +1235,12 @@ static void mm_kernel_gemv_check(const struct mm_kernels *kern,
 }
 
 /* The weight type whose activation format x is quantized to for t: Q8_0
- * weights read the Q4_0 format (the same blocks, then sums they ignore),
- * so a Q8_0 and a Q4_0 matrix share one quantized x. */
+ * and Q5_0 weights read the Q4_0 format (the same blocks, then sums that
+ * Q8_0 ignores), so Q8_0, Q4_0 and Q5_0 matrices share one quantized x. */
 static enum mm_type mm_act_key(enum mm_type t)
 {
 	t = mm_stored_type(t);
-	return t == MM_TYPE_Q8_0 ? MM_TYPE_Q4_0 : t;
+	return t == MM_TYPE_Q8_0 || t == MM_TYPE_Q5_0 ? MM_TYPE_Q4_0 : t;
 }
 
 static int mm_act_shared(enum mm_type a, enum mm_type b)

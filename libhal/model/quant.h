@@ -42,6 +42,7 @@ enum mm_type {
 	MM_TYPE_F16 = 1,
 	MM_TYPE_Q4_0 = 2,
 	MM_TYPE_Q4_1 = 3,
+	MM_TYPE_Q5_0 = 6,
 	MM_TYPE_Q8_0 = 8,
 	MM_TYPE_Q4_K = 12,
 	MM_TYPE_Q6_K = 14,
@@ -55,7 +56,7 @@ enum mm_type {
 	MM_TYPE_Q4_0_R8 = 31,
 };
 
-#define MM_QK 32	/* elements per Q4_0/Q4_1/Q8_0 block */
+#define MM_QK 32	/* elements per Q4_0/Q4_1/Q5_0/Q8_0 block */
 #define MM_QK_K 256	/* elements per K-quant super-block */
 #define MM_K_SCALE_SIZE 12
 
@@ -72,6 +73,13 @@ struct mm_block_q4_1 {
 	uint8_t qs[MM_QK / 2];
 };
 static_assert(sizeof(struct mm_block_q4_1) == 20, "q4_1 block");
+
+struct mm_block_q5_0 {
+	uint16_t d;
+	uint8_t qh[4];		/* bit j: bit 4 of x[j] (little-endian u32) */
+	uint8_t qs[MM_QK / 2];	/* low 4 bits, as Q4_0; x = (q - 16) * d */
+};
+static_assert(sizeof(struct mm_block_q5_0) == 22, "q5_0 block");
 
 struct mm_block_q8_0 {
 	uint16_t d;

@@ -53,16 +53,22 @@ size_t mm_act_row_bytes(enum mm_type wt, int64_t k);
 void mm_quantize_act(enum mm_type wt, const float *x, void *xq, int64_t k);
 
 /*
- * An activation row for Q4_0 weights is k / 32 Q8_0 blocks, padded to 4
- * bytes, then one float per block: 8 * sum(qs) (exact). A kernel that
- * uses the nibbles q unsigned (0..15) takes the q - 8 offset out of a
- * block with dw * dx * that float, so a 4-row decode kernel pays one FMA
- * per block for it instead of a subtraction per row.
+ * An activation row for Q4_0 and Q5_0 weights is k / 32 Q8_0 blocks,
+ * padded to 4 bytes, then one float per block: 8 * sum(qs) (exact). A
+ * kernel that uses the nibbles q unsigned (0..15) takes the q - 8 offset
+ * out of a block with dw * dx * that float (Q5_0: q - 16, twice it), so a
+ * 4-row decode kernel pays one FMA per block for it instead of a
+ * subtraction per row.
  */
 static inline size_t mm_q4_0_act_sums_off(int64_t k)
 {
 	return ((size_t)(k / MM_QK) * sizeof(struct mm_block_q8_0) + 3) &
 	       ~(size_t)3;
+}
+
+static inline int mm_act_has_sums(enum mm_type wt)
+{
+	return wt == MM_TYPE_Q4_0 || wt == MM_TYPE_Q4_0_R8 || wt == MM_TYPE_Q5_0;
 }
 
 static inline const float *mm_q4_0_act_sums(const void *xq, int64_t k)
@@ -116,6 +122,7 @@ void mm_scalar_gemv_bf16(int64_t, const void *, size_t, const void *, float *, i
 void mm_scalar_gemv_q8_0(int64_t, const void *, size_t, const void *, float *, int64_t);
 void mm_scalar_gemv_q4_0(int64_t, const void *, size_t, const void *, float *, int64_t);
 void mm_scalar_gemv_q4_1(int64_t, const void *, size_t, const void *, float *, int64_t);
+void mm_scalar_gemv_q5_0(int64_t, const void *, size_t, const void *, float *, int64_t);
 void mm_scalar_gemv_q4_k(int64_t, const void *, size_t, const void *, float *, int64_t);
 void mm_scalar_gemv_q6_k(int64_t, const void *, size_t, const void *, float *, int64_t);
 

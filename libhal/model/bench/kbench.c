@@ -259,7 +259,7 @@ static void fill_weights(enum mm_type t, uint8_t *w, size_t rows, size_t rb)
 		uint16_t d = mm_f32_to_f16(0.001f);
 
 		switch (t) {
-		case MM_TYPE_Q8_0: case MM_TYPE_Q4_0:
+		case MM_TYPE_Q8_0: case MM_TYPE_Q4_0: case MM_TYPE_Q5_0:
 			memcpy(w + off, &d, 2);
 			break;
 		case MM_TYPE_Q4_K:
@@ -457,6 +457,8 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q4_0_R8, 4096, 14336, "ffn_down 4096x14336" },
 		{ MM_TYPE_Q4_0_R8, 1536, 576, "small ffn_up 1536x576" },
 		{ MM_TYPE_Q4_0_R8, 576, 1536, "small ffn_down 576x1536" },
+		{ MM_TYPE_Q5_0, 4096, 4096, "attn 4096x4096" },
+		{ MM_TYPE_Q5_0, 1536, 576, "small ffn_up 1536x576" },
 		{ MM_TYPE_Q4_K, 4096, 4096, "attn 4096x4096" },
 		{ MM_TYPE_Q4_K, 14336, 4096, "ffn_up 14336x4096" },
 		{ MM_TYPE_Q4_K, 1536, 768, "small 1536x768" },
@@ -477,7 +479,8 @@ int main(int argc, char **argv)
 		printf("  %-7s %-26s %7.2f MB %7.2f %7.2f  %5.1f%%  %5s  %7.2f  %5.1f%%\n",
 		       mm_type_name(mv[i].t), mv[i].what, bytes / 1e6, r / 1e9,
 		       rbw / 1e9, 100 * r / rbw,
-		       mv[i].t == MM_TYPE_Q4_K || mv[i].t == MM_TYPE_Q6_K ? "" : ">=90%",
+		       mv[i].t == MM_TYPE_Q8_0 || mv[i].t == MM_TYPE_Q4_0 ||
+		       mv[i].t == MM_TYPE_Q4_0_R8 ? ">=90%" : "",
 		       crbw / 1e9, 100 * r / crbw);
 		fflush(stdout);
 	}
@@ -490,6 +493,7 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q8_0, 1536, 576, 256 },
 		{ MM_TYPE_Q4_0, 4096, 4096, 256 },
 		{ MM_TYPE_Q4_0_R8, 4096, 4096, 256 },
+		{ MM_TYPE_Q5_0, 4096, 4096, 256 },
 		{ MM_TYPE_Q4_K, 4096, 4096, 256 },
 	};
 	printf("\nprefill matmul (Y = X.W^T)  peak: %s\n", pk_name);

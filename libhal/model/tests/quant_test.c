@@ -65,7 +65,7 @@ static float frand_tie(void)
 
 static const enum mm_type all_types[] = {
 	MM_TYPE_F32, MM_TYPE_F16, MM_TYPE_BF16, MM_TYPE_Q8_0, MM_TYPE_Q4_0,
-	MM_TYPE_Q4_1, MM_TYPE_Q4_K, MM_TYPE_Q6_K,
+	MM_TYPE_Q4_1, MM_TYPE_Q5_0, MM_TYPE_Q4_K, MM_TYPE_Q6_K,
 };
 #define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -77,6 +77,8 @@ static void test_type_table(void)
 
 	good &= mm_type_block_bytes(MM_TYPE_Q4_0) == 18 &&
 		mm_type_block_bytes(MM_TYPE_Q4_1) == 20 &&
+		mm_type_block_bytes(MM_TYPE_Q5_0) == 22 &&
+		mm_type_block_elems(MM_TYPE_Q5_0) == 32 &&
 		mm_type_block_bytes(MM_TYPE_Q8_0) == 34 &&
 		mm_type_block_bytes(MM_TYPE_Q4_K) == 144 &&
 		mm_type_block_bytes(MM_TYPE_Q6_K) == 210 &&
@@ -89,10 +91,12 @@ static void test_type_table(void)
 	good &= mm_row_bytes(MM_TYPE_Q8_0, 4096) == 128 * 34 &&
 		mm_row_bytes(MM_TYPE_Q8_0, 33) == 0 &&
 		mm_row_bytes(MM_TYPE_Q4_K, 512) == 288;
-	good &= mm_type_valid(MM_TYPE_Q4_K) && !mm_type_valid(MM_TYPE_Q8_K) &&
+	good &= mm_type_valid(MM_TYPE_Q4_K) && mm_type_valid(MM_TYPE_Q5_0) &&
+		!mm_type_valid(MM_TYPE_Q8_K) && !mm_type_valid(9) &&
 		!mm_type_valid(7) && !mm_type_valid(31);
 	good &= !strcmp(mm_type_name(MM_TYPE_Q4_K), "q4_K") &&
-		!strcmp(mm_type_name(MM_TYPE_Q8_0), "q8_0");
+		!strcmp(mm_type_name(MM_TYPE_Q8_0), "q8_0") &&
+		!strcmp(mm_type_name(MM_TYPE_Q5_0), "q5_0");
 	ok(good, "type table: block sizes, row bytes, names, validity");
 }
 
@@ -168,6 +172,26 @@ static void test_golden(void)
 	for (int j = 0; j < 16; j++)
 		w41[4 + j] = (uint8_t)(j | (j << 4));
 	ok(!memcmp(got, w41, 20), "golden: q4_1 block bytes");
+
+	/* Q5_0: max by |x| is x[0] = -16 -> d = 1.0, q = (int8)(x + 16.5) =
+	 * j; qs byte j = low 4 bits of q[j] | of q[j+16] << 4, qh bit j = bit
+	 * 4 of q[j] (little-endian): elements 16-31 have it. */
+	for (int j = 0; j < 32; j++)
+		x[j] = j - 16;
+	mm_quantize_row(MM_TYPE_Q5_0, x, got, 32);
+	uint8_t w50[22] = { 0x00, 0x3C, 0x00, 0x00, 0xFF, 0xFF };
+	for (int j = 0; j < 16; j++)
+		w50[6 + j] = (uint8_t)(j | (j << 4));
+	ok(!memcmp(got, w50, 22), "golden: q5_0 block bytes");
+	{
+		float back[32];
+		int same = 1;
+
+		mm_dequantize_row(MM_TYPE_Q5_0, w50, back, 32);
+		for (int j = 0; j < 32; j++)
+			same &= back[j] == x[j];
+		ok(same, "golden: q5_0 block decodes to -16..15");
+	}
 
 	/* Q4_K: hand-built block, d = 1, dmin = 0.5; sub-block j has
 	 * scale j+1 and min 2j+40 (6 bits, high bits packed as ggml does);
@@ -253,6 +277,7 @@ static void test_roundtrip(void)
 		{ MM_TYPE_F32, 0 }, { MM_TYPE_F16, 5e-4f },
 		{ MM_TYPE_BF16, 4e-3f }, { MM_TYPE_Q8_0, 6e-3f },
 		{ MM_TYPE_Q4_0, 0.12f }, { MM_TYPE_Q4_1, 0.09f },
+		{ MM_TYPE_Q5_0, 0.06f },
 		{ MM_TYPE_Q4_K, 0.09f }, { MM_TYPE_Q6_K, 0.025f },
 		{ MM_TYPE_Q8_K, 6e-3f },
 	};
@@ -442,6 +467,7 @@ static void test_matvec_n(void)
 		{ MM_TYPE_Q8_0, MM_TYPE_Q4_0, MM_TYPE_Q4_K, MM_TYPE_F16 },
 		{ MM_TYPE_Q4_0, MM_TYPE_Q6_K, MM_TYPE_Q4_K, MM_TYPE_Q8_0 },
 		{ MM_TYPE_Q4_1, MM_TYPE_BF16, MM_TYPE_F32, MM_TYPE_Q4_0 },
+		{ MM_TYPE_Q5_0, MM_TYPE_Q4_0, MM_TYPE_Q6_K, MM_TYPE_Q8_0 },
 	};
 	static const int64_t ms[MM_MV_MAX] = { 70, 19, 0, 13 };
 	const int64_t k = 512;
