@@ -233,7 +233,62 @@ static inline void mm_store_rows4(float *y, __m256 a0, __m256 a1, __m256 a2,
 					       _mm256_extractf128_ps(h, 1)), c));
 }
 
-/* ---- Q8_0 and Q5_0 x Q8_0 -------------------------------------------- */
+static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
+			      const void *xq, float *y, int64_t nr)
+{
+	const struct mm_block_q8_0 *x = xq;
+	const int64_t nb = k / MM_QK;
+	int64_t r = 0;
+
+	mm_pf_start(w, nr * ws);
+	for (; r + 4 <= nr; r += 4) {
+		const uint8_t *row = (const uint8_t *)w + r * ws;
+		const struct mm_block_q8_0 *b0 = (const void *)row;
+		const struct mm_block_q8_0 *b1 = (const void *)(row + ws);
+		const struct mm_block_q8_0 *b2 = (const void *)(row + 2 * ws);
+		const struct mm_block_q8_0 *b3 = (const void *)(row + 3 * ws);
+		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+
+		for (int64_t i = 0; i < nb; i++) {
+			const __m256i xv = _mm256_loadu_si256((const __m256i *)x[i].qs);
+			const __m256i ax = _mm256_sign_epi8(xv, xv);
+			/* the 4 rows' dw * dx in both lanes, one shuffle each */
+			const __m128 s4 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(
+				(long long)MM_D4(b0, b1, b2, b3, i))),
+				_mm_set1_ps(mm_h2f(x[i].d)));
+			const __m256 s8 = _mm256_set_m128(s4, s4);
+
+			MM_PF_NEXT(row + 4 * ws, i, sizeof(*b0), 4);
+#define MM_Q8R(acc, bb, n)						\
+	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_dpbusd(ax,		\
+		_mm256_sign_epi8(_mm256_loadu_si256(				\
+			(const __m256i *)(bb)[i].qs), xv))),			\
+		_mm256_shuffle_ps(s8, s8, (n) * 0x55), acc)
+			MM_Q8R(a0, b0, 0);
+			MM_Q8R(a1, b1, 1);
+			MM_Q8R(a2, b2, 2);
+			MM_Q8R(a3, b3, 3);
+#undef MM_Q8R
+		}
+		mm_store_rows4(y + r, a0, a1, a2, a3, _mm_setzero_ps());
+	}
+	for (; r < nr; r++) {
+		const struct mm_block_q8_0 *b =
+			(const void *)((const uint8_t *)w + r * ws);
+		__m256 acc = _mm256_setzero_ps();
+
+		for (int64_t i = 0; i < nb; i++) {
+			__m256i p = mm_dot_i8(_mm256_loadu_si256((const __m256i *)b[i].qs),
+					      _mm256_loadu_si256((const __m256i *)x[i].qs));
+
+			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+					      _mm256_set1_ps(mm_h2f(b[i].d) * mm_h2f(x[i].d)), acc);
+		}
+		y[r] = mm_hsum(acc);
+	}
+}
+
+/* ---- Q5_0 x Q8_0 ------------------------------------------------------ */
 
 /* Bit 4 (0x10) of the 32 elements of a Q5_0 block, from its qh: byte j
  * takes qh byte j / 8, keeps bit j % 8 and turns it into 0x10 or 0. */
@@ -256,99 +311,6 @@ static inline __m256i mm_q5_bit4(const uint8_t *qh)
 static inline __m256i mm_q5_values(const struct mm_block_q5_0 *b)
 {
 	return _mm256_or_si256(mm_nibbles(b->qs), mm_q5_bit4(b->qh));
-}
-
-/*
- * Four rows of Q8_0 or Q5_0 (see above): Q8_0 moves x's sign onto the
- * weights (|x| x w * sign(x)); Q5_0 keeps q unsigned (0..31) and takes
- * the - 16 off with one FMA per block for the 4 rows, 16 * sum(x) being
- * twice the activation row's sums.
- */
-static inline __attribute__((always_inline)) void
-mm_rows4_8bit(int64_t nb, const uint8_t *row, size_t ws, const void *xq,
-	      const float *xs, float *y, const int q5)
-{
-	const struct mm_block_q8_0 *x = xq;
-	const size_t bs = q5 ? sizeof(struct mm_block_q5_0) : sizeof(struct mm_block_q8_0);
-	const struct mm_block_q8_0 *b0 = (const void *)row;
-	const struct mm_block_q8_0 *b1 = (const void *)(row + ws);
-	const struct mm_block_q8_0 *b2 = (const void *)(row + 2 * ws);
-	const struct mm_block_q8_0 *b3 = (const void *)(row + 3 * ws);
-	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-	__m128 c = _mm_setzero_ps();
-
-	for (int64_t i = 0; i < nb; i++) {
-		const __m256i xv = _mm256_loadu_si256((const __m256i *)x[i].qs);
-		const __m256i ax = _mm256_sign_epi8(xv, xv);
-		/* the 4 rows' dw * dx in both lanes, one shuffle each (d
-		 * is the first field of both block types) */
-#define MM_BLK(bb) ((const uint8_t *)(bb) + i * bs)
-#define MM_D(bb) ((const struct mm_block_q8_0 *)MM_BLK(bb))->d
-		const __m128 s4 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(
-			(long long)((uint64_t)MM_D(b0) | (uint64_t)MM_D(b1) << 16 |
-				    (uint64_t)MM_D(b2) << 32 | (uint64_t)MM_D(b3) << 48))),
-			_mm_set1_ps(mm_h2f(x[i].d)));
-		const __m256 s8 = _mm256_set_m128(s4, s4);
-
-		if (q5)
-			c = _mm_fmadd_ps(s4, _mm_set1_ps(2 * xs[i]), c);
-		MM_PF_NEXT(row + 4 * ws, i, bs, 4);
-#define MM_R(acc, bb, n)						\
-	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q5 ?			\
-		mm_dpbusd(mm_q5_values((const void *)MM_BLK(bb)), xv) :	\
-		mm_dpbusd(ax, _mm256_sign_epi8(_mm256_loadu_si256(	\
-			(const __m256i *)(MM_BLK(bb) + 2)), xv))),		\
-		_mm256_shuffle_ps(s8, s8, (n) * 0x55), acc)
-		MM_R(a0, b0, 0);
-		MM_R(a1, b1, 1);
-		MM_R(a2, b2, 2);
-		MM_R(a3, b3, 3);
-#undef MM_R
-#undef MM_D
-#undef MM_BLK
-	}
-	mm_store_rows4(y, a0, a1, a2, a3, c);
-}
-
-static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
-			      const void *xq, float *y, int64_t nr)
-{
-	const struct mm_block_q8_0 *x = xq;
-	const int64_t nb = k / MM_QK;
-	int64_t r = 0;
-
-	mm_pf_start(w, nr * ws);
-	for (; r + 4 <= nr; r += 4)
-		mm_rows4_8bit(nb, (const uint8_t *)w + r * ws, ws, xq, NULL, y + r, 0);
-	for (; r < nr; r++) {
-		const struct mm_block_q8_0 *b =
-			(const void *)((const uint8_t *)w + r * ws);
-		__m256 acc = _mm256_setzero_ps();
-
-		for (int64_t i = 0; i < nb; i++) {
-			__m256i p = mm_dot_i8(_mm256_loadu_si256((const __m256i *)b[i].qs),
-					      _mm256_loadu_si256((const __m256i *)x[i].qs));
-
-			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-					      _mm256_set1_ps(mm_h2f(b[i].d) * mm_h2f(x[i].d)), acc);
-		}
-		y[r] = mm_hsum(acc);
-	}
-}
-
-static void mm_avx2_gemv_q5_0(int64_t k, const void *w, size_t ws,
-			      const void *xq, float *y, int64_t nr)
-{
-	const int64_t nb = k / MM_QK;
-	int64_t r = 0;
-
-	mm_pf_start(w, nr * ws);
-	for (; r + 4 <= nr; r += 4)
-		mm_rows4_8bit(nb, (const uint8_t *)w + r * ws, ws, xq,
-			      mm_q4_0_act_sums(xq, k), y + r, 1);
-	if (r < nr)
-		mm_kernels_scalar.gemv[MM_TYPE_Q5_0](k, (const uint8_t *)w + r * ws,
-						     ws, xq, y + r, nr - r);
 }
 
 /* 16 nibbles -> 32 bytes (low nibbles, then high) via a 64-bit shift. */
@@ -546,6 +508,82 @@ static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
 	}
 }
 
+
+/*
+ * 8 rows of Q4_0_R8 or (q5) Q5_0_R8 (quant.h). Q5_0 adds bit 4: the 8
+ * rows' qh words are one load, rows 0-3 in the low lane and 4-7 in the
+ * high one, so one vpshufb per half-block gives the bytes of both rows of
+ * a pair (p in the low lane, p + 4 in the high one); a mask, a compare and
+ * an and make them 0x10 or 0. q stays unsigned (0..15, 0..31) and the
+ * - 8 or - 16 is one FMA per block for the 8 rows. A Q5_0 pair sum is up
+ * to 2 * 2 * 31 * 127 = 15748 in s16, so it reduces with one vphaddw
+ * level, vpmaddwd and vphaddd (Q4_0: two vphaddw levels). Per row, the
+ * float steps are those of mm_q4_rows8() and mm_q5_rows4() (one
+ * conversion and FMA per block of the row's exact integer sum), so each
+ * layout gives the bits of the file's rows.
+ */
+static inline __attribute__((always_inline)) void
+mm_r8_rows8(int64_t nb, const uint8_t *grp, size_t ws, const void *xq,
+	    const float *xs8, float *y, const int q5)
+{
+	const size_t bs = 8 * (q5 ? sizeof(struct mm_block_q5_0) :
+			       sizeof(struct mm_block_q4_0));	/* 176, 144 */
+	const size_t qo = q5 ? 48 : 16;	/* the nibbles */
+	const __m256i m4 = _mm256_set1_epi8(0x0F), h4 = _mm256_set1_epi8(0x10);
+	const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
+	/* byte j of a lane: qh byte j / 8 of the pair's row (+ 2: x 16-31) */
+	const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0,
+					     1, 1, 1, 1, 1, 1, 1, 1,
+					     0, 0, 0, 0, 0, 0, 0, 0,
+					     1, 1, 1, 1, 1, 1, 1, 1);
+	__m256 acc = _mm256_setzero_ps();	/* rows 0..7 */
+	__m256 c = _mm256_setzero_ps();	/* their offset terms */
+
+	for (int64_t i = 0; i < nb; i++) {
+		const struct mm_block_q8_0 *x0 = (const struct mm_block_q8_0 *)xq + i;
+		const __m256i xl = _mm256_broadcastsi128_si256(
+			_mm_loadu_si128((const __m128i *)x0->qs));
+		const __m256i xh = _mm256_broadcastsi128_si256(
+			_mm_loadu_si128((const __m128i *)(x0->qs + 16)));
+		const uint8_t *blk = grp + i * bs;
+		const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)(blk + 16)) :
+					_mm256_setzero_si256();
+		const __m256 s8 = _mm256_mul_ps(
+			_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk)),
+			_mm256_set1_ps(mm_h2f(x0->d)));
+		__m256i sum;
+
+		c = _mm256_fmadd_ps(s8, _mm256_broadcast_ss(&xs8[i]), c);
+		MM_PF_NEXT(grp + 8 * ws, i, bs / 8, 8);
+#define MM_Q5B(o) (q5 ? _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256( \
+		_mm256_shuffle_epi8(qh, _mm256_add_epi8(sel,		\
+			_mm256_set1_epi8(o))), bit), bit), h4) :	\
+		_mm256_setzero_si256())
+#define MM_R8P(p) ({						\
+	const __m256i v_ = _mm256_loadu_si256(				\
+		(const __m256i *)(blk + qo + 32 * (p)));		\
+	mm_q4_pair(_mm256_or_si256(_mm256_and_si256(v_, m4), MM_Q5B(4 * (p))), \
+		   xl, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v_, 4), m4), \
+				       MM_Q5B(4 * (p) + 2)), xh);	\
+})
+		const __m256i p0 = MM_R8P(0), p1 = MM_R8P(1), p2 = MM_R8P(2),
+			      p3 = MM_R8P(3);
+#undef MM_R8P
+#undef MM_Q5B
+#ifdef MM_VNNI
+		sum = mm_q4_rows_sum(p0, p1, p2, p3);
+#else
+		sum = q5 ? _mm256_hadd_epi32(
+				_mm256_madd_epi16(_mm256_hadd_epi16(p0, p1), _mm256_set1_epi16(1)),
+				_mm256_madd_epi16(_mm256_hadd_epi16(p2, p3), _mm256_set1_epi16(1))) :
+			   mm_q4_rows_sum(p0, p1, p2, p3);
+#endif
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), s8, acc);
+	}
+	/* - dw * dx * 8 * sum(x) (Q5_0: 16 * sum(x)) */
+	_mm256_storeu_ps(y, _mm256_fnmadd_ps(c, _mm256_set1_ps(q5 ? 2 : 1), acc));
+}
+
 /*
  * Q4_0_R8 decode (the layout in quant.h, made at load by mm_repack()):
  * the arithmetic of mm_q4_rows8() in the same order, so the same bits,
@@ -559,44 +597,92 @@ static void mm_avx2_gemv_q4_0_r8(int64_t k, const void *w, size_t ws,
 {
 	const float *xs8 = mm_q4_0_act_sums(xq, k);
 	const int64_t nb = k / MM_QK;
-	const size_t bs = 8 * sizeof(struct mm_block_q4_0);	/* 144 */
-	const __m256i m4 = _mm256_set1_epi8(0x0F);
 	int64_t r = 0;
 
 	mm_pf_start(w, nr * ws);
-	for (; r + 8 <= nr; r += 8) {
-		const uint8_t *grp = (const uint8_t *)w + r * ws;
-		__m256 acc = _mm256_setzero_ps();	/* rows 0..7 */
-		__m256 c = _mm256_setzero_ps();	/* their offset terms */
-
-		for (int64_t i = 0; i < nb; i++) {
-			const struct mm_block_q8_0 *x0 = (const struct mm_block_q8_0 *)xq + i;
-			const __m256i xl = _mm256_broadcastsi128_si256(
-				_mm_loadu_si128((const __m128i *)x0->qs));
-			const __m256i xh = _mm256_broadcastsi128_si256(
-				_mm_loadu_si128((const __m128i *)(x0->qs + 16)));
-			const uint8_t *blk = grp + i * bs;
-			const __m256 s8 = _mm256_mul_ps(
-				_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk)),
-				_mm256_set1_ps(mm_h2f(x0->d)));
-
-			c = _mm256_fmadd_ps(s8, _mm256_broadcast_ss(&xs8[i]), c);
-			MM_PF_NEXT(grp + 8 * ws, i, sizeof(struct mm_block_q4_0), 8);
-#define MM_Q4P(p) ({						\
-	const __m256i v_ = _mm256_loadu_si256(				\
-		(const __m256i *)(blk + 16 + 32 * (p)));		\
-	mm_q4_pair(_mm256_and_si256(v_, m4), xl,			\
-		   _mm256_and_si256(_mm256_srli_epi16(v_, 4), m4), xh);	\
-})
-			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_q4_rows_sum(
-				MM_Q4P(0), MM_Q4P(1), MM_Q4P(2), MM_Q4P(3))), s8, acc);
-#undef MM_Q4P
-		}
-		_mm256_storeu_ps(y + r, _mm256_sub_ps(acc, c));
-	}
+	for (; r + 8 <= nr; r += 8)
+		mm_r8_rows8(nb, (const uint8_t *)w + r * ws, ws, xq, xs8, y + r, 0);
 	if (r < nr)	/* the rows past the last full group are Q4_0 rows */
 		mm_avx2_gemv_q4_0(k, (const uint8_t *)w + r * ws, ws, xq, y + r,
 				  nr - r);
+}
+
+/*
+ * Q5_0 in the file's layout, 4 rows at a time: each row-block is one u8 x
+ * s8 dot of q (0..31) with x into 8 lanes, and the four rows' lanes are
+ * reduced to one exact s32 each (3 vphaddd and a lane add) before one
+ * conversion and FMA with the 4 rows' dw * dx: the float steps of
+ * mm_r8_rows8().
+ */
+static inline __attribute__((always_inline)) void
+mm_q5_rows4(int64_t nb, const uint8_t *row, size_t ws, const void *xq,
+	    const float *xs8, float *y)
+{
+	const struct mm_block_q8_0 *x = xq;
+	const struct mm_block_q5_0 *b0 = (const void *)row;
+	const struct mm_block_q5_0 *b1 = (const void *)(row + ws);
+	const struct mm_block_q5_0 *b2 = (const void *)(row + 2 * ws);
+	const struct mm_block_q5_0 *b3 = (const void *)(row + 3 * ws);
+	__m128 acc = _mm_setzero_ps(), c = _mm_setzero_ps();
+
+	for (int64_t i = 0; i < nb; i++) {
+		const __m256i xv = _mm256_loadu_si256((const __m256i *)x[i].qs);
+		const __m128 s4 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(
+			(long long)MM_D4(b0, b1, b2, b3, i))),
+			_mm_set1_ps(mm_h2f(x[i].d)));
+		const __m256i h = _mm256_hadd_epi32(
+			_mm256_hadd_epi32(mm_dpbusd(mm_q5_values(b0 + i), xv),
+					  mm_dpbusd(mm_q5_values(b1 + i), xv)),
+			_mm256_hadd_epi32(mm_dpbusd(mm_q5_values(b2 + i), xv),
+					  mm_dpbusd(mm_q5_values(b3 + i), xv)));
+
+		c = _mm_fmadd_ps(s4, _mm_broadcast_ss(&xs8[i]), c);
+		MM_PF_NEXT(row + 4 * ws, i, sizeof(*b0), 4);
+		acc = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_add_epi32(
+			_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1))),
+			s4, acc);
+	}
+	_mm_storeu_ps(y, _mm_fnmadd_ps(c, _mm_set1_ps(2), acc));
+}
+
+/*
+ * Q5_0 decode: 4-row groups, then the scalar code. Q5_0_R8 (r8): 8-row
+ * groups in the layout, then the rows past the last full group, which
+ * are Q5_0 rows.
+ */
+static inline __attribute__((always_inline)) void
+mm_gemv_q5(int64_t k, const void *w, size_t ws, const void *xq, float *y,
+	   int64_t nr, const int r8)
+{
+	const int64_t nb = k / MM_QK, g = r8 ? 8 : 4;
+	const float *xs8 = mm_q4_0_act_sums(xq, k);
+	int64_t r = 0;
+
+	mm_pf_start(w, nr * ws);
+	for (; r + g <= nr; r += g) {
+		if (r8)
+			mm_r8_rows8(nb, (const uint8_t *)w + r * ws, ws, xq, xs8, y + r, 1);
+		else
+			mm_q5_rows4(nb, (const uint8_t *)w + r * ws, ws, xq, xs8, y + r);
+	}
+	if (r < nr && r8)
+		mm_gemv_q5(k, (const uint8_t *)w + r * ws, ws, xq, y + r,
+			   nr - r, 0);
+	else if (r < nr)
+		mm_kernels_scalar.gemv[MM_TYPE_Q5_0](k, (const uint8_t *)w + r * ws,
+						     ws, xq, y + r, nr - r);
+}
+
+static void mm_avx2_gemv_q5_0(int64_t k, const void *w, size_t ws,
+			      const void *xq, float *y, int64_t nr)
+{
+	mm_gemv_q5(k, w, ws, xq, y, nr, 0);
+}
+
+static void mm_avx2_gemv_q5_0_r8(int64_t k, const void *w, size_t ws,
+				 const void *xq, float *y, int64_t nr)
+{
+	mm_gemv_q5(k, w, ws, xq, y, nr, 1);
 }
 
 /* Q4_1: 8-row groups as Q4_0; the rest of the rows by the scalar code */
@@ -849,7 +935,7 @@ mm_pk_pf_row(enum mm_type t, const uint8_t *w, size_t ws, int mr, int r,
 	const size_t off = (size_t)b / be * bb;
 	const size_t len = ((size_t)(b + kb) + be - 1) / be * bb - off;
 
-	if (t == MM_TYPE_Q4_0_R8 && r / 8 * 8 + 8 <= mr)
+	if ((t == MM_TYPE_Q4_0_R8 || t == MM_TYPE_Q5_0_R8) && r / 8 * 8 + 8 <= mr)
 		mm_pf_span((const char *)w + (size_t)(r / 8) * 8 * ws + 8 * off +
 			   (size_t)(r % 8) * len, len);
 	else
@@ -901,6 +987,21 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 				for (int r = 0; r < 8; r++) {
 					v[r] = mm_pk_q4_0(blk + 16 + 16 * mm_r8_slot(r),
 							  mm_u16_at(blk + 2 * r), wd + r);
+					wm[r] = 0;
+				}
+				MM_PK_TR(v);
+			} else if (t == MM_TYPE_Q5_0_R8 && full) {
+				/* scales, qh words, nibbles (176 bytes) */
+				const uint8_t *blk = w + (size_t)g * 8 * ws +
+					(size_t)(b0 + b) * 8 * sizeof(struct mm_block_q5_0);
+
+#pragma GCC unroll 8
+				for (int r = 0; r < 8; r++) {
+					v[r] = _mm256_sub_epi8(_mm256_or_si256(
+						mm_nibbles(blk + 48 + 16 * mm_r8_slot(r)),
+						mm_q5_bit4(blk + 16 + 4 * r)),
+						_mm256_set1_epi8(16));
+					wd[r] = mm_h2f(mm_u16_at(blk + 2 * r));
 					wm[r] = 0;
 				}
 				MM_PK_TR(v);
@@ -1234,6 +1335,7 @@ MM_DEF_GEMM(mm_avx2_gemm_q8_0, MM_TYPE_Q8_0, 0)
 MM_DEF_GEMM(mm_avx2_gemm_q4_0, MM_TYPE_Q4_0, 0)
 MM_DEF_GEMM(mm_avx2_gemm_q4_0_r8, MM_TYPE_Q4_0_R8, 0)
 MM_DEF_GEMM(mm_avx2_gemm_q5_0, MM_TYPE_Q5_0, 0)
+MM_DEF_GEMM(mm_avx2_gemm_q5_0_r8, MM_TYPE_Q5_0_R8, 0)
 MM_DEF_GEMM(mm_avx2_gemm_q4_k, MM_TYPE_Q4_K, 1)
 MM_DEF_GEMM(mm_avx2_gemm_q6_k, MM_TYPE_Q6_K, 0)
 
@@ -1426,6 +1528,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q4_0_R8] = mm_avx2_gemv_q4_0_r8,
 		[MM_TYPE_Q4_1] = mm_avx2_gemv_q4_1,
 		[MM_TYPE_Q5_0] = mm_avx2_gemv_q5_0,
+		[MM_TYPE_Q5_0_R8] = mm_avx2_gemv_q5_0_r8,
 		[MM_TYPE_Q4_K] = mm_avx2_gemv_q4_k,
 		[MM_TYPE_Q6_K] = mm_avx2_gemv_q6_k,
 	},
@@ -1434,6 +1537,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q4_0] = mm_avx2_gemm_q4_0,
 		[MM_TYPE_Q4_0_R8] = mm_avx2_gemm_q4_0_r8,
 		[MM_TYPE_Q5_0] = mm_avx2_gemm_q5_0,
+		[MM_TYPE_Q5_0_R8] = mm_avx2_gemm_q5_0_r8,
 		[MM_TYPE_Q4_K] = mm_avx2_gemm_q4_k,
 		[MM_TYPE_Q6_K] = mm_avx2_gemm_q6_k,
 	},
@@ -1442,6 +1546,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q4_0] = mm_avx2_xprep_q8_0_u8,
 		[MM_TYPE_Q4_0_R8] = mm_avx2_xprep_q8_0_u8,
 		[MM_TYPE_Q5_0] = mm_avx2_xprep_q8_0,
+		[MM_TYPE_Q5_0_R8] = mm_avx2_xprep_q8_0,
 		[MM_TYPE_Q4_K] = mm_avx2_xprep_q8_k_u8,
 		[MM_TYPE_Q6_K] = mm_avx2_xprep_q8_k,
 	},

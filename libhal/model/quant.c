@@ -114,6 +114,7 @@ const char *mm_type_name(enum mm_type t)
 	case MM_TYPE_BF16: return "bf16";
 	case MM_TYPE_Q4_0: return "q4_0";
 	case MM_TYPE_Q4_0_R8: return "q4_0_r8";
+	case MM_TYPE_Q5_0_R8: return "q5_0_r8";
 	case MM_TYPE_Q4_1: return "q4_1";
 	case MM_TYPE_Q5_0: return "q5_0";
 	case MM_TYPE_Q8_0: return "q8_0";
@@ -130,7 +131,7 @@ size_t mm_type_block_elems(enum mm_type t)
 	case MM_TYPE_F32: case MM_TYPE_F16: case MM_TYPE_BF16:
 		return 1;
 	case MM_TYPE_Q4_0: case MM_TYPE_Q4_1: case MM_TYPE_Q5_0:
-	case MM_TYPE_Q8_0: case MM_TYPE_Q4_0_R8:
+	case MM_TYPE_Q8_0: case MM_TYPE_Q4_0_R8: case MM_TYPE_Q5_0_R8:
 		return MM_QK;
 	case MM_TYPE_Q4_K: case MM_TYPE_Q6_K: case MM_TYPE_Q8_K:
 		return MM_QK_K;
@@ -146,7 +147,8 @@ size_t mm_type_block_bytes(enum mm_type t)
 	case MM_TYPE_Q4_0: case MM_TYPE_Q4_0_R8:
 		return sizeof(struct mm_block_q4_0);
 	case MM_TYPE_Q4_1: return sizeof(struct mm_block_q4_1);
-	case MM_TYPE_Q5_0: return sizeof(struct mm_block_q5_0);
+	case MM_TYPE_Q5_0: case MM_TYPE_Q5_0_R8:
+		return sizeof(struct mm_block_q5_0);
 	case MM_TYPE_Q8_0: return sizeof(struct mm_block_q8_0);
 	case MM_TYPE_Q4_K: return sizeof(struct mm_block_q4_k);
 	case MM_TYPE_Q6_K: return sizeof(struct mm_block_q6_k);
@@ -808,7 +810,7 @@ void mm_quantize_row(enum mm_type t, const float *x, void *y, int64_t n)
 	case MM_TYPE_Q4_K: mm_quantize_q4_k(x, y, n); break;
 	case MM_TYPE_Q6_K: mm_quantize_q6_k(x, y, n); break;
 	case MM_TYPE_Q8_K: mm_quantize_q8_k(x, y, n); break;
-	case MM_TYPE_Q4_0_R8:
+	case MM_TYPE_Q4_0_R8: case MM_TYPE_Q5_0_R8:
 		abort();	/* caller bug: a layout of 8-row groups */
 	}
 }
@@ -945,7 +947,7 @@ void mm_dequantize_row(enum mm_type t, const void *vx, float *y, int64_t n)
 				*y++ = x[i].d * x[i].qs[j];
 		break;
 	}
-	case MM_TYPE_Q4_0_R8:
+	case MM_TYPE_Q4_0_R8: case MM_TYPE_Q5_0_R8:
 		abort();	/* caller bug: a layout of 8-row groups */
 	}
 }
@@ -1446,23 +1448,29 @@ void mm_matmul(struct mm_ctx *ctx, enum mm_type t, const void *W,
 enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
 			    int64_t m, int64_t k)
 {
-	if (t == MM_TYPE_Q4_0 && m >= 8 && k > 0 && k % MM_QK == 0 &&
-	    ctx->kern->gemv[MM_TYPE_Q4_0_R8])
-		return MM_TYPE_Q4_0_R8;
+	const enum mm_type to = t == MM_TYPE_Q4_0 ? MM_TYPE_Q4_0_R8 :
+				t == MM_TYPE_Q5_0 ? MM_TYPE_Q5_0_R8 : t;
+
+	if (to != t && m >= 8 && k > 0 && k % MM_QK == 0 && ctx->kern->gemv[to])
+		return to;
 	return t;
 }
 
 int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 	      int64_t k)
 {
-	const size_t bs = sizeof(struct mm_block_q4_0);
+	const int q5 = from == MM_TYPE_Q5_0;
+	const size_t bs = q5 ? sizeof(struct mm_block_q5_0) : sizeof(struct mm_block_q4_0);
+	const size_t qo = q5 ? 48 : 16;	/* the nibbles in a group-block */
 	size_t ws;
 	uint8_t *tmp;
 
 	if (from == to)
 		return 0;
-	if (from != MM_TYPE_Q4_0 || to != MM_TYPE_Q4_0_R8 || m < 0 ||
-	    k <= 0 || k % MM_QK)
+	if (!(from == MM_TYPE_Q4_0 && to == MM_TYPE_Q4_0_R8) &&
+	    !(from == MM_TYPE_Q5_0 && to == MM_TYPE_Q5_0_R8))
+		return -EINVAL;
+	if (m < 0 || k <= 0 || k % MM_QK)
 		return -EINVAL;
 	ws = mm_row_bytes(from, k);
 	tmp = malloc(8 * ws);
@@ -1476,11 +1484,13 @@ int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 			uint8_t *o = grp + (size_t)i * 8 * bs;
 
 			for (int r = 0; r < 8; r++) {
-				const struct mm_block_q4_0 *b =
-					(const void *)(tmp + r * ws + i * bs);
+				const uint8_t *b = tmp + r * ws + i * bs;
 
-				memcpy(o + 2 * r, &b->d, 2);
-				memcpy(o + 16 + 16 * mm_r8_slot(r), b->qs, 16);
+				memcpy(o + 2 * r, b, 2);	/* d */
+				if (q5)
+					memcpy(o + 16 + 4 * r,
+					       ((const struct mm_block_q5_0 *)b)->qh, 4);
+				memcpy(o + qo + 16 * mm_r8_slot(r), b + bs - 16, 16);
 			}
 		}
 	}

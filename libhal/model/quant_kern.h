@@ -35,7 +35,7 @@ typedef void (*mm_gemm_fn)(int64_t k, const void *w, size_t ws,
 #define MM_GEMM_NC 72			/* X rows per chunk */
 #define MM_GEMM_SCRATCH (80 << 10)	/* per-thread gemm scratch bytes */
 
-#define MM_NTYPES 32
+#define MM_NTYPES 33
 
 struct mm_kernels {
 	const char *name;
@@ -68,7 +68,8 @@ static inline size_t mm_q4_0_act_sums_off(int64_t k)
 
 static inline int mm_act_has_sums(enum mm_type wt)
 {
-	return wt == MM_TYPE_Q4_0 || wt == MM_TYPE_Q4_0_R8 || wt == MM_TYPE_Q5_0;
+	return wt == MM_TYPE_Q4_0 || wt == MM_TYPE_Q4_0_R8 ||
+	       wt == MM_TYPE_Q5_0 || wt == MM_TYPE_Q5_0_R8;
 }
 
 static inline const float *mm_q4_0_act_sums(const void *xq, int64_t k)
@@ -89,14 +90,16 @@ static inline void mm_q4k_scale_min(int j, const uint8_t *q, uint8_t *d,
 	}
 }
 
-/* The file type a weight layout is made from (Q4_0_R8: Q4_0); a file
- * type itself. Activations, block sizes and unpacking follow it. */
+/* The file type a weight layout is made from (Q4_0_R8: Q4_0, Q5_0_R8:
+ * Q5_0); a file type itself. Activations, block sizes and unpacking follow it. */
 static inline enum mm_type mm_stored_type(enum mm_type t)
 {
-	return t == MM_TYPE_Q4_0_R8 ? MM_TYPE_Q4_0 : t;
+	return t == MM_TYPE_Q4_0_R8 ? MM_TYPE_Q4_0 :
+	       t == MM_TYPE_Q5_0_R8 ? MM_TYPE_Q5_0 : t;
 }
 
-/* Position of row r's nibbles among the 8 of a Q4_0_R8 block (quant.h):
+/* Position of row r's nibbles among the 8 of a Q4_0_R8 or Q5_0_R8 block
+ * (quant.h):
  * rows p and p + 4 share a 32-byte load (low and high 128-bit lane). */
 static inline int mm_r8_slot(int r)
 {

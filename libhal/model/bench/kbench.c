@@ -275,26 +275,27 @@ static void fill_weights(enum mm_type t, uint8_t *w, size_t rows, size_t rb)
 	}
 }
 
-/* W for type t: random Q4_0 rows repacked in place for Q4_0_R8 (the
- * load-time layout, one matrix of m rows at a time). */
+/* W for type t: random rows of the stored type, repacked in place for
+ * Q4_0_R8 and Q5_0_R8 (the load-time layouts, one matrix of m rows at a
+ * time). */
 static void make_weights(enum mm_type t, uint8_t *w, size_t copies,
 			 int64_t m, int64_t k)
 {
 	size_t rb = mm_row_bytes(t, k);
 
 	fill_weights(mm_stored_type(t), w, m * copies, rb);
-	for (size_t c = 0; t == MM_TYPE_Q4_0_R8 && c < copies; c++)
-		if (mm_repack(MM_TYPE_Q4_0, t, w + c * rb * m, m, k)) {
+	for (size_t c = 0; t != mm_stored_type(t) && c < copies; c++)
+		if (mm_repack(mm_stored_type(t), t, w + c * rb * m, m, k)) {
 			fprintf(stderr, "kbench: cannot repack\n");
 			exit(1);
 		}
 }
 
-/* Q4_0_R8 rows only where the kernel set has that layout */
+/* layout rows only where the kernel set has that layout */
 static int has_layout(const struct mm_ctx *ctx, enum mm_type t)
 {
-	return t != MM_TYPE_Q4_0_R8 ||
-	       mm_repack_type(ctx, MM_TYPE_Q4_0, 64, 64) == MM_TYPE_Q4_0_R8;
+	return t == mm_stored_type(t) ||
+	       mm_repack_type(ctx, mm_stored_type(t), 64, 64) == t;
 }
 
 static int warm_only;	/* -w: one W copy (cache-warm; kernel compute rate) */
@@ -459,6 +460,9 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q4_0_R8, 576, 1536, "small ffn_down 576x1536" },
 		{ MM_TYPE_Q5_0, 4096, 4096, "attn 4096x4096" },
 		{ MM_TYPE_Q5_0, 1536, 576, "small ffn_up 1536x576" },
+		{ MM_TYPE_Q5_0_R8, 4096, 4096, "attn 4096x4096" },
+		{ MM_TYPE_Q5_0_R8, 1536, 576, "small ffn_up 1536x576" },
+		{ MM_TYPE_Q5_0_R8, 576, 1536, "small ffn_down 576x1536" },
 		{ MM_TYPE_Q4_K, 4096, 4096, "attn 4096x4096" },
 		{ MM_TYPE_Q4_K, 14336, 4096, "ffn_up 14336x4096" },
 		{ MM_TYPE_Q4_K, 1536, 768, "small 1536x768" },
@@ -494,6 +498,7 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q4_0, 4096, 4096, 256 },
 		{ MM_TYPE_Q4_0_R8, 4096, 4096, 256 },
 		{ MM_TYPE_Q5_0, 4096, 4096, 256 },
+		{ MM_TYPE_Q5_0_R8, 4096, 4096, 256 },
 		{ MM_TYPE_Q4_K, 4096, 4096, 256 },
 	};
 	printf("\nprefill matmul (Y = X.W^T)  peak: %s\n", pk_name);

@@ -150,7 +150,7 @@ static int mk_model(void *res, const void *varg)
 		fprintf(stderr, "model_bench: %s: %s\n", a->dst, err);
 	else
 		printf("# made %s in %.1f s%s\n", a->dst, now_s() - t0,
-		       fb ? " (tensors with rows not a multiple of 256 fell back to q4_0)" :
+		       fb ? " (tensors with rows not a multiple of 256 fell back to q5_0)" :
 		       "");
 	*(int *)res = r;
 	return r;

@@ -48,18 +48,21 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 41
+#define N_TESTS 46
 
 /* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
  * at F32, for the attention kernel's other head groupings */
 #define GQA4 4
+/* [5]: Q5_0, the type llama.cpp's Q4_K files fall back to */
+#define Q5 5
 static char dir[256];
-static char path[5][300];
-static const char *tname[5] = { "f32", "q8_0", "q4_0", "q4_K", "gqa4 f32" };
-static const enum mm_type ttype[5] = { MM_TYPE_F32, MM_TYPE_Q8_0,
+static char path[6][300];
+static const char *tname[6] = { "f32", "q8_0", "q4_0", "q4_K", "gqa4 f32",
+				"q5_0" };
+static const enum mm_type ttype[6] = { MM_TYPE_F32, MM_TYPE_Q8_0,
 				       MM_TYPE_Q4_0, MM_TYPE_Q4_K,
-				       MM_TYPE_F32 };
-static const double ttol[5] = { 1e-3, 3e-2, 3e-2, 3e-2, 1e-3 };
+				       MM_TYPE_F32, MM_TYPE_Q5_0 };
+static const double ttol[6] = { 1e-3, 3e-2, 3e-2, 3e-2, 1e-3, 3e-2 };
 static const int32_t prompt[8] = { 1, 17, 42, 99, 150, 201, 7, 250 };
 static int32_t long_prompt[40];
 static int load_threads = 2;	/* threads of the next load() */
@@ -407,15 +410,15 @@ static int maps_read_only(const char *fn)
 }
 
 /*
- * params.repack: the Q4_0 model gives the same logits bit for bit with
+ * params.repack: the Q4_0 (t) or Q5_0 model gives the same logits bit for bit with
  * its matrices rearranged at load and as stored, mapped and read, over a
  * prefill and 4 decode steps; the x86 kernel sets rearrange them (and
  * say how many bytes), the others leave them; the file is not changed
  * and its mapping is read-only again after the rewrite.
  */
-static void test_repack(void)
+static void test_repack(int t)
 {
-	const uint64_t h0 = file_hash(path[2]);
+	const uint64_t h0 = file_hash(path[t]);
 	int same = 1, counted = 1, ro = 1;
 
 	for (int mapped = 1; mapped >= 0; mapped--) {
@@ -432,8 +435,8 @@ static void test_repack(void)
 			p.n_threads = 2;
 			p.use_mmap = mapped;
 			p.repack = !r;
-			if (mmhal_model_load(path[2], &p, &m[r], err, sizeof(err)))
-				printf("# load %s: %s\n", path[2], err);
+			if (mmhal_model_load(path[t], &p, &m[r], err, sizeof(err)))
+				printf("# load %s: %s\n", path[t], err);
 		}
 		if (!m[0] || !m[1]) {
 			same = 0;
@@ -448,7 +451,7 @@ static void test_repack(void)
 					!memcmp(la, lb, sizeof(la));
 			}
 			if (mapped)
-				ro &= maps_read_only(path[2]);
+				ro &= maps_read_only(path[t]);
 			mmhal_model_info(m[0], &in);
 			if (!strcmp(in.kernels, "avx2") || !strcmp(in.kernels, "avx512vnni"))
 				counted &= in.repacked_bytes > in.weight_bytes / 2;
@@ -464,11 +467,13 @@ static void test_repack(void)
 		mmhal_model_free(m[0]);
 		mmhal_model_free(m[1]);
 	}
-	ok(same, "q4_0: repack 1 == repack 0 bitwise, mapped and read, prefill + 4 decode steps");
-	ok(counted, "repacked bytes: most weights on x86 kernels, none elsewhere or with repack 0");
-	ok(h0 && file_hash(path[2]) == h0 && ro,
-	   "the file is unchanged after loads that repack, and mapped read-only (%s)",
-	   ro ? "yes" : "no");
+	ok(same, "%s: repack 1 == repack 0 bitwise, mapped and read, prefill + 4 decode steps",
+	   tname[t]);
+	ok(counted, "%s: repacked bytes: most weights on x86 kernels, none elsewhere or with repack 0",
+	   tname[t]);
+	ok(h0 && file_hash(path[t]) == h0 && ro,
+	   "%s: the file is unchanged after loads that repack, and mapped read-only (%s)",
+	   tname[t], ro ? "yes" : "no");
 }
 
 static void test_load_misc(void)
@@ -734,11 +739,14 @@ int main(void)
 	for (int t = 0; t < 4; t++)
 		snprintf(path[t], sizeof(path[t]), "%s/tiny-%s.gguf", dir,
 			 tname[t]);
+	snprintf(path[Q5], sizeof(path[Q5]), "%s/tiny-q5_0.gguf", dir);
 	snprintf(path[GQA4], sizeof(path[GQA4]), "%s/gqa4-f32.gguf", dir);
 	ret = mm_gen_model(&gp, path[0], err, sizeof(err));
 	ok(!ret, "generate tiny model at F32%s%s", ret ? ": " : "",
 	   ret ? err : "");
-	for (int t = 1; t < 4; t++) {
+	for (int t = 1; t <= Q5; t++) {
+		if (t == GQA4)
+			continue;
 		ret = ref_quantize_file(path[0], path[t], ttype[t], &fb, err,
 					sizeof(err));
 		ok(!ret && !fb, "quantize tiny to %s%s%s", tname[t],
@@ -746,6 +754,7 @@ int main(void)
 	}
 	for (int t = 0; t < 4; t++)
 		test_vs_ref(t);
+	test_vs_ref(Q5);
 	gp.shape = "gqa4";
 	ret = mm_gen_model(&gp, path[GQA4], err, sizeof(err));
 	ok(!ret, "generate gqa4 model at F32%s%s", ret ? ": " : "",
@@ -756,12 +765,13 @@ int main(void)
 	test_kv_q8();
 	test_ctx_limit();
 	test_lazy_kv();
-	test_repack();
+	test_repack(2);
+	test_repack(Q5);
 	test_load_misc();
 	test_sampler();
 	test_chat();
 
-	for (int t = 0; t < 5; t++)
+	for (int t = 0; t < 6; t++)
 		unlink(path[t]);
 	rmdir(dir);
 	if (n_test != N_TESTS)

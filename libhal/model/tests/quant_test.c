@@ -709,15 +709,16 @@ static void test_matmul_n(void)
 }
 
 /*
- * Q4_0_R8, the load-time layout of Q4_0: on each kernel set that has it,
- * a repacked matrix gives the bits of the Q4_0 rows it came from, in
- * matvec, matmul, matvec_n (mixed with Q8_0 and Q4_0 on one x) and
+ * to (Q4_0_R8, Q5_0_R8), the load-time layout of from (Q4_0, Q5_0): on
+ * each kernel set that has it, a repacked matrix gives the bits of the
+ * rows it came from, in matvec, matmul, matvec_n (mixed with Q8_0 on one
+ * x) and
  * matmul_n, for row counts with and without a tail past the last group
  * of 8, 1-3 threads; the tail rows are left as they were; sets without
  * it, short matrices and other types are not repacked; bad pairs are
  * refused.
  */
-static void test_repack(void)
+static void test_repack(enum mm_type from, enum mm_type to)
 {
 	static const char *const sets[] = { "avx2", "avx512vnni" };
 	static const int64_t ms[] = { 8, 13, 29, 64, 70, 136 };
@@ -730,11 +731,13 @@ static void test_repack(void)
 		ok(0, "scalar ctx");
 		return;
 	}
-	refused &= mm_repack_type(sc, MM_TYPE_Q4_0, 64, 64) == MM_TYPE_Q4_0;
-	refused &= mm_repack(MM_TYPE_Q8_0, MM_TYPE_Q4_0_R8, NULL, 8, 32) == -EINVAL;
-	refused &= mm_repack(MM_TYPE_Q4_0, MM_TYPE_Q4_0_R8, NULL, 8, 48) == -EINVAL;
-	refused &= mm_repack(MM_TYPE_Q4_0, MM_TYPE_Q4_0, NULL, 8, 48) == 0;
-	refused &= !mm_type_valid(MM_TYPE_Q4_0_R8);
+	refused &= mm_repack_type(sc, from, 64, 64) == from;
+	refused &= mm_repack(MM_TYPE_Q8_0, to, NULL, 8, 32) == -EINVAL;
+	refused &= mm_repack(from, to, NULL, 8, 48) == -EINVAL;
+	refused &= mm_repack(from, from, NULL, 8, 48) == 0;
+	refused &= mm_repack(MM_TYPE_Q4_0, MM_TYPE_Q5_0_R8, NULL, 8, 32) == -EINVAL;
+	refused &= mm_repack(MM_TYPE_Q5_0, MM_TYPE_Q4_0_R8, NULL, 8, 32) == -EINVAL;
+	refused &= !mm_type_valid(to);
 	mm_ctx_destroy(sc);
 	for (size_t s = 0; s < sizeof(sets) / sizeof(sets[0]); s++) {
 		int good = refused, tail = 1;
@@ -751,11 +754,11 @@ static void test_repack(void)
 				good = 0;
 				continue;
 			}
-			good &= mm_repack_type(ctx, MM_TYPE_Q4_0, 7, 32) == MM_TYPE_Q4_0;
+			good &= mm_repack_type(ctx, from, 7, 32) == from;
 			good &= mm_repack_type(ctx, MM_TYPE_Q8_0, 64, 32) == MM_TYPE_Q8_0;
 			for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++) {
 				const int64_t k = ks[ki];
-				const size_t rb = mm_row_bytes(MM_TYPE_Q4_0, k);
+				const size_t rb = mm_row_bytes(from, k);
 				const size_t rq = mm_row_bytes(MM_TYPE_Q8_0, k);
 				uint8_t *w[2], *r8[2], *q8 = malloc(rq * 11);
 				float *x = malloc(sizeof(float) * k * nmax);
@@ -781,33 +784,31 @@ static void test_repack(void)
 						r8[i] = malloc(rb * mm[i]);
 						for (int64_t row = 0; row < mm[i]; row++) {
 							fill(tmp, k);
-							mm_quantize_row(MM_TYPE_Q4_0, tmp, w[i] + row * rb, k);
+							mm_quantize_row(from, tmp, w[i] + row * rb, k);
 						}
 						memcpy(r8[i], w[i], rb * mm[i]);
-						good &= mm_repack_type(ctx, MM_TYPE_Q4_0, mm[i], k) ==
-							MM_TYPE_Q4_0_R8;
-						good &= !mm_repack(MM_TYPE_Q4_0, MM_TYPE_Q4_0_R8,
-								   r8[i], mm[i], k);
+						good &= mm_repack_type(ctx, from, mm[i], k) == to;
+						good &= !mm_repack(from, to, r8[i], mm[i], k);
 						tail &= !memcmp(r8[i] + mm[i] / 8 * 8 * rb,
 								w[i] + mm[i] / 8 * 8 * rb,
 								mm[i] % 8 * rb);
 					}
 					/* matvec and matmul of one matrix */
-					mm_matvec(ctx, MM_TYPE_Q4_0, w[0], x, y[0], m, k);
-					mm_matvec(ctx, MM_TYPE_Q4_0_R8, r8[0], x, z[0], m, k);
+					mm_matvec(ctx, from, w[0], x, y[0], m, k);
+					mm_matvec(ctx, to, r8[0], x, z[0], m, k);
 					good &= !memcmp(y[0], z[0], sizeof(float) * m);
 					for (int64_t n = 5; n <= nmax; n += nmax - 5) {
-						mm_matmul(ctx, MM_TYPE_Q4_0, w[0], x, y[0], m, k, n);
-						mm_matmul(ctx, MM_TYPE_Q4_0_R8, r8[0], x, z[0], m, k, n);
+						mm_matmul(ctx, from, w[0], x, y[0], m, k, n);
+						mm_matmul(ctx, to, r8[0], x, z[0], m, k, n);
 						good &= !memcmp(y[0], z[0], sizeof(float) * m * n);
 					}
 					/* matvec_n: R8, Q8_0, R8 / Q4_0, Q8_0, Q4_0 */
-					a[0] = (struct mm_mv){ MM_TYPE_Q4_0, w[0], y[0], m };
+					a[0] = (struct mm_mv){ from, w[0], y[0], m };
 					a[1] = (struct mm_mv){ MM_TYPE_Q8_0, q8, y[1], 11 };
-					a[2] = (struct mm_mv){ MM_TYPE_Q4_0, w[1], y[2], m2 };
-					b[0] = (struct mm_mv){ MM_TYPE_Q4_0_R8, r8[0], z[0], m };
+					a[2] = (struct mm_mv){ from, w[1], y[2], m2 };
+					b[0] = (struct mm_mv){ to, r8[0], z[0], m };
 					b[1] = (struct mm_mv){ MM_TYPE_Q8_0, q8, z[1], 11 };
-					b[2] = (struct mm_mv){ MM_TYPE_Q4_0_R8, r8[1], z[2], m2 };
+					b[2] = (struct mm_mv){ to, r8[1], z[2], m2 };
 					mm_matvec_n(ctx, a, 3, x, k);
 					mm_matvec_n(ctx, b, 3, x, k);
 					for (int i = 0; i < 3; i++)
@@ -838,8 +839,9 @@ static void test_repack(void)
 			}
 			mm_ctx_destroy(ctx);
 		}
-		ok(good && tail, "%s q4_0_r8 = q4_0 bitwise in matvec/matmul/matvec_n/matmul_n (%s), 8-136 rows, tail rows kept (%s), 1-3 threads; scalar, short and other types not repacked",
-		   sets[s], good ? "yes" : "no", tail ? "yes" : "no");
+		ok(good && tail, "%s %s = %s bitwise in matvec/matmul/matvec_n/matmul_n (%s), 8-136 rows, tail rows kept (%s), 1-3 threads; scalar, short and other types not repacked",
+		   sets[s], mm_type_name(to), mm_type_name(from), good ? "yes" : "no",
+		   tail ? "yes" : "no");
 	}
 }
 
@@ -969,7 +971,8 @@ int main(void)
 	test_kernels();
 	test_matvec_n();
 	test_matmul_n();
-	test_repack();
+	test_repack(MM_TYPE_Q4_0, MM_TYPE_Q4_0_R8);
+	test_repack(MM_TYPE_Q5_0, MM_TYPE_Q5_0_R8);
 	printf("1..%d\n", t_num);
 	printf("RESULT quant %d %d\n", t_pass, t_fail);
 	return t_fail ? 1 : 0;

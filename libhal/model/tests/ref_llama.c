@@ -282,7 +282,7 @@ static uint32_t ref_qtype(const struct mm_gguf_tensor *t, enum mm_type want,
 		return want;
 	(*fallback)++;
 	if (want == MM_TYPE_Q4_K && t->ne[0] % MM_QK == 0)
-		return MM_TYPE_Q4_0;
+		return MM_TYPE_Q5_0;	/* as llama.cpp */
 	return t->type;
 }
 

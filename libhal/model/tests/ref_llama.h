@@ -27,8 +27,8 @@ int ref_llama_step(struct ref_llama *r, int32_t tok, float *logits);
 /*
  * Writes a copy of src with every 2-D tensor quantized to type (1-D
  * tensors are kept). A tensor whose rows are not a multiple of the type's
- * block falls back as llama.cpp's quantize does (Q4_K -> Q4_0 here, as we
- * have no Q5_0; otherwise the source type). *n_fallback counts them.
+ * block falls back as llama.cpp's quantize does (Q4_K -> Q5_0; otherwise
+ * the source type). *n_fallback counts them.
  */
 int ref_quantize_file(const char *src, const char *dst, enum mm_type type,
 		      int *n_fallback, char *err, size_t errlen);

@@ -38,7 +38,8 @@ static int mmgguf_type(const char *s, uint32_t *t)
 		{ "f32", MM_TYPE_F32 }, { "f16", MM_TYPE_F16 },
 		{ "bf16", MM_TYPE_BF16 }, { "q8_0", MM_TYPE_Q8_0 },
 		{ "q4_0", MM_TYPE_Q4_0 }, { "q4_1", MM_TYPE_Q4_1 },
-		{ "q4_k", MM_TYPE_Q4_K }, { "q6_k", MM_TYPE_Q6_K },
+		{ "q5_0", MM_TYPE_Q5_0 }, { "q4_k", MM_TYPE_Q4_K },
+		{ "q6_k", MM_TYPE_Q6_K },
 	};
 
 	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
@@ -262,18 +263,17 @@ static int mmgguf_more_bits(int i, int n)
 	return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
-/* A type whose block fits ne0, starting from want (llama.cpp falls back
- * from k-quants to Q5_0/Q8_0; without Q5_0 kernels we use Q4_0/Q8_0). */
+/* A type whose block fits ne0, starting from want, falling back as
+ * llama.cpp's quantizer does: Q4_K to Q5_0, Q6_K to Q8_0, then F16. */
 static uint32_t mmgguf_fit(uint32_t want, int64_t ne0)
 {
 	if (ne0 % (int64_t)mm_type_block_elems(want) == 0)
 		return want;
-	if (want == MM_TYPE_Q4_K && ne0 % 32 == 0)
-		return MM_TYPE_Q4_0;
-	if ((want == MM_TYPE_Q6_K || want == MM_TYPE_Q4_K ||
-	     want == MM_TYPE_Q4_0 || want == MM_TYPE_Q4_1) && ne0 % 32 == 0)
-		return MM_TYPE_Q8_0;
-	return MM_TYPE_F16;
+	if (want == MM_TYPE_Q4_K)
+		want = MM_TYPE_Q5_0;
+	else if (want == MM_TYPE_Q6_K)
+		want = MM_TYPE_Q8_0;
+	return ne0 % (int64_t)mm_type_block_elems(want) ? MM_TYPE_F16 : want;
 }
 
 static uint32_t mmgguf_pick(const struct mm_gguf_tensor *t, uint32_t base,
@@ -341,7 +341,7 @@ static int mmgguf_quantize(int argc, char **argv)
 
 			if (!eq || eq == v || n_rules == 64 ||
 			    mmgguf_type(eq + 1, &rules[n_rules].type)) {
-				fprintf(stderr, "mmgguf quantize: --keep wants NAME_GLOB=TYPE with TYPE one of f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q6_k (got '%s')\n",
+				fprintf(stderr, "mmgguf quantize: --keep wants NAME_GLOB=TYPE with TYPE one of f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q4_k q6_k (got '%s')\n",
 					v);
 				return 2;
 			}
