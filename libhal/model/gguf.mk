@@ -132,6 +132,20 @@ gguf-check: $(GGUF_TESTS) $(GGUF_FUZZ) $(GGUF_O)/fuzz/seeds.stamp
 	case "$$out" in *SKIP*) ;; *) \
 		if [ $$rc = 0 ]; then p=$$((p + 1)); else f=$$((f + 1)); fi;; \
 	esac; \
+	q=$(GGUF_O)/fuzz/micro-q4_k.gguf; \
+	$(GGUF_TOOL) quantize $(GGUF_O)/fuzz/corpus/seed-micro-gpt2.gguf $$q \
+		--type q4_k > $$q.log 2>&1; \
+	if grep -Eq 'attn_q.weight +f16 +-> q5_0' $$q.log && \
+	   grep -Eq 'token_embd.weight +f16 +-> q8_0' $$q.log && \
+	   grep -Eq 'ffn_down.weight +f16 +-> q8_0' $$q.log && \
+	   ! grep -q 'q4_0' $$q.log; then \
+		echo "ok - mmgguf quantize q4_k, 32/64 columns: q5_0, q8_0 for token_embd and bumped ffn_down (as llama.cpp)"; \
+		p=$$((p + 1)); \
+	else \
+		cat $$q.log; \
+		echo "not ok - mmgguf quantize q4_k fallback types, see $$q.log"; \
+		f=$$((f + 1)); \
+	fi; \
 	echo "RESULT gguf $$p $$f"; \
 	[ $$f = 0 ]
 
