@@ -725,7 +725,8 @@ static void mm_avx2_gemv_q4_1(int64_t k, const void *w, size_t ws,
  * is at most 2 * 255 * 8 = 4080, so the s16 sums hold the 8 steps of a
  * block (32640), then one vpmaddwd turns them to s32 and 128 * sum(w),
  * made when W is packed, is taken off. Q4_K's q - 8 moves 8 * d into its
- * min. With VNNI a step is one vpdpbusd.
+ * min. Q5_0 (|q - 16| <= 16, pair sums up to 8160): the s16 sums hold 4
+ * steps, so a block is two runs of 4. With VNNI a step is one vpdpbusd.
  */
 #define MM_PK_KB 16	/* blocks of k per panel */
 #define MM_PK_NT 4	/* X rows per register tile */
@@ -755,7 +756,10 @@ static inline __m256i mm_madd_acc(__m256i acc, __m256i w, __m256i x)
 /* 4-bit weights take the u8 form (see above): |w| <= 8 */
 static inline int mm_pk_u8(enum mm_type t)
 {
-	return t == MM_TYPE_Q4_0 || t == MM_TYPE_Q4_0_R8 || t == MM_TYPE_Q4_K;
+	if (t == MM_TYPE_Q4_0 || t == MM_TYPE_Q4_0_R8 || t == MM_TYPE_Q4_K)
+		return 1;
+	/* 5-bit, |w| <= 16: the s16 sums hold 4 steps (see mm_pk_block()) */
+	return t == MM_TYPE_Q5_0 || t == MM_TYPE_Q5_0_R8 ? 2 : 0;
 }
 
 /*
@@ -1168,6 +1172,12 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
 	    const int u8)
 {
 	const int ns = u8 ? 8 : 16, xstep = u8 ? 4 : 2 * sizeof(int16_t);
+#ifdef MM_VNNI
+	const int run = ns;	/* s32 sums: no s16 runs */
+#else
+	const int run = u8 == 2 ? 4 : ns;	/* steps per s16 run */
+#endif
+	__m256i t[MM_PK_RG][MM_PK_NT];	/* the first run's sums, s32 */
 
 #pragma GCC unroll 16
 	for (int s = 0; s < ns; s++) {
@@ -1183,12 +1193,17 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
 
 #pragma GCC unroll 2
 			for (int h = 0; h < MM_PK_RG; h++) {
-				a[h][c] = mm_pk_step(a[h][c], w[h], xv, s == 0, u8);
+				a[h][c] = mm_pk_step(a[h][c], w[h], xv, s % run == 0, u8);
 				/* keep one chain per sum: GCC would regroup
 				 * the adds and spill */
 				__asm__("" : "+x"(a[h][c]));
 			}
 		}
+		if (run < ns && s == run - 1)
+#pragma GCC unroll 8
+			for (int i = 0; i < MM_PK_RG * MM_PK_NT; i++)
+				t[i / MM_PK_NT][i % MM_PK_NT] = _mm256_madd_epi16(
+					a[i / MM_PK_NT][i % MM_PK_NT], _mm256_set1_epi16(1));
 	}
 	if (!u8)
 		return;
@@ -1201,6 +1216,8 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
 #ifndef MM_VNNI
 			a[h][c] = _mm256_madd_epi16(a[h][c], _mm256_set1_epi16(1));
 #endif
+			if (run < ns)
+				a[h][c] = _mm256_add_epi32(a[h][c], t[h][c]);
 			a[h][c] = _mm256_sub_epi32(a[h][c], ws);
 		}
 	}
@@ -1545,8 +1562,8 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q8_0] = mm_avx2_xprep_q8_0,
 		[MM_TYPE_Q4_0] = mm_avx2_xprep_q8_0_u8,
 		[MM_TYPE_Q4_0_R8] = mm_avx2_xprep_q8_0_u8,
-		[MM_TYPE_Q5_0] = mm_avx2_xprep_q8_0,
-		[MM_TYPE_Q5_0_R8] = mm_avx2_xprep_q8_0,
+		[MM_TYPE_Q5_0] = mm_avx2_xprep_q8_0_u8,
+		[MM_TYPE_Q5_0_R8] = mm_avx2_xprep_q8_0_u8,
 		[MM_TYPE_Q4_K] = mm_avx2_xprep_q8_k_u8,
 		[MM_TYPE_Q6_K] = mm_avx2_xprep_q8_k,
 	},
