@@ -290,27 +290,27 @@ static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
 
 /* ---- Q5_0 x Q8_0 ------------------------------------------------------ */
 
-/* Bit 4 (0x10) of the 32 elements of a Q5_0 block, from its qh: byte j
- * takes qh byte j / 8, keeps bit j % 8 and turns it into 0x10 or 0. */
-static inline __m256i mm_q5_bit4(const uint8_t *qh)
+/* Bit 4 (0x10) of 32 Q5_0 values: byte j of a lane takes byte sel[j] of
+ * src's lane (qh words), keeps bit j % 8 and turns it into 0x10 or 0. */
+static inline __m256i mm_q5_bits(__m256i src, __m256i sel)
 {
-	const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0,
-					     1, 1, 1, 1, 1, 1, 1, 1,
-					     2, 2, 2, 2, 2, 2, 2, 2,
-					     3, 3, 3, 3, 3, 3, 3, 3);
 	const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
-	uint32_t h;
-	__m256i b;
+	const __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(src, sel), bit);
 
-	memcpy(&h, qh, 4);
-	b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), sel), bit);
 	return _mm256_and_si256(_mm256_cmpeq_epi8(b, bit), _mm256_set1_epi8(0x10));
 }
 
-/* The 5-bit values q (0..31) of a Q5_0 block, in element order */
-static inline __m256i mm_q5_values(const struct mm_block_q5_0 *b)
+/* The 5-bit values q (0..31) of a Q5_0 block (nibbles qs, bits qh), in
+ * element order: byte j takes qh byte j / 8 */
+static inline __m256i mm_q5_values(const uint8_t *qs, const uint8_t *qh)
 {
-	return _mm256_or_si256(mm_nibbles(b->qs), mm_q5_bit4(b->qh));
+	uint32_t h;
+
+	memcpy(&h, qh, 4);
+	return _mm256_or_si256(mm_nibbles(qs), mm_q5_bits(
+		_mm256_set1_epi32((int)h),
+		_mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+				 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3)));
 }
 
 /* 16 nibbles -> 32 bytes (low nibbles, then high) via a 64-bit shift. */
@@ -529,8 +529,7 @@ mm_r8_rows8(int64_t nb, const uint8_t *grp, size_t ws, const void *xq,
 	const size_t bs = 8 * (q5 ? sizeof(struct mm_block_q5_0) :
 			       sizeof(struct mm_block_q4_0));	/* 176, 144 */
 	const size_t qo = q5 ? 48 : 16;	/* the nibbles */
-	const __m256i m4 = _mm256_set1_epi8(0x0F), h4 = _mm256_set1_epi8(0x10);
-	const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
 	/* byte j of a lane: qh byte j / 8 of the pair's row (+ 2: x 16-31) */
 	const __m256i sel = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0,
 					     1, 1, 1, 1, 1, 1, 1, 1,
@@ -555,10 +554,8 @@ mm_r8_rows8(int64_t nb, const uint8_t *grp, size_t ws, const void *xq,
 
 		c = _mm256_fmadd_ps(s8, _mm256_broadcast_ss(&xs8[i]), c);
 		MM_PF_NEXT(grp + 8 * ws, i, bs / 8, 8);
-#define MM_Q5B(o) (q5 ? _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256( \
-		_mm256_shuffle_epi8(qh, _mm256_add_epi8(sel,		\
-			_mm256_set1_epi8(o))), bit), bit), h4) :	\
-		_mm256_setzero_si256())
+#define MM_Q5B(o) (q5 ? mm_q5_bits(qh, _mm256_add_epi8(sel,		\
+			_mm256_set1_epi8(o))) : _mm256_setzero_si256())
 #define MM_R8P(p) ({						\
 	const __m256i v_ = _mm256_loadu_si256(				\
 		(const __m256i *)(blk + qo + 32 * (p)));		\
@@ -631,10 +628,10 @@ mm_q5_rows4(int64_t nb, const uint8_t *row, size_t ws, const void *xq,
 			(long long)MM_D4(b0, b1, b2, b3, i))),
 			_mm_set1_ps(mm_h2f(x[i].d)));
 		const __m256i h = _mm256_hadd_epi32(
-			_mm256_hadd_epi32(mm_dpbusd(mm_q5_values(b0 + i), xv),
-					  mm_dpbusd(mm_q5_values(b1 + i), xv)),
-			_mm256_hadd_epi32(mm_dpbusd(mm_q5_values(b2 + i), xv),
-					  mm_dpbusd(mm_q5_values(b3 + i), xv)));
+			_mm256_hadd_epi32(mm_dpbusd(mm_q5_values(b0[i].qs, b0[i].qh), xv),
+					  mm_dpbusd(mm_q5_values(b1[i].qs, b1[i].qh), xv)),
+			_mm256_hadd_epi32(mm_dpbusd(mm_q5_values(b2[i].qs, b2[i].qh), xv),
+					  mm_dpbusd(mm_q5_values(b3[i].qs, b3[i].qh), xv)));
 
 		c = _mm_fmadd_ps(s4, _mm_broadcast_ss(&xs8[i]), c);
 		MM_PF_NEXT(row + 4 * ws, i, sizeof(*b0), 4);
@@ -701,7 +698,8 @@ static void mm_avx2_gemv_q4_1(int64_t k, const void *w, size_t ws,
 }
 
 /*
- * Prefill: packed GEMM for Q8_0, Q4_0, Q4_K and Q6_K weights.
+ * Prefill: packed GEMM for Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights (and
+ * the Q4_0_R8 and Q5_0_R8 layouts).
  *
  * Each call (mr <= MM_GEMM_MC W rows, any nc X rows) walks k in panels
  * of MM_PK_KB blocks and packs the W panel in the caller's scratch; X
@@ -753,12 +751,12 @@ static inline __m256i mm_madd_acc(__m256i acc, __m256i w, __m256i x)
 #endif
 }
 
-/* 4-bit weights take the u8 form (see above): |w| <= 8 */
+/* The u8 form (see above): 1 for 4-bit weights (|w| <= 8), 2 for 5-bit
+ * ones; 0: the s16 form */
 static inline int mm_pk_u8(enum mm_type t)
 {
 	if (t == MM_TYPE_Q4_0 || t == MM_TYPE_Q4_0_R8 || t == MM_TYPE_Q4_K)
 		return 1;
-	/* 5-bit, |w| <= 16: the s16 sums hold 4 steps (see mm_pk_block()) */
 	return t == MM_TYPE_Q5_0 || t == MM_TYPE_Q5_0_R8 ? 2 : 0;
 }
 
@@ -849,17 +847,6 @@ mm_pk_tr8(const __m256i v[8], __m256i *out)
 	}
 }
 
-/* One Q4_0 block (nibbles qs, f16 scale d) as mm_pk_wblock() gives it */
-static inline __m256i mm_pk_q4_0(const uint8_t *qs, uint16_t d, float *dw)
-{
-	const __m128i q = _mm_loadu_si128((const __m128i *)qs);
-	const __m128i mk = _mm_set1_epi8(0x0F), e = _mm_set1_epi8(8);
-
-	*dw = mm_h2f(d);
-	return _mm256_set_m128i(_mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), mk), e),
-				_mm_sub_epi8(_mm_and_si128(q, mk), e));
-}
-
 /*
  * 32-element block sb of a W row (for the K-quants, sub-block sb % 8 of
  * super-block sb / 8) as 32 int8 values, so that w = d * sc * value - m,
@@ -884,13 +871,15 @@ mm_pk_wblock(enum mm_type t, const uint8_t *row, int64_t sb, float *d,
 	case MM_TYPE_Q4_0: {
 		const struct mm_block_q4_0 *b = (const void *)row;
 
-		return mm_pk_q4_0(b[sb].qs, b[sb].d, d);
+		*d = mm_h2f(b[sb].d);
+		return _mm256_sub_epi8(mm_nibbles(b[sb].qs), _mm256_set1_epi8(8));
 	}
 	case MM_TYPE_Q5_0: {
 		const struct mm_block_q5_0 *b = (const void *)row;
 
 		*d = mm_h2f(b[sb].d);
-		return _mm256_sub_epi8(mm_q5_values(b + sb), _mm256_set1_epi8(16));
+		return _mm256_sub_epi8(mm_q5_values(b[sb].qs, b[sb].qh),
+				       _mm256_set1_epi8(16));
 	}
 	case MM_TYPE_Q4_K: {
 		const struct mm_block_q4_k *b = (const struct mm_block_q4_k *)row + sb / 8;
@@ -925,8 +914,8 @@ mm_pk_wblock(enum mm_type t, const uint8_t *row, int64_t sb, float *d,
 }
 
 /*
- * Prefetch W row r's bytes of the panel [b, b + kb) (of a full Q4_0_R8
- * group, an eighth of the group's): the 64 rows of a call are 64 streams
+ * Prefetch W row r's bytes of the panel [b, b + kb) (of a full group of a
+ * Q4_0_R8 or Q5_0_R8 layout, an eighth of the group's): the 64 rows of a call are 64 streams
  * a row apart, more than the hardware prefetcher follows.
  */
 static inline __attribute__((always_inline)) void
@@ -939,7 +928,7 @@ mm_pk_pf_row(enum mm_type t, const uint8_t *w, size_t ws, int mr, int r,
 	const size_t off = (size_t)b / be * bb;
 	const size_t len = ((size_t)(b + kb) + be - 1) / be * bb - off;
 
-	if ((t == MM_TYPE_Q4_0_R8 || t == MM_TYPE_Q5_0_R8) && r / 8 * 8 + 8 <= mr)
+	if (t != st && r / 8 * 8 + 8 <= mr)
 		mm_pf_span((const char *)w + (size_t)(r / 8) * 8 * ws + 8 * off +
 			   (size_t)(r % 8) * len, len);
 	else
@@ -981,30 +970,22 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 			int16_t sc[8][2] = { { 0 } };
 			float *wd = pk->wd[g][b], *wm = pk->wm[g][b];
 
-			if (t == MM_TYPE_Q4_0_R8 && full) {
-				/* block b0 + b of the group's 8 rows: 8 f16
-				 * scales, then the rows' nibbles (144 bytes) */
-				const uint8_t *blk = w + (size_t)g * 8 * ws +
-					(size_t)(b0 + b) * 8 * sizeof(struct mm_block_q4_0);
+			if (t != mm_stored_type(t) && full) {
+				/* block b0 + b of the group's 8 rows in the
+				 * layout (quant.h): 8 f16 scales, Q5_0's 8 qh
+				 * words, the rows' nibbles */
+				const int q5 = t == MM_TYPE_Q5_0_R8;
+				const uint8_t *blk = w + (size_t)g * 8 * ws + (size_t)(b0 + b) * 8 *
+					mm_type_block_bytes(mm_stored_type(t));
+				const uint8_t *qs = blk + (q5 ? 48 : 16);
 
 #pragma GCC unroll 8
 				for (int r = 0; r < 8; r++) {
-					v[r] = mm_pk_q4_0(blk + 16 + 16 * mm_r8_slot(r),
-							  mm_u16_at(blk + 2 * r), wd + r);
-					wm[r] = 0;
-				}
-				MM_PK_TR(v);
-			} else if (t == MM_TYPE_Q5_0_R8 && full) {
-				/* scales, qh words, nibbles (176 bytes) */
-				const uint8_t *blk = w + (size_t)g * 8 * ws +
-					(size_t)(b0 + b) * 8 * sizeof(struct mm_block_q5_0);
+					const uint8_t *q = qs + 16 * mm_r8_slot(r);
 
-#pragma GCC unroll 8
-				for (int r = 0; r < 8; r++) {
-					v[r] = _mm256_sub_epi8(_mm256_or_si256(
-						mm_nibbles(blk + 48 + 16 * mm_r8_slot(r)),
-						mm_q5_bit4(blk + 16 + 4 * r)),
-						_mm256_set1_epi8(16));
+					v[r] = q5 ? _mm256_sub_epi8(mm_q5_values(q, blk + 16 + 4 * r),
+								    _mm256_set1_epi8(16)) :
+						    _mm256_sub_epi8(mm_nibbles(q), _mm256_set1_epi8(8));
 					wd[r] = mm_h2f(mm_u16_at(blk + 2 * r));
 					wm[r] = 0;
 				}
@@ -1054,8 +1035,9 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 /*
  * X rows in the gemm's form, made once per row for a whole product (not
  * per call: a call is 64 W rows, so X would be widened again for every 64
- * rows of W): per 32-element block the values as s16 (64 bytes), then
- * dx of every block, then dx * sum(x) of every block (Q4_K's mins).
+ * rows of W): 64 bytes per 32-element block (the values as s16, or in the
+ * u8 form as x + 128 in the first 32), then dx of every block, then
+ * dx * sum(x) of every block (Q4_K's mins).
  */
 struct mm_xrow {
 	const int16_t *x;
@@ -1077,8 +1059,9 @@ static inline struct mm_xrow mm_xrow_at(const uint8_t *xp, int64_t nb)
 }
 
 /*
- * An X row in the gemm's form: from Q8_0 blocks (Q8_0, Q4_0 weights) or
- * Q8_K (K-quants), as s16 or, for the u8 form (mm_pk_u8()), x + 128.
+ * An X row in the gemm's form: from Q8_0 blocks (Q8_0, Q4_0, Q5_0
+ * weights) or Q8_K (K-quants), as s16 or, for the u8 form (mm_pk_u8()),
+ * x + 128.
  */
 static inline __attribute__((always_inline)) void
 mm_xprep(int64_t k, const void *xq, void *xp, const int q8k, const int u8)
@@ -1128,7 +1111,7 @@ static void name(int64_t k, const void *xq, void *xp)			\
 }
 
 MM_DEF_XPREP(mm_avx2_xprep_q8_0, 0, 0)	/* Q8_0 */
-MM_DEF_XPREP(mm_avx2_xprep_q8_0_u8, 0, 1)	/* Q4_0, Q4_0_R8 */
+MM_DEF_XPREP(mm_avx2_xprep_q8_0_u8, 0, 1)	/* Q4_0, Q5_0 and their layouts */
 MM_DEF_XPREP(mm_avx2_xprep_q8_k_u8, 1, 1)	/* Q4_K */
 MM_DEF_XPREP(mm_avx2_xprep_q8_k, 1, 0)	/* Q6_K */
 
@@ -1162,9 +1145,10 @@ static inline __m256i mm_pk_step(__m256i a, __m256i w, __m256i x,
 
 /*
  * Block b of the tile into s32 sums a: 16 steps of k pairs (s16 form) or
- * 8 steps of 4 k (u8 form). The u8 form's s16 sums hold the 8 steps
- * (|2 * 255 * 8| * 8 = 32640); then one vpmaddwd turns each to s32 and
- * 128 * sum(w) is taken off.
+ * 8 steps of 4 k (u8 form). The u8 form's s16 sums hold the 8 steps of
+ * 4-bit weights (|2 * 255 * 8| * 8 = 32640) or 4 of 5-bit ones (8160 *
+ * 4), so those take two runs, the first kept as s32; then one vpmaddwd
+ * turns each to s32 and 128 * sum(w) is taken off.
  */
 static inline __attribute__((always_inline)) void
 mm_pk_block(const struct mm_pk *pk, int g, int b,

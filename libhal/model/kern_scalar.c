@@ -76,16 +76,10 @@ static float mm_dot_q5_0(int64_t k, const struct mm_block_q5_0 *w,
 	float s = 0;
 
 	for (int64_t b = 0; b < k / MM_QK; b++) {
-		uint32_t qh;
 		int isum = 0;
 
-		memcpy(&qh, w[b].qh, 4);
-		for (int j = 0; j < MM_QK / 2; j++) {
-			isum += (int)(((w[b].qs[j] & 15) | ((qh >> j & 1) << 4)) - 16) *
-				x[b].qs[j];
-			isum += (int)(((w[b].qs[j] >> 4) | ((qh >> (j + 16) & 1) << 4)) - 16) *
-				x[b].qs[j + 16];
-		}
+		for (int j = 0; j < MM_QK; j++)
+			isum += (mm_q5_0_q(&w[b], j) - 16) * x[b].qs[j];
 		s += isum * (mm_f16_to_f32(w[b].d) * mm_f16_to_f32(x[b].d));
 	}
 	return s;

@@ -847,15 +847,9 @@ void mm_dequantize_row(enum mm_type t, const void *vx, float *y, int64_t n)
 
 		for (int64_t i = 0; i < n / MM_QK; i++, y += MM_QK) {
 			const float d = mm_f16_to_f32(x[i].d);
-			uint32_t qh;
 
-			memcpy(&qh, x[i].qh, 4);
-			for (int j = 0; j < MM_QK / 2; j++) {
-				y[j] = (int)(((x[i].qs[j] & 15) |
-					      ((qh >> j & 1) << 4)) - 16) * d;
-				y[j + 16] = (int)(((x[i].qs[j] >> 4) |
-						   ((qh >> (j + 16) & 1) << 4)) - 16) * d;
-			}
+			for (int j = 0; j < MM_QK; j++)
+				y[j] = (mm_q5_0_q(&x[i], j) - 16) * d;
 		}
 		break;
 	}

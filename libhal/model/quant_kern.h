@@ -66,11 +66,6 @@ static inline size_t mm_q4_0_act_sums_off(int64_t k)
 	       ~(size_t)3;
 }
 
-static inline int mm_act_has_sums(enum mm_type wt)
-{
-	return wt == MM_TYPE_Q4_0 || wt == MM_TYPE_Q4_0_R8 ||
-	       wt == MM_TYPE_Q5_0 || wt == MM_TYPE_Q5_0_R8;
-}
 
 static inline const float *mm_q4_0_act_sums(const void *xq, int64_t k)
 {
@@ -96,6 +91,23 @@ static inline enum mm_type mm_stored_type(enum mm_type t)
 {
 	return t == MM_TYPE_Q4_0_R8 ? MM_TYPE_Q4_0 :
 	       t == MM_TYPE_Q5_0_R8 ? MM_TYPE_Q5_0 : t;
+}
+
+/* Activation rows for wt carry the sums above (Q4_0, Q5_0, their layouts) */
+static inline int mm_act_has_sums(enum mm_type wt)
+{
+	wt = mm_stored_type(wt);
+	return wt == MM_TYPE_Q4_0 || wt == MM_TYPE_Q5_0;
+}
+
+/* Value j of a Q5_0 block, q in 0..31 (x = (q - 16) * d): the nibble of
+ * qs[j % 16] (low for j < 16) and bit j of the little-endian qh word. */
+static inline int mm_q5_0_q(const struct mm_block_q5_0 *b, int j)
+{
+	const uint32_t qh = (uint32_t)b->qh[0] | (uint32_t)b->qh[1] << 8 |
+			    (uint32_t)b->qh[2] << 16 | (uint32_t)b->qh[3] << 24;
+
+	return (j < 16 ? b->qs[j] & 15 : b->qs[j - 16] >> 4) | (int)(qh >> j & 1) << 4;
 }
 
 /* Position of row r's nibbles among the 8 of a Q4_0_R8 or Q5_0_R8 block
