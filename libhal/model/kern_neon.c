@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * kern_neon.c - arm64 NEON + dot-product (sdot) kernels for Q8_0, Q4_0,
- * Q5_0, Q4_K and Q6_K
+ * Q5_0, Q4_K and Q6_K: decode (gemv) and prefill (packed gemm)
  * (built with -march=armv8.2-a+dotprod, used when HWCAP_ASIMDDP is set).
- * Other types use the scalar code. matmul falls back to gemv per X row.
+ * Other types use the scalar code, and their matmul runs gemv per X row.
  */
 #include "quant_kern.h"
 
@@ -12,9 +12,14 @@
 #if defined(__aarch64__)
 #include <arm_neon.h>
 
+/* f16 -> f32 in one fcvt (AArch64's __fp16 is IEEE half); the portable
+ * mm_f16_to_f32() is a call, twice per block in the decode loops */
 static inline float mm_h2f(uint16_t h)
 {
-	return mm_f16_to_f32(h);
+	__fp16 f;
+
+	memcpy(&f, &h, sizeof(f));
+	return (float)f;
 }
 
 static void mm_neon_gemv_q8_0(int64_t k, const void *w, size_t ws,
@@ -217,6 +222,371 @@ static void mm_neon_gemv_q6_k(int64_t k, const void *w, size_t ws,
 	}
 }
 
+/* ---- prefill: packed GEMM ------------------------------------------- */
+
+/*
+ * Matrix x matrix for Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights.
+ *
+ * Each call (mr <= MM_GEMM_MC W rows, any nc X rows) walks k in panels of
+ * MM_NPK_KB 32-element blocks and packs the W panel in the caller's
+ * scratch as int8 values, four rows interleaved by 4 k: one 16-byte
+ * vector holds elements 4s..4s+3 of rows 0-3. One sdot by lane (the four
+ * bytes 4s..4s+3 of an X row) then adds four products to each of the
+ * rows' s32 lanes, so there are no horizontal sums and one X vector
+ * serves four steps. The register tile is 8 W rows x 4 X rows: per step
+ * 2 W loads for 8 sdot; per block the s32 sums take one FMA per 4 rows
+ * x 1 X row with dw[0..3] * dx (Q6_K: per 16 elements, its scales being
+ * per 16). Values are the type's signed q (Q4_0: q - 8, Q5_0: q - 16,
+ * Q6_K: q - 32, Q4_K: q and a min, taken off with the X row's
+ * dx * sum(x) per block), so every product is exact in s32.
+ *
+ * X rows are prepared once per product (xprep): the int8 values of each
+ * block, 32 bytes, then dx of every block, then dx * sum(x).
+ */
+#define MM_NPK_KB 16	/* blocks of k per panel */
+#define MM_NPK_NT 4	/* X rows per register tile */
+
+struct mm_npk {
+	int8_t w[MM_GEMM_MC / 4][MM_NPK_KB][8][16];	/* rows x 4 k per step */
+	float wd[MM_GEMM_MC / 4][MM_NPK_KB][2][4];	/* scale per half block */
+	float wm[MM_GEMM_MC / 4][MM_NPK_KB][4];	/* Q4_K: min */
+};
+_Static_assert(sizeof(struct mm_npk) <= MM_GEMM_SCRATCH, "gemm scratch");
+
+static size_t mm_neon_xprep_bytes(int64_t k)
+{
+	return (size_t)(k / MM_QK) * (MM_QK + 2 * sizeof(float));
+}
+
+static inline __attribute__((always_inline)) void
+mm_neon_xprep(int64_t k, const void *xq, void *xp, const int q8k)
+{
+	const int64_t nb = k / MM_QK;
+	int8_t *o = xp;
+	float *od = (float *)(o + nb * MM_QK), *os = od + nb;
+
+	for (int64_t b = 0; b < nb; b++) {
+		const int8_t *q;
+
+		if (q8k) {
+			const struct mm_block_q8_k *x = (const struct mm_block_q8_k *)xq + b / 8;
+			const int j = (int)(b % 8);
+
+			q = x->qs + 32 * j;
+			od[b] = x->d;
+			os[b] = x->d * (float)(x->bsums[2 * j] + x->bsums[2 * j + 1]);
+		} else {
+			const struct mm_block_q8_0 *x = (const struct mm_block_q8_0 *)xq + b;
+
+			q = x->qs;
+			od[b] = mm_h2f(x->d);
+			os[b] = 0;
+		}
+		vst1q_s8(o + b * MM_QK, vld1q_s8(q));
+		vst1q_s8(o + b * MM_QK + 16, vld1q_s8(q + 16));
+	}
+}
+
+static void mm_neon_xprep_q8_0(int64_t k, const void *xq, void *xp)
+{
+	mm_neon_xprep(k, xq, xp, 0);
+}
+
+static void mm_neon_xprep_q8_k(int64_t k, const void *xq, void *xp)
+{
+	mm_neon_xprep(k, xq, xp, 1);
+}
+
+/*
+ * 32-element block sb of a W row (K-quants: sub-block sb % 8 of
+ * super-block sb / 8) as signed values v[0..1], with w = d[h] * v - m
+ * (d[0] for elements 0-15, d[1] for 16-31; the same but for Q6_K).
+ */
+static inline __attribute__((always_inline)) void
+mm_neon_wblock(enum mm_type t, const uint8_t *row, int64_t sb, int8x16_t v[2],
+	       float d[2], float *m)
+{
+	const uint8x16_t m4 = vdupq_n_u8(0x0F);
+	uint8x16_t l, h;
+
+	*m = 0;
+	switch (t) {
+	case MM_TYPE_Q8_0: {
+		const struct mm_block_q8_0 *b = (const struct mm_block_q8_0 *)row + sb;
+
+		d[0] = d[1] = mm_h2f(b->d);
+		v[0] = vld1q_s8(b->qs);
+		v[1] = vld1q_s8(b->qs + 16);
+		return;
+	}
+	case MM_TYPE_Q4_0: {
+		const struct mm_block_q4_0 *b = (const struct mm_block_q4_0 *)row + sb;
+		const uint8x16_t q = vld1q_u8(b->qs);
+
+		d[0] = d[1] = mm_h2f(b->d);
+		v[0] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, m4)), vdupq_n_s8(8));
+		v[1] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), vdupq_n_s8(8));
+		return;
+	}
+	case MM_TYPE_Q5_0: {
+		const struct mm_block_q5_0 *b = (const struct mm_block_q5_0 *)row + sb;
+		const uint8x16_t q = vld1q_u8(b->qs);
+
+		d[0] = d[1] = mm_h2f(b->d);
+		l = vorrq_u8(vandq_u8(q, m4), mm_neon_bit4(b->qh[0], b->qh[1]));
+		h = vorrq_u8(vshrq_n_u8(q, 4), mm_neon_bit4(b->qh[2], b->qh[3]));
+		v[0] = vsubq_s8(vreinterpretq_s8_u8(l), vdupq_n_s8(16));
+		v[1] = vsubq_s8(vreinterpretq_s8_u8(h), vdupq_n_s8(16));
+		return;
+	}
+	case MM_TYPE_Q4_K: {
+		const struct mm_block_q4_k *b = (const struct mm_block_q4_k *)row + sb / 8;
+		const int j = (int)(sb % 8);
+		const uint8_t *qs = b->qs + (j / 2) * 32;
+		uint8_t sc, mn;
+
+		mm_q4k_scale_min(j, b->scales, &sc, &mn);
+		d[0] = d[1] = mm_h2f(b->d) * sc;
+		*m = mm_h2f(b->dmin) * mn;
+#pragma GCC unroll 4
+		for (int i = 0; i < 2; i++) {
+			const uint8x16_t q = vld1q_u8(qs + 16 * i);
+
+			v[i] = vreinterpretq_s8_u8(j & 1 ? vshrq_n_u8(q, 4) : vandq_u8(q, m4));
+		}
+		return;
+	}
+	case MM_TYPE_Q6_K: {
+		const struct mm_block_q6_k *b = (const struct mm_block_q6_k *)row + sb / 8;
+		const int j = (int)(sb % 8), hf = j / 4, jj = j % 4;
+		const uint8_t *ql = b->ql + 64 * hf + (jj & 1) * 32, *qh = b->qh + 32 * hf;
+		const float dd = mm_h2f(b->d);
+
+		/* bits 2 jj, 2 jj + 1 of qh as bits 4-5 */
+		const int8x16_t sh = vdupq_n_s8((int8_t)(4 - 2 * jj));
+
+#pragma GCC unroll 4
+		for (int i = 0; i < 2; i++) {
+			const uint8x16_t q = vld1q_u8(ql + 16 * i);
+
+			l = jj < 2 ? vandq_u8(q, m4) : vshrq_n_u8(q, 4);
+			h = vandq_u8(vshlq_u8(vld1q_u8(qh + 16 * i), sh), vdupq_n_u8(0x30));
+			v[i] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l, h)), vdupq_n_s8(32));
+			d[i] = dd * b->scales[8 * hf + 2 * jj + i];
+		}
+		return;
+	}
+	default:
+		d[0] = d[1] = 0;
+		v[0] = v[1] = vdupq_n_s8(0);
+		return;
+	}
+}
+
+/* out[s] = elements 4s..4s+3 of rows 0-3 (v[r]: 16 elements of row r) */
+static inline __attribute__((always_inline)) void
+mm_neon_tr4(const int8x16_t v[4], int8_t *out)
+{
+	const int32x4_t r0 = vreinterpretq_s32_s8(v[0]), r1 = vreinterpretq_s32_s8(v[1]);
+	const int32x4_t r2 = vreinterpretq_s32_s8(v[2]), r3 = vreinterpretq_s32_s8(v[3]);
+	const int64x2_t t0 = vreinterpretq_s64_s32(vtrn1q_s32(r0, r1));
+	const int64x2_t t1 = vreinterpretq_s64_s32(vtrn2q_s32(r0, r1));
+	const int64x2_t t2 = vreinterpretq_s64_s32(vtrn1q_s32(r2, r3));
+	const int64x2_t t3 = vreinterpretq_s64_s32(vtrn2q_s32(r2, r3));
+
+	vst1q_s8(out, vreinterpretq_s8_s64(vtrn1q_s64(t0, t2)));
+	vst1q_s8(out + 16, vreinterpretq_s8_s64(vtrn1q_s64(t1, t3)));
+	vst1q_s8(out + 32, vreinterpretq_s8_s64(vtrn2q_s64(t0, t2)));
+	vst1q_s8(out + 48, vreinterpretq_s8_s64(vtrn2q_s64(t1, t3)));
+}
+
+/* W rows [0, mr) of blocks [b0, b0 + kb) into pk; rows past mr, up to
+ * whole 8-row tiles, are zeros */
+static inline __attribute__((always_inline)) void
+mm_neon_pack_w(struct mm_npk *pk, enum mm_type t, const uint8_t *w, size_t ws,
+	       int mr, int64_t b0, int kb)
+{
+	const int ng = (mr + 7) / 8 * 2;
+
+	for (int g = 0; g < ng; g++)
+		for (int b = 0; b < kb; b++) {
+			int8x16_t v[4][2], lo[4], hi[4];
+			float d[4][2], m[4];
+
+#pragma GCC unroll 4
+			for (int r = 0; r < 4; r++) {
+				if (g * 4 + r < mr) {
+					mm_neon_wblock(t, w + (size_t)(g * 4 + r) * ws, b0 + b,
+						       v[r], d[r], &m[r]);
+				} else {
+					v[r][0] = v[r][1] = vdupq_n_s8(0);
+					d[r][0] = d[r][1] = m[r] = 0;
+				}
+				lo[r] = v[r][0];
+				hi[r] = v[r][1];
+				pk->wd[g][b][0][r] = d[r][0];
+				pk->wd[g][b][1][r] = d[r][1];
+				pk->wm[g][b][r] = m[r];
+			}
+			mm_neon_tr4(lo, pk->w[g][b][0]);
+			mm_neon_tr4(hi, pk->w[g][b][4]);
+		}
+}
+
+/* a[h][c] += the four steps s0..s0+3 of X vector x[c] (lanes) */
+#define MM_NSTEP(s, lane, xi)						\
+	do {								\
+		const int8x16_t w0_ = vld1q_s8(pk->w[g][b][s]);		\
+		const int8x16_t w1_ = vld1q_s8(pk->w[g + 1][b][s]);	\
+		_Pragma("GCC unroll 8")					\
+		for (int c_ = 0; c_ < MM_NPK_NT; c_++) {		\
+			a[0][c_] = vdotq_laneq_s32(a[0][c_], w0_, x[c_][xi], lane); \
+			a[1][c_] = vdotq_laneq_s32(a[1][c_], w1_, x[c_][xi], lane); \
+		}							\
+	} while (0)
+
+/* f += a * dw[half] * dx, a = 0 */
+static inline __attribute__((always_inline)) void
+mm_neon_fold(const struct mm_npk *pk, int g, int b, int hf,
+	     const float *const xd[MM_NPK_NT], int64_t bx,
+	     int32x4_t a[2][MM_NPK_NT], float32x4_t f[2][MM_NPK_NT])
+{
+#pragma GCC unroll 4
+	for (int h = 0; h < 2; h++) {
+		const float32x4_t dw = vld1q_f32(pk->wd[g + h][b][hf]);
+
+#pragma GCC unroll 4
+		for (int c = 0; c < MM_NPK_NT; c++) {
+			f[h][c] = vfmaq_f32(f[h][c], vcvtq_f32_s32(a[h][c]),
+					    vmulq_n_f32(dw, xd[c][bx]));
+			a[h][c] = vdupq_n_s32(0);
+		}
+	}
+}
+
+/*
+ * Rows 4g..4g+7 x X rows c0..c0+ncol-1 (ncol <= MM_NPK_NT; the missing
+ * ones repeat the first and are not stored), kb blocks from b0.
+ */
+static inline __attribute__((always_inline)) void
+mm_neon_tile(const struct mm_npk *pk, int g, const uint8_t *X, size_t xs,
+	     int64_t nb, int64_t b0, int c0, int ncol, int mr, int kb,
+	     float *Y, size_t ldy, int add, const int halves, const int mins)
+{
+	const int8_t *xr[MM_NPK_NT];
+	const float *xd[MM_NPK_NT], *xsum[MM_NPK_NT];
+	float32x4_t f[2][MM_NPK_NT];
+	int32x4_t a[2][MM_NPK_NT];
+
+#pragma GCC unroll 4
+	for (int c = 0; c < MM_NPK_NT; c++) {
+		const uint8_t *row = X + (size_t)(c0 + (c < ncol ? c : 0)) * xs;
+
+		xr[c] = (const int8_t *)row + b0 * MM_QK;
+		xd[c] = (const float *)(row + nb * MM_QK);
+		xsum[c] = xd[c] + nb;
+#pragma GCC unroll 4
+		for (int h = 0; h < 2; h++) {
+			f[h][c] = vdupq_n_f32(0);
+			a[h][c] = vdupq_n_s32(0);
+		}
+	}
+	for (int b = 0; b < kb; b++) {
+		int8x16_t x[MM_NPK_NT][2];
+
+#pragma GCC unroll 4
+		for (int c = 0; c < MM_NPK_NT; c++) {
+			x[c][0] = vld1q_s8(xr[c] + b * MM_QK);
+			x[c][1] = vld1q_s8(xr[c] + b * MM_QK + 16);
+		}
+		MM_NSTEP(0, 0, 0);
+		MM_NSTEP(1, 1, 0);
+		MM_NSTEP(2, 2, 0);
+		MM_NSTEP(3, 3, 0);
+		if (halves)
+			mm_neon_fold(pk, g, b, 0, xd, b0 + b, a, f);
+		MM_NSTEP(4, 0, 1);
+		MM_NSTEP(5, 1, 1);
+		MM_NSTEP(6, 2, 1);
+		MM_NSTEP(7, 3, 1);
+		mm_neon_fold(pk, g, b, halves, xd, b0 + b, a, f);
+		if (mins)	/* - m[r] * dx * sum(x) */
+#pragma GCC unroll 4
+			for (int h = 0; h < 2; h++) {
+				const float32x4_t wm = vld1q_f32(pk->wm[g + h][b]);
+
+#pragma GCC unroll 4
+				for (int c = 0; c < MM_NPK_NT; c++)
+					f[h][c] = vfmsq_n_f32(f[h][c], wm, xsum[c][b0 + b]);
+			}
+	}
+#pragma GCC unroll 4
+	for (int h = 0; h < 2; h++) {
+		const int r0 = (g + h) * 4, nrow = mr - r0 < 4 ? mr - r0 : 4;
+
+		/* constant indices keep f in registers */
+#pragma GCC unroll 4
+		for (int c = 0; c < MM_NPK_NT; c++) {
+			float *y = Y + (size_t)(c0 + c) * ldy + r0;
+			float t[4];
+
+			if (c >= ncol)
+				break;
+			if (nrow == 4) {
+				vst1q_f32(y, add ? vaddq_f32(vld1q_f32(y), f[h][c]) : f[h][c]);
+				continue;
+			}
+			vst1q_f32(t, f[h][c]);
+			for (int r = 0; r < nrow; r++)
+				y[r] = add ? y[r] + t[r] : t[r];
+		}
+	}
+}
+#undef MM_NSTEP
+
+static inline __attribute__((always_inline)) void
+mm_neon_gemm(enum mm_type t, int64_t k, const uint8_t *w, size_t ws,
+	     const uint8_t *xp, size_t xs, float *Y, size_t ldy, int mr,
+	     int nc, void *scratch)
+{
+	struct mm_npk *pk = scratch;
+	const int64_t nb = k / MM_QK;
+	/* panels of equal size, at most MM_NPK_KB blocks */
+	const int64_t npan = (nb + MM_NPK_KB - 1) / MM_NPK_KB;
+	const int64_t pkb = (nb + npan - 1) / npan;
+
+	for (int64_t b0 = 0; b0 < nb; b0 += pkb) {
+		const int kb = (int)(nb - b0 < pkb ? nb - b0 : pkb);
+
+		mm_neon_pack_w(pk, t, w, ws, mr, b0, kb);
+		for (int g = 0; g < (mr + 7) / 8 * 2; g += 2)
+			for (int c0 = 0; c0 < nc; c0 += MM_NPK_NT) {
+				const int ncol = nc - c0 < MM_NPK_NT ? nc - c0 : MM_NPK_NT;
+
+				if (g * 4 >= mr)
+					break;
+				mm_neon_tile(pk, g, xp, xs, nb, b0, c0, ncol, mr, kb,
+					     Y, ldy, b0 > 0, t == MM_TYPE_Q6_K,
+					     t == MM_TYPE_Q4_K);
+			}
+	}
+}
+
+#define MM_DEF_NGEMM(name, type)					\
+static void name(int64_t k, const void *w, size_t ws, const void *xp,	\
+		 size_t xs, float *Y, size_t ldy, int64_t mr, int64_t nc,	\
+		 void *scratch)						\
+{									\
+	mm_neon_gemm(type, k, w, ws, xp, xs, Y, ldy, (int)mr, (int)nc,	\
+		     scratch);						\
+}
+
+MM_DEF_NGEMM(mm_neon_gemm_q8_0, MM_TYPE_Q8_0)
+MM_DEF_NGEMM(mm_neon_gemm_q4_0, MM_TYPE_Q4_0)
+MM_DEF_NGEMM(mm_neon_gemm_q5_0, MM_TYPE_Q5_0)
+MM_DEF_NGEMM(mm_neon_gemm_q4_k, MM_TYPE_Q4_K)
+MM_DEF_NGEMM(mm_neon_gemm_q6_k, MM_TYPE_Q6_K)
+
 const struct mm_kernels mm_kernels_neon = {
 	.name = "neon-dotprod",
 	.gemv = {
@@ -230,5 +600,20 @@ const struct mm_kernels mm_kernels_neon = {
 		[MM_TYPE_Q4_K] = mm_neon_gemv_q4_k,
 		[MM_TYPE_Q6_K] = mm_neon_gemv_q6_k,
 	},
+	.gemm = {
+		[MM_TYPE_Q8_0] = mm_neon_gemm_q8_0,
+		[MM_TYPE_Q4_0] = mm_neon_gemm_q4_0,
+		[MM_TYPE_Q5_0] = mm_neon_gemm_q5_0,
+		[MM_TYPE_Q4_K] = mm_neon_gemm_q4_k,
+		[MM_TYPE_Q6_K] = mm_neon_gemm_q6_k,
+	},
+	.xprep = {
+		[MM_TYPE_Q8_0] = mm_neon_xprep_q8_0,
+		[MM_TYPE_Q4_0] = mm_neon_xprep_q8_0,
+		[MM_TYPE_Q5_0] = mm_neon_xprep_q8_0,
+		[MM_TYPE_Q4_K] = mm_neon_xprep_q8_k,
+		[MM_TYPE_Q6_K] = mm_neon_xprep_q8_k,
+	},
+	.xprep_bytes = mm_neon_xprep_bytes,
 };
 #endif
