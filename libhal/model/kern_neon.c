@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * kern_neon.c - arm64 NEON + dot-product (sdot) kernels for Q8_0, Q4_0,
- * Q5_0, Q4_K and Q6_K: decode (gemv) and prefill (packed gemm)
- * (built with -march=armv8.2-a+dotprod, used when HWCAP_ASIMDDP is set).
- * Other types use the scalar code, and their matmul runs gemv per X row.
+ * kern_neon.c - arm64 NEON + dot-product (sdot) kernels: decode (gemv)
+ * for every weight type, prefill (packed gemm) for Q8_0, Q4_0, Q5_0, Q4_K
+ * and Q6_K (built with -march=armv8.2-a+dotprod, used when HWCAP_ASIMDDP
+ * is set). The other types' matmul runs gemv per X row.
  */
 #include "quant_kern.h"
 
@@ -42,6 +42,100 @@ static void mm_neon_gemv_q8_0(int64_t k, const void *w, size_t ws,
 					  mm_h2f(b[i].d) * mm_h2f(x[i].d));
 		}
 		y[r] = vaddvq_f32(acc);
+	}
+}
+
+/*
+ * F32, F16 and BF16 rows against an f32 x: four 4-lane sums per row (16
+ * elements a step), the tail in scalar code. F16 widens with fcvtl,
+ * BF16 with a 16-bit shift.
+ */
+static inline __attribute__((always_inline)) float32x4_t
+mm_neon_wf32(const void *row, int64_t i, const int t)
+{
+	if (t == MM_TYPE_F32)
+		return vld1q_f32((const float *)row + i);
+	if (t == MM_TYPE_F16)
+		return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)row + i)));
+	return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16((const uint16_t *)row + i), 16));
+}
+
+static inline __attribute__((always_inline)) void
+mm_neon_gemv_float(int64_t k, const void *w, size_t ws, const void *xq,
+		   float *y, int64_t nr, const int t)
+{
+	const float *x = xq;
+
+	for (int64_t r = 0; r < nr; r++) {
+		const uint8_t *row = (const uint8_t *)w + r * ws;
+		float32x4_t a[4] = { vdupq_n_f32(0), vdupq_n_f32(0),
+				     vdupq_n_f32(0), vdupq_n_f32(0) };
+		int64_t i = 0;
+		float s;
+
+		for (; i + 16 <= k; i += 16)
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++)
+				a[j] = vfmaq_f32(a[j], mm_neon_wf32(row, i + 4 * j, t),
+						 vld1q_f32(x + i + 4 * j));
+		for (; i + 4 <= k; i += 4)
+			a[0] = vfmaq_f32(a[0], mm_neon_wf32(row, i, t), vld1q_f32(x + i));
+		s = vaddvq_f32(vaddq_f32(vaddq_f32(a[0], a[1]), vaddq_f32(a[2], a[3])));
+		for (; i < k; i++) {
+			const uint16_t h = ((const uint16_t *)row)[i];
+
+			s += (t == MM_TYPE_F32 ? ((const float *)row)[i] :
+			      t == MM_TYPE_F16 ? mm_h2f(h) : mm_bf16_to_f32(h)) * x[i];
+		}
+		y[r] = s;
+	}
+}
+
+static void mm_neon_gemv_f32(int64_t k, const void *w, size_t ws,
+			     const void *xq, float *y, int64_t nr)
+{
+	mm_neon_gemv_float(k, w, ws, xq, y, nr, MM_TYPE_F32);
+}
+
+static void mm_neon_gemv_f16(int64_t k, const void *w, size_t ws,
+			     const void *xq, float *y, int64_t nr)
+{
+	mm_neon_gemv_float(k, w, ws, xq, y, nr, MM_TYPE_F16);
+}
+
+static void mm_neon_gemv_bf16(int64_t k, const void *w, size_t ws,
+			      const void *xq, float *y, int64_t nr)
+{
+	mm_neon_gemv_float(k, w, ws, xq, y, nr, MM_TYPE_BF16);
+}
+
+/* Q4_1 x Q8_1: the nibbles q (0..15) as they are, d_w * d_x per block
+ * and the min m_w times the activation block's d_x * sum(x) */
+static void mm_neon_gemv_q4_1(int64_t k, const void *w, size_t ws,
+			      const void *xq, float *y, int64_t nr)
+{
+	const struct mm_block_q8_1 *x = xq;
+	const int64_t nb = k / MM_QK;
+	const uint8x16_t m4 = vdupq_n_u8(0x0F);
+
+	for (int64_t r = 0; r < nr; r++) {
+		const struct mm_block_q4_1 *b =
+			(const void *)((const uint8_t *)w + r * ws);
+		float32x4_t acc = vdupq_n_f32(0);
+		float mins = 0;
+
+		for (int64_t i = 0; i < nb; i++) {
+			const uint8x16_t q = vld1q_u8(b[i].qs);
+			int32x4_t p = vdupq_n_s32(0);
+
+			p = vdotq_s32(p, vreinterpretq_s8_u8(vandq_u8(q, m4)),
+				      vld1q_s8(x[i].qs));
+			p = vdotq_s32(p, vreinterpretq_s8_u8(vshrq_n_u8(q, 4)),
+				      vld1q_s8(x[i].qs + 16));
+			acc = vmlaq_n_f32(acc, vcvtq_f32_s32(p), mm_h2f(b[i].d) * x[i].d);
+			mins += mm_h2f(b[i].m) * x[i].s;
+		}
+		y[r] = vaddvq_f32(acc) + mins;
 	}
 }
 
@@ -590,12 +684,12 @@ MM_DEF_NGEMM(mm_neon_gemm_q6_k, MM_TYPE_Q6_K)
 const struct mm_kernels mm_kernels_neon = {
 	.name = "neon-dotprod",
 	.gemv = {
-		[MM_TYPE_F32] = mm_scalar_gemv_f32,
-		[MM_TYPE_F16] = mm_scalar_gemv_f16,
-		[MM_TYPE_BF16] = mm_scalar_gemv_bf16,
+		[MM_TYPE_F32] = mm_neon_gemv_f32,
+		[MM_TYPE_F16] = mm_neon_gemv_f16,
+		[MM_TYPE_BF16] = mm_neon_gemv_bf16,
 		[MM_TYPE_Q8_0] = mm_neon_gemv_q8_0,
 		[MM_TYPE_Q4_0] = mm_neon_gemv_q4_0,
-		[MM_TYPE_Q4_1] = mm_scalar_gemv_q4_1,
+		[MM_TYPE_Q4_1] = mm_neon_gemv_q4_1,
 		[MM_TYPE_Q5_0] = mm_neon_gemv_q5_0,
 		[MM_TYPE_Q4_K] = mm_neon_gemv_q4_k,
 		[MM_TYPE_Q6_K] = mm_neon_gemv_q6_k,

@@ -8,6 +8,8 @@
 #   llama-all    sanitized test and optimised benchmark binaries
 #   llama-check  decoder/sampler/accounting tests (ASan+UBSan); last line
 #                "RESULT llama <passed> <failed>", non-zero on failure
+#   llama-check-arm64  the same tests cross-built for arm64 (NEON kernels)
+#                and run under qemu-aarch64: "RESULT llama-arm64 ..."
 #   llama-bench  SmolLM2-135M-shaped model at Q8_0 and Q4_K: prefill and
 #                decode tokens/s, decode vs the bandwidth roofline, peak RSS
 #                (optimised, no sanitizers). The generated models are kept
@@ -102,8 +104,41 @@ else
 	@echo "RESULT prefetch 0 0"
 endif
 
+# arm64: the decoder tests cross-built with the NEON kernel set and run
+# under qemu-aarch64 (prefill through the NEON GEMM, decode through its
+# gemv kernels, against the same f32 reference); SKIPs without the tools,
+# like quant-check-arm64.
+LLAMA_ARM_SRCS := $(LLAMA_OWN) $(QUANT_ARM_SRCS) gguf.c gguf_write.c \
+	tokenizer.c tools/gen.c
+LLAMA_ARM_OBJS := $(LLAMA_ARM_SRCS:%.c=$(LLAMA_O)/arm64/%.o)
+LLAMA_ARM_TEST := $(LLAMA_O)/arm64/llama_test
+
+$(LLAMA_O)/arm64/%.o: $(LLAMA_DIR)/%.c $(LLAMA_HDRS)
+	@mkdir -p $(dir $@)
+	$(QUANT_XCC) $(LLAMA_CFLAGS) -O2 $(llama_flags) \
+		$(if $(filter kern_neon,$(notdir $*)),$(QUANT_ISA_CFLAGS_kern_neon)) \
+		-c $< -o $@
+
+$(LLAMA_ARM_TEST): $(LLAMA_DIR)/tests/llama_test.c $(LLAMA_ARM_OBJS) $(LLAMA_HDRS)
+	$(QUANT_XCC) $(LLAMA_CFLAGS) $(LLAMA_WARN) -O2 $< $(LLAMA_ARM_OBJS) \
+		-o $@ -lm
+
+llama-check-arm64:
+	@if ! command -v $(QUANT_XCC) >/dev/null 2>&1 || \
+	    ! command -v $(QUANT_QEMU) >/dev/null 2>&1; then \
+		echo "SKIP llama-check-arm64: $(QUANT_XCC) or $(QUANT_QEMU) missing"; \
+		exit 0; \
+	fi; \
+	$(MAKE) --no-print-directory -s $(LLAMA_ARM_TEST) || exit 1; \
+	QEMU_CPU=max $(QUANT_QEMU) -L /usr/aarch64-linux-gnu $(LLAMA_ARM_TEST) \
+		> $(LLAMA_O)/arm64/llama_test.log 2>&1; \
+	grep -E '^(not ok|# )' $(LLAMA_O)/arm64/llama_test.log | sed 's/^/# arm64: /' || true; \
+	r=$$(grep '^RESULT llama ' $(LLAMA_O)/arm64/llama_test.log || echo "RESULT llama 0 1"); \
+	set -- $$r; echo "RESULT llama-arm64 $$3 $$4"; \
+	[ "$$4" = 0 ]
+
 MODEL_ALL += llama-all
-MODEL_CHECK += llama-check llama-check-prefetch
+MODEL_CHECK += llama-check llama-check-prefetch llama-check-arm64
 MODEL_BENCH += llama-bench
 
-.PHONY: llama-all llama-check llama-check-prefetch llama-bench
+.PHONY: llama-all llama-check llama-check-prefetch llama-check-arm64 llama-bench

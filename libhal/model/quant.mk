@@ -9,7 +9,8 @@
 #                     has, after quant-check-arm64; last line
 #                     "RESULT quant <passed> <failed>", non-zero on failure
 #   quant-check-arm64 cross-builds the tests for arm64 (NEON + dotprod) and
-#                     runs them under qemu-aarch64; SKIPs if the tools are
+#                     runs them under qemu-aarch64 ("RESULT quant-arm64
+#                     <passed> <failed>"); SKIPs if the tools are
 #                     missing (apt-get install gcc-aarch64-linux-gnu
 #                     qemu-user)
 #   quant-bench       kernel benchmark (optimised, no sanitizers)
@@ -86,7 +87,7 @@ quant-check-arm64:
 		> $(QUANT_O)/arm64/quant_test.log 2>&1 || true; \
 	sed 's/^/# arm64: /' $(QUANT_O)/arm64/quant_test.log | grep -v '^# arm64: ok' || true; \
 	r=$$(grep '^RESULT quant ' $(QUANT_O)/arm64/quant_test.log || echo "RESULT quant 0 1"); \
-	set -- $$r; echo "quant-check-arm64: $$3 passed, $$4 failed (qemu-aarch64)"; \
+	set -- $$r; echo "RESULT quant-arm64 $$3 $$4"; \
 	[ "$$4" = 0 ]
 
 quant-check: quant-check-arm64 $(QUANT_TEST)
