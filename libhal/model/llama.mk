@@ -124,11 +124,7 @@ $(LLAMA_ARM_TEST): $(LLAMA_DIR)/tests/llama_test.c $(LLAMA_ARM_OBJS) $(LLAMA_HDR
 		-o $@ -lm
 
 llama-check-arm64:
-	@if ! command -v $(QUANT_XCC) >/dev/null 2>&1 || \
-	    ! command -v $(QUANT_QEMU) >/dev/null 2>&1; then \
-		echo "SKIP llama-check-arm64: $(QUANT_XCC) or $(QUANT_QEMU) missing"; \
-		exit 0; \
-	fi; \
+	@$(call quant_arm_tools,$@); \
 	$(MAKE) --no-print-directory -s $(LLAMA_ARM_TEST) || exit 1; \
 	QEMU_CPU=max $(QUANT_QEMU) -L /usr/aarch64-linux-gnu $(LLAMA_ARM_TEST) \
 		> $(LLAMA_O)/arm64/llama_test.log 2>&1; \

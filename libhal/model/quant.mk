@@ -66,15 +66,18 @@ QUANT_XCC ?= aarch64-linux-gnu-gcc
 QUANT_QEMU ?= qemu-aarch64
 QUANT_ARM_SRCS := quant.c threadpool.c kern_scalar.c kern_neon.c
 QUANT_ARM_TEST := $(QUANT_O)/arm64/quant_test
+# Shell: exits 0 after a SKIP line for target $(1) when the cross
+# compiler or qemu is missing.
+quant_arm_tools = if ! command -v $(QUANT_XCC) >/dev/null 2>&1 || \
+	    ! command -v $(QUANT_QEMU) >/dev/null 2>&1; then \
+		echo "SKIP $(1): $(QUANT_XCC) or $(QUANT_QEMU) missing"; \
+		exit 0; \
+	fi
 
 quant-all: $(QUANT_TEST) $(QUANT_BENCH)
 
 quant-check-arm64:
-	@if ! command -v $(QUANT_XCC) >/dev/null 2>&1 || \
-	    ! command -v $(QUANT_QEMU) >/dev/null 2>&1; then \
-		echo "SKIP quant-check-arm64: $(QUANT_XCC) or $(QUANT_QEMU) missing"; \
-		exit 0; \
-	fi; \
+	@$(call quant_arm_tools,$@); \
 	set -e; mkdir -p $(dir $(QUANT_ARM_TEST)); \
 	for f in $(QUANT_ARM_SRCS); do \
 		b=$${f%.c}; fl=; [ $$b = kern_neon ] && fl="$(QUANT_ISA_CFLAGS_kern_neon)"; \
