@@ -55,7 +55,8 @@ struct mmhal_model {
 	struct mm_llama_layer *layers;
 	uint64_t repacked_bytes;	/* see mm_llama_repack() */
 
-	/* KV cache: per layer n_ctx rows of kv_dim elements of kv_type */
+	/* KV cache: per layer and KV head, n_ctx rows of head_dim elements
+	 * of kv_type, kv_rs bytes each (mm_kv_at()) */
 	int n_ctx, n_batch, kv_type, kv_dim;
 	size_t kv_rs;
 	uint8_t *kv_k, *kv_v;
