@@ -657,8 +657,6 @@ mm_neon_gemm(enum mm_type t, int64_t k, const uint8_t *w, size_t ws,
 			for (int c0 = 0; c0 < nc; c0 += MM_NPK_NT) {
 				const int ncol = nc - c0 < MM_NPK_NT ? nc - c0 : MM_NPK_NT;
 
-				if (g * 4 >= mr)
-					break;
 				mm_neon_tile(pk, g, xp, xs, nb, b0, c0, ncol, mr, kb,
 					     Y, ldy, b0 > 0, t == MM_TYPE_Q6_K,
 					     t == MM_TYPE_Q4_K);
