@@ -12,8 +12,10 @@
 #                and run under qemu-aarch64: "RESULT llama-arm64 ..."
 #   llama-bench  SmolLM2-135M-shaped model at Q8_0 and Q4_K: prefill and
 #                decode tokens/s, decode vs the bandwidth roofline, peak RSS
-#                (optimised, no sanitizers). The generated models are kept
-#                in $(O)/llama/models (about 1 GB) and reused.
+#                (optimised, no sanitizers), after a 256-token prompt (the
+#                bar) and after a 1024-token one (attention's share). The
+#                generated models are kept in $(O)/llama/models (about 1 GB)
+#                and reused.
 #
 # For the library (../Makefile): LLAMA_SRCS are the sources.
 #
@@ -86,6 +88,8 @@ llama-check: $(LLAMA_TEST)
 llama-bench: $(LLAMA_BENCH) $(LLAMA_MMGGUF)
 	@mkdir -p $(LLAMA_O)/models
 	$(LLAMA_BENCH) $(LLAMA_O)/models $(if $(LLAMA_MMGGUF),-g $(LLAMA_MMGGUF))
+	$(LLAMA_BENCH) $(LLAMA_O)/models $(if $(LLAMA_MMGGUF),-g $(LLAMA_MMGGUF)) \
+		-p 1024
 
 # x86-64: the optimized objects still hold their prefetches (see the
 # script); it reads the objects the library is made of.
