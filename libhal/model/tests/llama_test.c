@@ -48,7 +48,7 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 46
+#define N_TESTS 47
 
 /* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
  * at F32, for the attention kernel's other head groupings */
@@ -319,6 +319,22 @@ static void test_ctx_limit(void)
 	ok(r3 == 0 && r4 == -ENOSPC && r5 == 0 && reldiff(l2, l1, 300) < 1e-6 &&
 	   mmhal_model_truncate(m, 17) == -EINVAL,
 	   "full context: -ENOSPC; truncate(15) + same token gives the same logits");
+	{
+		/* the last cache row of every head (n_ctx - 1) against the
+		 * reference: a row past a head's rows would land on the next
+		 * head's first one */
+		struct ref_llama *r = NULL;
+		char err[256];
+		float lr[300];
+		int rr = ref_llama_load(path[0], 16, &r, err, sizeof(err));
+
+		for (int i = 0; i < 16 && !rr; i++)
+			rr = ref_llama_step(r, toks[i], lr);
+		ok(!rr && reldiff(l1, lr, 300) <= ttol[0],
+		   "full context (16 of 16 rows) logits vs f32 reference: %.2e (tol %.0e)",
+		   rr ? -1.0 : reldiff(l1, lr, 300), ttol[0]);
+		ref_llama_free(r);
+	}
 	mmhal_model_reset(m);
 	ok(mmhal_model_n_past(m) == 0 && !mmhal_model_logits(m) &&
 	   mmhal_model_eval(m, toks, 16, NULL) == 0 &&
