@@ -3,7 +3,8 @@
  * kern_neon.c - arm64 NEON + dot-product (sdot) kernels: decode (gemv)
  * for every weight type, prefill (packed gemm) for Q8_0, Q4_0, Q5_0, Q4_K
  * and Q6_K (built with -march=armv8.2-a+dotprod, used when HWCAP_ASIMDDP
- * is set). The other types' matmul runs gemv per X row.
+ * is set); the "neon-i8mm" set replaces that gemm with one on smmla
+ * (HWCAP2_I8MM). The other types' matmul runs gemv per X row.
  */
 #include "quant_kern.h"
 
@@ -679,19 +680,253 @@ MM_DEF_NGEMM(mm_neon_gemm_q5_0, MM_TYPE_Q5_0)
 MM_DEF_NGEMM(mm_neon_gemm_q4_k, MM_TYPE_Q4_K)
 MM_DEF_NGEMM(mm_neon_gemm_q6_k, MM_TYPE_Q6_K)
 
+/* ---- prefill with the int8 matrix multiply (i8mm) ------------------ */
+
+/*
+ * Armv8.6 (optional from 8.2) adds smmla: a 2x8 by 8x2 int8 product into
+ * a 2x2 s32 block, 32 multiply-adds an instruction against sdot's 16.
+ * Same plan as above (panels of MM_NPK_KB blocks, W packed per call, X
+ * prepared once per product), with W packed as row pairs interleaved by
+ * 8 k (one 16-byte vector: 8 values of row 2p, then 8 of row 2p + 1) and
+ * X pairs put together in the tile the same way. The register tile is 8
+ * W rows (4 pairs) x 4 X rows (2 pairs): per 8 k, 4 W and 2 X vectors
+ * for 8 smmla. A sum's lanes are (r, c) = (0,0) (0,1) (1,0) (1,1), so the
+ * scales apply as a row vector (dw0, dw0, dw1, dw1) times (dx0, dx1, dx0,
+ * dx1); Q6_K's halves are steps 0-1 and 2-3. The set "neon-i8mm" is this
+ * gemm with the neon set's other kernels, chosen when HWCAP2_I8MM is set.
+ */
+#pragma GCC push_options
+#pragma GCC target("+i8mm")
+
+struct mm_mpk {
+	int8_t w[MM_GEMM_MC / 8][MM_NPK_KB][4][4][16];	/* pair, step */
+	float wd[MM_GEMM_MC / 8][MM_NPK_KB][2][4][4];	/* half, pair: lanes */
+	float wm[MM_GEMM_MC / 8][MM_NPK_KB][4][4];	/* Q4_K: min, lanes */
+};
+_Static_assert(sizeof(struct mm_mpk) <= MM_GEMM_SCRATCH, "gemm scratch");
+
+static inline __attribute__((always_inline)) void
+mm_i8mm_pack_w(struct mm_mpk *pk, enum mm_type t, const uint8_t *w, size_t ws,
+	       int mr, int64_t b0, int kb)
+{
+	for (int g = 0; g < (mr + 7) / 8; g++)
+		for (int b = 0; b < kb; b++) {
+			int8x16_t v[8][2];
+			float d[8][2], m[8];
+
+			for (int r = 0; r < 8; r++) {
+				if (g * 8 + r < mr) {
+					mm_neon_wblock(t, w + (size_t)(g * 8 + r) * ws, b0 + b,
+						       v[r], d[r], &m[r]);
+				} else {
+					v[r][0] = v[r][1] = vdupq_n_s8(0);
+					d[r][0] = d[r][1] = m[r] = 0;
+				}
+			}
+#pragma GCC unroll 4
+			for (int p = 0; p < 4; p++) {
+				const int r0 = 2 * p, r1 = 2 * p + 1;
+
+#pragma GCC unroll 2
+				for (int i = 0; i < 2; i++) {
+					const int64x2_t a = vreinterpretq_s64_s8(v[r0][i]);
+					const int64x2_t c = vreinterpretq_s64_s8(v[r1][i]);
+
+					vst1q_s8(pk->w[g][b][p][2 * i],
+						 vreinterpretq_s8_s64(vzip1q_s64(a, c)));
+					vst1q_s8(pk->w[g][b][p][2 * i + 1],
+						 vreinterpretq_s8_s64(vzip2q_s64(a, c)));
+					pk->wd[g][b][i][p][0] = pk->wd[g][b][i][p][1] = d[r0][i];
+					pk->wd[g][b][i][p][2] = pk->wd[g][b][i][p][3] = d[r1][i];
+				}
+				pk->wm[g][b][p][0] = pk->wm[g][b][p][1] = m[r0];
+				pk->wm[g][b][p][2] = pk->wm[g][b][p][3] = m[r1];
+			}
+		}
+}
+
+/* f[p][q] += a[p][q] * dw(half) * dx, a = 0 */
+static inline __attribute__((always_inline)) void
+mm_i8mm_fold(const struct mm_mpk *pk, int g, int b, int hf,
+	     const float32x4_t dx[2], int32x4_t a[4][2], float32x4_t f[4][2])
+{
+#pragma GCC unroll 4
+	for (int p = 0; p < 4; p++) {
+		const float32x4_t dw = vld1q_f32(pk->wd[g][b][hf][p]);
+
+#pragma GCC unroll 2
+		for (int q = 0; q < 2; q++) {
+			f[p][q] = vfmaq_f32(f[p][q], vcvtq_f32_s32(a[p][q]), vmulq_f32(dw, dx[q]));
+			a[p][q] = vdupq_n_s32(0);
+		}
+	}
+}
+
+/* a[p][q] += W pairs x X pairs for step s (elements 8s..8s+7) of block b */
+static inline __attribute__((always_inline)) void
+mm_i8mm_step(const struct mm_mpk *pk, int g, int b, int s,
+	     const int8_t *const xb[4], int32x4_t a[4][2])
+{
+	int8x16_t x[2];
+
+#pragma GCC unroll 2
+	for (int q = 0; q < 2; q++)
+		x[q] = vcombine_s8(vld1_s8(xb[2 * q] + 8 * s), vld1_s8(xb[2 * q + 1] + 8 * s));
+#pragma GCC unroll 4
+	for (int p = 0; p < 4; p++) {
+		const int8x16_t wv = vld1q_s8(pk->w[g][b][p][s]);
+
+#pragma GCC unroll 2
+		for (int q = 0; q < 2; q++)
+			a[p][q] = vmmlaq_s32(a[p][q], wv, x[q]);
+	}
+}
+
+/* rows 8g..8g+7 x X rows c0..c0+ncol-1 (ncol <= 4; the missing ones
+ * repeat the first and are not stored), kb blocks from b0 */
+static inline __attribute__((always_inline)) void
+mm_i8mm_tile(const struct mm_mpk *pk, int g, const uint8_t *X, size_t xs,
+	     int64_t nb, int64_t b0, int c0, int ncol, int mr, int kb,
+	     float *Y, size_t ldy, int add, const int halves, const int mins)
+{
+	const int8_t *xr[4];
+	const float *xd[4], *xsum[4];
+	float32x4_t f[4][2];
+	int32x4_t a[4][2];
+
+#pragma GCC unroll 4
+	for (int c = 0; c < 4; c++) {
+		const uint8_t *row = X + (size_t)(c0 + (c < ncol ? c : 0)) * xs;
+
+		xr[c] = (const int8_t *)row + b0 * MM_QK;
+		xd[c] = (const float *)(row + nb * MM_QK) + b0;
+		xsum[c] = xd[c] + nb;
+	}
+#pragma GCC unroll 4
+	for (int p = 0; p < 4; p++)
+#pragma GCC unroll 2
+		for (int q = 0; q < 2; q++) {
+			f[p][q] = vdupq_n_f32(0);
+			a[p][q] = vdupq_n_s32(0);
+		}
+	for (int b = 0; b < kb; b++) {
+		const int8_t *xb[4];
+		float32x4_t dx[2];
+
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++)
+			xb[c] = xr[c] + b * MM_QK;
+#pragma GCC unroll 2
+		for (int q = 0; q < 2; q++) {
+			const float32x2_t d2 = { xd[2 * q][b], xd[2 * q + 1][b] };
+
+			dx[q] = vcombine_f32(d2, d2);
+		}
+		mm_i8mm_step(pk, g, b, 0, xb, a);
+		mm_i8mm_step(pk, g, b, 1, xb, a);
+		if (halves)
+			mm_i8mm_fold(pk, g, b, 0, dx, a, f);
+		mm_i8mm_step(pk, g, b, 2, xb, a);
+		mm_i8mm_step(pk, g, b, 3, xb, a);
+		mm_i8mm_fold(pk, g, b, halves, dx, a, f);
+		if (mins)	/* - m[r] * dx * sum(x) */
+#pragma GCC unroll 2
+			for (int q = 0; q < 2; q++) {
+				const float32x2_t s2 = { xsum[2 * q][b], xsum[2 * q + 1][b] };
+				const float32x4_t sx = vcombine_f32(s2, s2);
+
+#pragma GCC unroll 4
+				for (int p = 0; p < 4; p++)
+					f[p][q] = vfmsq_f32(f[p][q], vld1q_f32(pk->wm[g][b][p]), sx);
+			}
+	}
+	/* lanes (r, c) -> columns of 4 rows: uzp1 takes c even, uzp2 c odd */
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) {
+		const int r0 = g * 8 + 4 * h, nrow = mr - r0 < 4 ? mr - r0 : 4;
+
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++) {
+			const float32x4_t col = c % 2 ?
+				vuzp2q_f32(f[2 * h][c / 2], f[2 * h + 1][c / 2]) :
+				vuzp1q_f32(f[2 * h][c / 2], f[2 * h + 1][c / 2]);
+			float *y = Y + (size_t)(c0 + c) * ldy + r0;
+			float t[4];
+
+			if (c >= ncol || nrow <= 0)
+				break;
+			if (nrow == 4) {
+				vst1q_f32(y, add ? vaddq_f32(vld1q_f32(y), col) : col);
+				continue;
+			}
+			vst1q_f32(t, col);
+			for (int r = 0; r < nrow; r++)
+				y[r] = add ? y[r] + t[r] : t[r];
+		}
+	}
+}
+
+static inline __attribute__((always_inline)) void
+mm_i8mm_gemm(enum mm_type t, int64_t k, const uint8_t *w, size_t ws,
+	     const uint8_t *xp, size_t xs, float *Y, size_t ldy, int mr,
+	     int nc, void *scratch)
+{
+	struct mm_mpk *pk = scratch;
+	const int64_t nb = k / MM_QK;
+	const int64_t npan = (nb + MM_NPK_KB - 1) / MM_NPK_KB;
+	const int64_t pkb = (nb + npan - 1) / npan;
+
+	for (int64_t b0 = 0; b0 < nb; b0 += pkb) {
+		const int kb = (int)(nb - b0 < pkb ? nb - b0 : pkb);
+
+		mm_i8mm_pack_w(pk, t, w, ws, mr, b0, kb);
+		for (int g = 0; g < (mr + 7) / 8; g++)
+			for (int c0 = 0; c0 < nc; c0 += 4)
+				mm_i8mm_tile(pk, g, xp, xs, nb, b0, c0,
+					     nc - c0 < 4 ? nc - c0 : 4, mr, kb, Y, ldy,
+					     b0 > 0, t == MM_TYPE_Q6_K, t == MM_TYPE_Q4_K);
+	}
+}
+
+#define MM_DEF_MGEMM(name, type)					\
+static void name(int64_t k, const void *w, size_t ws, const void *xp,	\
+		 size_t xs, float *Y, size_t ldy, int64_t mr, int64_t nc,	\
+		 void *scratch)						\
+{									\
+	mm_i8mm_gemm(type, k, w, ws, xp, xs, Y, ldy, (int)mr, (int)nc,	\
+		     scratch);						\
+}
+
+MM_DEF_MGEMM(mm_i8mm_gemm_q8_0, MM_TYPE_Q8_0)
+MM_DEF_MGEMM(mm_i8mm_gemm_q4_0, MM_TYPE_Q4_0)
+MM_DEF_MGEMM(mm_i8mm_gemm_q5_0, MM_TYPE_Q5_0)
+MM_DEF_MGEMM(mm_i8mm_gemm_q4_k, MM_TYPE_Q4_K)
+MM_DEF_MGEMM(mm_i8mm_gemm_q6_k, MM_TYPE_Q6_K)
+
+#pragma GCC pop_options
+
+#define MM_NEON_GEMV {						\
+	[MM_TYPE_F32] = mm_neon_gemv_f32,				\
+	[MM_TYPE_F16] = mm_neon_gemv_f16,				\
+	[MM_TYPE_BF16] = mm_neon_gemv_bf16,				\
+	[MM_TYPE_Q8_0] = mm_neon_gemv_q8_0,				\
+	[MM_TYPE_Q4_0] = mm_neon_gemv_q4_0,				\
+	[MM_TYPE_Q4_1] = mm_neon_gemv_q4_1,				\
+	[MM_TYPE_Q5_0] = mm_neon_gemv_q5_0,				\
+	[MM_TYPE_Q4_K] = mm_neon_gemv_q4_k,				\
+	[MM_TYPE_Q6_K] = mm_neon_gemv_q6_k,				\
+}
+#define MM_NEON_XPREP {						\
+	[MM_TYPE_Q8_0] = mm_neon_xprep_q8_0,				\
+	[MM_TYPE_Q4_0] = mm_neon_xprep_q8_0,				\
+	[MM_TYPE_Q5_0] = mm_neon_xprep_q8_0,				\
+	[MM_TYPE_Q4_K] = mm_neon_xprep_q8_k,				\
+	[MM_TYPE_Q6_K] = mm_neon_xprep_q8_k,				\
+}
+
 const struct mm_kernels mm_kernels_neon = {
 	.name = "neon-dotprod",
-	.gemv = {
-		[MM_TYPE_F32] = mm_neon_gemv_f32,
-		[MM_TYPE_F16] = mm_neon_gemv_f16,
-		[MM_TYPE_BF16] = mm_neon_gemv_bf16,
-		[MM_TYPE_Q8_0] = mm_neon_gemv_q8_0,
-		[MM_TYPE_Q4_0] = mm_neon_gemv_q4_0,
-		[MM_TYPE_Q4_1] = mm_neon_gemv_q4_1,
-		[MM_TYPE_Q5_0] = mm_neon_gemv_q5_0,
-		[MM_TYPE_Q4_K] = mm_neon_gemv_q4_k,
-		[MM_TYPE_Q6_K] = mm_neon_gemv_q6_k,
-	},
+	.gemv = MM_NEON_GEMV,
 	.gemm = {
 		[MM_TYPE_Q8_0] = mm_neon_gemm_q8_0,
 		[MM_TYPE_Q4_0] = mm_neon_gemm_q4_0,
@@ -699,13 +934,21 @@ const struct mm_kernels mm_kernels_neon = {
 		[MM_TYPE_Q4_K] = mm_neon_gemm_q4_k,
 		[MM_TYPE_Q6_K] = mm_neon_gemm_q6_k,
 	},
-	.xprep = {
-		[MM_TYPE_Q8_0] = mm_neon_xprep_q8_0,
-		[MM_TYPE_Q4_0] = mm_neon_xprep_q8_0,
-		[MM_TYPE_Q5_0] = mm_neon_xprep_q8_0,
-		[MM_TYPE_Q4_K] = mm_neon_xprep_q8_k,
-		[MM_TYPE_Q6_K] = mm_neon_xprep_q8_k,
+	.xprep = MM_NEON_XPREP,
+	.xprep_bytes = mm_neon_xprep_bytes,
+};
+
+const struct mm_kernels mm_kernels_neon_i8mm = {
+	.name = "neon-i8mm",
+	.gemv = MM_NEON_GEMV,
+	.gemm = {
+		[MM_TYPE_Q8_0] = mm_i8mm_gemm_q8_0,
+		[MM_TYPE_Q4_0] = mm_i8mm_gemm_q4_0,
+		[MM_TYPE_Q5_0] = mm_i8mm_gemm_q5_0,
+		[MM_TYPE_Q4_K] = mm_i8mm_gemm_q4_k,
+		[MM_TYPE_Q6_K] = mm_i8mm_gemm_q6_k,
 	},
+	.xprep = MM_NEON_XPREP,
 	.xprep_bytes = mm_neon_xprep_bytes,
 };
 #endif

@@ -24,6 +24,9 @@
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
 #endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
+#endif
 #endif
 
 /* ---- f16 / bf16 ------------------------------------------------------ */
@@ -1019,6 +1022,8 @@ static int mm_cpu_has(const char *name)
 #if defined(__aarch64__)
 	if (!strcmp(name, "neon") || !strcmp(name, "neon-dotprod"))
 		return !!(getauxval(AT_HWCAP) & HWCAP_ASIMDDP);
+	if (!strcmp(name, "neon-i8mm"))
+		return mm_cpu_has("neon") && (getauxval(AT_HWCAP2) & HWCAP2_I8MM);
 #endif
 	return 0;
 }
@@ -1038,6 +1043,8 @@ const struct mm_kernels *mm_kernels_select(const char *name)
 			return &mm_kernels_avx2;
 #endif
 #if defined(__aarch64__)
+		if (mm_cpu_has("neon-i8mm"))
+			return &mm_kernels_neon_i8mm;
 		if (mm_cpu_has("neon"))
 			return &mm_kernels_neon;
 #endif
@@ -1056,6 +1063,8 @@ const struct mm_kernels *mm_kernels_select(const char *name)
 #if defined(__aarch64__)
 	if (!strcmp(name, "neon") || !strcmp(name, "neon-dotprod"))
 		return &mm_kernels_neon;
+	if (!strcmp(name, "neon-i8mm"))
+		return &mm_kernels_neon_i8mm;
 #endif
 	return NULL;
 }

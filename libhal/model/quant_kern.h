@@ -125,6 +125,7 @@ extern const struct mm_kernels mm_kernels_avx512vnni;
 #endif
 #if defined(__aarch64__)
 extern const struct mm_kernels mm_kernels_neon;
+extern const struct mm_kernels mm_kernels_neon_i8mm;
 #endif
 
 /* Scalar single-row dots (used by other sets for types they lack). */
@@ -141,7 +142,8 @@ void mm_scalar_gemv_q5_0(int64_t, const void *, size_t, const void *, float *, i
 void mm_scalar_gemv_q4_k(int64_t, const void *, size_t, const void *, float *, int64_t);
 void mm_scalar_gemv_q6_k(int64_t, const void *, size_t, const void *, float *, int64_t);
 
-/* Selects a kernel set by name ("scalar", "avx2", "avx512vnni", "neon"),
+/* Selects a kernel set by name ("scalar", "avx2", "avx512vnni", "neon",
+ * "neon-i8mm"),
  * NULL name = best available. Returns NULL if the CPU lacks it. */
 const struct mm_kernels *mm_kernels_select(const char *name);
 /* 1 if the named set can run on this CPU. */

@@ -406,7 +406,8 @@ static int check_kernels(const char *kset, enum mm_type t, int matmul,
 
 static void test_kernels(void)
 {
-	static const char *const sets[] = { "scalar", "avx2", "avx512vnni", "neon" };
+	static const char *const sets[] = { "scalar", "avx2", "avx512vnni", "neon",
+					    "neon-i8mm" };
 	struct mm_ctx *ref;
 
 	if (mm_ctx_create_with(1, "scalar", &ref)) {
