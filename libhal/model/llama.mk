@@ -9,7 +9,8 @@
 #   llama-check  decoder/sampler/accounting tests (ASan+UBSan); last line
 #                "RESULT llama <passed> <failed>", non-zero on failure
 #   llama-check-arm64  the same tests cross-built for arm64 (NEON kernels)
-#                and run under qemu-aarch64: "RESULT llama-arm64 ..."
+#                and run under qemu-aarch64 as two CPUs: "RESULT
+#                llama-arm64 <passed> <failed> (<cpu>)" each
 #   llama-bench  SmolLM2-135M-shaped model at Q8_0 and Q4_K: prefill and
 #                decode tokens/s, decode vs the bandwidth roofline, peak RSS
 #                (optimised, no sanitizers), after a 256-token prompt (the
@@ -108,10 +109,11 @@ else
 	@echo "RESULT prefetch 0 0"
 endif
 
-# arm64: the decoder tests cross-built with the NEON kernel set and run
-# under qemu-aarch64 (prefill through the NEON GEMM, decode through its
-# gemv kernels, against the same f32 reference); SKIPs without the tools,
-# like quant-check-arm64.
+# arm64: the decoder tests cross-built with the NEON kernels and run under
+# qemu-aarch64 (prefill through the NEON GEMM, decode through its gemv
+# kernels, against the same f32 reference), once on qemu's "max" CPU
+# (i8mm: the neon-i8mm set) and once as a Cortex-A76 (dot product, no
+# i8mm: the neon set); SKIPs without the tools, like quant-check-arm64.
 LLAMA_ARM_SRCS := $(LLAMA_OWN) $(QUANT_ARM_SRCS) gguf.c gguf_write.c \
 	tokenizer.c tools/gen.c
 LLAMA_ARM_OBJS := $(LLAMA_ARM_SRCS:%.c=$(LLAMA_O)/arm64/%.o)
@@ -130,12 +132,17 @@ $(LLAMA_ARM_TEST): $(LLAMA_DIR)/tests/llama_test.c $(LLAMA_ARM_OBJS) $(LLAMA_HDR
 llama-check-arm64:
 	@$(call quant_arm_tools,$@); \
 	$(MAKE) --no-print-directory -s $(LLAMA_ARM_TEST) || exit 1; \
-	QEMU_CPU=max $(QUANT_QEMU) -L /usr/aarch64-linux-gnu $(LLAMA_ARM_TEST) \
-		> $(LLAMA_O)/arm64/llama_test.log 2>&1; \
-	grep -E '^(not ok|# )' $(LLAMA_O)/arm64/llama_test.log | sed 's/^/# arm64: /' || true; \
-	r=$$(grep '^RESULT llama ' $(LLAMA_O)/arm64/llama_test.log || echo "RESULT llama 0 1"); \
-	set -- $$r; echo "RESULT llama-arm64 $$3 $$4"; \
-	[ "$$4" = 0 ]
+	fail=0; \
+	for cpu in max cortex-a76; do \
+		log=$(LLAMA_O)/arm64/llama_test.$$cpu.log; \
+		QEMU_CPU=$$cpu $(QUANT_QEMU) -L /usr/aarch64-linux-gnu \
+			$(LLAMA_ARM_TEST) > $$log 2>&1; \
+		grep -E '^(not ok|# )' $$log | sed "s/^/# arm64 $$cpu: /" || true; \
+		r=$$(grep '^RESULT llama ' $$log || echo "RESULT llama 0 1"); \
+		set -- $$r; echo "RESULT llama-arm64 $$3 $$4 ($$cpu)"; \
+		[ "$$4" = 0 ] || fail=1; \
+	done; \
+	[ $$fail = 0 ]
 
 MODEL_ALL += llama-all
 MODEL_CHECK += llama-check llama-check-prefetch llama-check-arm64
