@@ -1157,9 +1157,10 @@ static void mm_silu_mul_avx2(float *g, const float *u, int n)
 }
 
 /*
- * The cache rows of a head are hd * 2 bytes every rs bytes, and in decode
- * they come from DRAM (the weights streamed since the last token evicted
- * them): without help each row is a latency-bound miss. While the first
+ * The cache rows of a head are hd * 2 bytes every rs bytes (rs = hd * 2:
+ * contiguous, see mm_kv_at()), and in decode they come from DRAM (the
+ * weights streamed since the last token evicted them); without help the
+ * stream starts each call with latency-bound misses. While the first
  * query head scores rows t..t+3, this fetches the K rows MM_ATTN_PF
  * further and the V rows t..t+3 (read after the softmax).
  */
