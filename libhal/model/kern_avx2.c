@@ -1288,10 +1288,7 @@ mm_avx2_gemm_pk(enum mm_type t, int64_t k, const uint8_t *w, size_t ws,
 	struct mm_pk *pk = scratch;
 	const int64_t nb = k / MM_QK;
 
-	/* panels of equal size, at most MM_PK_KB blocks (k = 576: 9 + 9,
-	 * not 16 + 2) */
-	const int64_t npan = (nb + MM_PK_KB - 1) / MM_PK_KB;
-	const int64_t pkb = (nb + npan - 1) / npan;
+	const int64_t pkb = mm_gemm_panel_blocks(nb, MM_PK_KB);
 
 	for (int64_t b0 = 0; b0 < nb; b0 += pkb) {
 		const int kb = (int)(nb - b0 < pkb ? nb - b0 : pkb);

@@ -543,7 +543,7 @@ mm_neon_pack_w(struct mm_npk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 /* f += a * dw[half] * dx, a = 0 */
 static inline __attribute__((always_inline)) void
 mm_neon_fold(const struct mm_npk *pk, int g, int b, int hf,
-	     const float *const xd[MM_NPK_NT], int64_t bx,
+	     const float *const xd[MM_NPK_NT], int bx,
 	     int32x4_t a[2][MM_NPK_NT], float32x4_t f[2][MM_NPK_NT])
 {
 #pragma GCC unroll 4
@@ -560,26 +560,59 @@ mm_neon_fold(const struct mm_npk *pk, int g, int b, int hf,
 }
 
 /*
- * Rows 4g..4g+7 x X rows c0..c0+ncol-1 (ncol <= MM_NPK_NT; the missing
+ * Block b0 of a tile's 4 X rows c0.. in the prepared form: the values,
+ * dx and dx * sum(x). Rows past ncol repeat the first (computed, not
+ * stored).
+ */
+static inline __attribute__((always_inline)) void
+mm_neon_xrows(const uint8_t *X, size_t xs, int64_t nb, int64_t b0, int c0,
+	      int ncol, const int8_t *xr[4], const float *xd[4],
+	      const float *xsum[4])
+{
+#pragma GCC unroll 4
+	for (int c = 0; c < 4; c++) {
+		const uint8_t *row = X + (size_t)(c0 + (c < ncol ? c : 0)) * xs;
+
+		xr[c] = (const int8_t *)row + b0 * MM_QK;
+		xd[c] = (const float *)(row + nb * MM_QK) + b0;
+		xsum[c] = xd[c] + nb;
+	}
+}
+
+/* nrow (<= 4; none if <= 0) rows of a Y column from v: stored, or added
+ * to what an earlier panel stored */
+static inline __attribute__((always_inline)) void
+mm_neon_store4(float *y, float32x4_t v, int nrow, int add)
+{
+	float t[4];
+
+	if (nrow == 4) {
+		vst1q_f32(y, add ? vaddq_f32(vld1q_f32(y), v) : v);
+		return;
+	}
+	vst1q_f32(t, v);
+	for (int r = 0; r < nrow; r++)
+		y[r] = add ? y[r] + t[r] : t[r];
+}
+
+/*
+ * Rows 8g8..8g8+7 x X rows c0..c0+ncol-1 (ncol <= MM_NPK_NT; the missing
  * ones repeat the first and are not stored), kb blocks from b0.
  */
 static inline __attribute__((always_inline)) void
-mm_neon_tile(const struct mm_npk *pk, int g, const uint8_t *X, size_t xs,
+mm_neon_tile(const struct mm_npk *pk, int g8, const uint8_t *X, size_t xs,
 	     int64_t nb, int64_t b0, int c0, int ncol, int mr, int kb,
 	     float *Y, size_t ldy, int add, const int halves, const int mins)
 {
+	const int g = 2 * g8;	/* the first of the two 4-row groups */
 	const int8_t *xr[MM_NPK_NT];
 	const float *xd[MM_NPK_NT], *xsum[MM_NPK_NT];
 	float32x4_t f[2][MM_NPK_NT];
 	int32x4_t a[2][MM_NPK_NT];
 
+	mm_neon_xrows(X, xs, nb, b0, c0, ncol, xr, xd, xsum);
 #pragma GCC unroll 4
 	for (int c = 0; c < MM_NPK_NT; c++) {
-		const uint8_t *row = X + (size_t)(c0 + (c < ncol ? c : 0)) * xs;
-
-		xr[c] = (const int8_t *)row + b0 * MM_QK;
-		xd[c] = (const float *)(row + nb * MM_QK);
-		xsum[c] = xd[c] + nb;
 #pragma GCC unroll 4
 		for (int h = 0; h < 2; h++) {
 			f[h][c] = vdupq_n_f32(0);
@@ -599,12 +632,12 @@ mm_neon_tile(const struct mm_npk *pk, int g, const uint8_t *X, size_t xs,
 		MM_NSTEP(2, 2, 0);
 		MM_NSTEP(3, 3, 0);
 		if (halves)
-			mm_neon_fold(pk, g, b, 0, xd, b0 + b, a, f);
+			mm_neon_fold(pk, g, b, 0, xd, b, a, f);
 		MM_NSTEP(4, 0, 1);
 		MM_NSTEP(5, 1, 1);
 		MM_NSTEP(6, 2, 1);
 		MM_NSTEP(7, 3, 1);
-		mm_neon_fold(pk, g, b, halves, xd, b0 + b, a, f);
+		mm_neon_fold(pk, g, b, halves, xd, b, a, f);
 		if (mins)	/* - m[r] * dx * sum(x) */
 #pragma GCC unroll 4
 			for (int h = 0; h < 2; h++) {
@@ -612,7 +645,7 @@ mm_neon_tile(const struct mm_npk *pk, int g, const uint8_t *X, size_t xs,
 
 #pragma GCC unroll 4
 				for (int c = 0; c < MM_NPK_NT; c++)
-					f[h][c] = vfmsq_n_f32(f[h][c], wm, xsum[c][b0 + b]);
+					f[h][c] = vfmsq_n_f32(f[h][c], wm, xsum[c][b]);
 			}
 	}
 #pragma GCC unroll 4
@@ -622,63 +655,58 @@ mm_neon_tile(const struct mm_npk *pk, int g, const uint8_t *X, size_t xs,
 		/* constant indices keep f in registers */
 #pragma GCC unroll 4
 		for (int c = 0; c < MM_NPK_NT; c++) {
-			float *y = Y + (size_t)(c0 + c) * ldy + r0;
-			float t[4];
-
 			if (c >= ncol)
 				break;
-			if (nrow == 4) {
-				vst1q_f32(y, add ? vaddq_f32(vld1q_f32(y), f[h][c]) : f[h][c]);
-				continue;
-			}
-			vst1q_f32(t, f[h][c]);
-			for (int r = 0; r < nrow; r++)
-				y[r] = add ? y[r] + t[r] : t[r];
+			mm_neon_store4(Y + (size_t)(c0 + c) * ldy + r0, f[h][c], nrow, add);
 		}
 	}
 }
 #undef MM_NSTEP
 
-static inline __attribute__((always_inline)) void
-mm_neon_gemm(enum mm_type t, int64_t k, const uint8_t *w, size_t ws,
-	     const uint8_t *xp, size_t xs, float *Y, size_t ldy, int mr,
-	     int nc, void *scratch)
-{
-	struct mm_npk *pk = scratch;
-	const int64_t nb = k / MM_QK;
-	/* panels of equal size, at most MM_NPK_KB blocks */
-	const int64_t npan = (nb + MM_NPK_KB - 1) / MM_NPK_KB;
-	const int64_t pkb = (nb + npan - 1) / npan;
-
-	for (int64_t b0 = 0; b0 < nb; b0 += pkb) {
-		const int kb = (int)(nb - b0 < pkb ? nb - b0 : pkb);
-
-		mm_neon_pack_w(pk, t, w, ws, mr, b0, kb);
-		for (int g = 0; g < (mr + 7) / 8 * 2; g += 2)
-			for (int c0 = 0; c0 < nc; c0 += MM_NPK_NT) {
-				const int ncol = nc - c0 < MM_NPK_NT ? nc - c0 : MM_NPK_NT;
-
-				mm_neon_tile(pk, g, xp, xs, nb, b0, c0, ncol, mr, kb,
-					     Y, ldy, b0 > 0, t == MM_TYPE_Q6_K,
-					     t == MM_TYPE_Q4_K);
-			}
-	}
-}
-
-#define MM_DEF_NGEMM(name, type)					\
-static void name(int64_t k, const void *w, size_t ws, const void *xp,	\
-		 size_t xs, float *Y, size_t ldy, int64_t mr, int64_t nc,	\
-		 void *scratch)						\
+/*
+ * The GEMM of a NEON form (pfx: mm_neon with struct mm_npk, mm_i8mm with
+ * struct mm_mpk): per panel, W packed by pfx##_pack_w, then pfx##_tile
+ * over 8 W rows x 4 X rows; and its entry points per weight type.
+ */
+#define MM_DEF_NEON_GEMM(pfx, pkt)					\
+static inline __attribute__((always_inline)) void			\
+pfx##_gemm(enum mm_type t, int64_t k, const uint8_t *w, size_t ws,	\
+	   const uint8_t *xp, size_t xs, float *Y, size_t ldy, int mr,	\
+	   int nc, void *scratch)					\
 {									\
-	mm_neon_gemm(type, k, w, ws, xp, xs, Y, ldy, (int)mr, (int)nc,	\
-		     scratch);						\
+	pkt *pk = scratch;						\
+	const int64_t nb = k / MM_QK;					\
+	const int64_t pkb = mm_gemm_panel_blocks(nb, MM_NPK_KB);	\
+									\
+	for (int64_t b0 = 0; b0 < nb; b0 += pkb) {			\
+		const int kb = (int)(nb - b0 < pkb ? nb - b0 : pkb);	\
+									\
+		pfx##_pack_w(pk, t, w, ws, mr, b0, kb);			\
+		for (int g8 = 0; g8 < (mr + 7) / 8; g8++)		\
+			for (int c0 = 0; c0 < nc; c0 += 4)		\
+				pfx##_tile(pk, g8, xp, xs, nb, b0, c0,	\
+					   nc - c0 < 4 ? nc - c0 : 4, mr, kb, \
+					   Y, ldy, b0 > 0, t == MM_TYPE_Q6_K, \
+					   t == MM_TYPE_Q4_K);		\
+	}								\
+}									\
+MM_DEF_NEON_GEMM_TYPE(pfx, q8_0, MM_TYPE_Q8_0)				\
+MM_DEF_NEON_GEMM_TYPE(pfx, q4_0, MM_TYPE_Q4_0)				\
+MM_DEF_NEON_GEMM_TYPE(pfx, q5_0, MM_TYPE_Q5_0)				\
+MM_DEF_NEON_GEMM_TYPE(pfx, q4_k, MM_TYPE_Q4_K)				\
+MM_DEF_NEON_GEMM_TYPE(pfx, q6_k, MM_TYPE_Q6_K)
+
+#define MM_DEF_NEON_GEMM_TYPE(pfx, sfx, type)				\
+static void pfx##_gemm_##sfx(int64_t k, const void *w, size_t ws,	\
+			     const void *xp, size_t xs, float *Y,	\
+			     size_t ldy, int64_t mr, int64_t nc,	\
+			     void *scratch)				\
+{									\
+	pfx##_gemm(type, k, w, ws, xp, xs, Y, ldy, (int)mr, (int)nc,	\
+		   scratch);						\
 }
 
-MM_DEF_NGEMM(mm_neon_gemm_q8_0, MM_TYPE_Q8_0)
-MM_DEF_NGEMM(mm_neon_gemm_q4_0, MM_TYPE_Q4_0)
-MM_DEF_NGEMM(mm_neon_gemm_q5_0, MM_TYPE_Q5_0)
-MM_DEF_NGEMM(mm_neon_gemm_q4_k, MM_TYPE_Q4_K)
-MM_DEF_NGEMM(mm_neon_gemm_q6_k, MM_TYPE_Q6_K)
+MM_DEF_NEON_GEMM(mm_neon, struct mm_npk)
 
 /* ---- prefill with the int8 matrix multiply (i8mm) ------------------ */
 
@@ -794,14 +822,7 @@ mm_i8mm_tile(const struct mm_mpk *pk, int g, const uint8_t *X, size_t xs,
 	float32x4_t f[4][2];
 	int32x4_t a[4][2];
 
-#pragma GCC unroll 4
-	for (int c = 0; c < 4; c++) {
-		const uint8_t *row = X + (size_t)(c0 + (c < ncol ? c : 0)) * xs;
-
-		xr[c] = (const int8_t *)row + b0 * MM_QK;
-		xd[c] = (const float *)(row + nb * MM_QK) + b0;
-		xsum[c] = xd[c] + nb;
-	}
+	mm_neon_xrows(X, xs, nb, b0, c0, ncol, xr, xd, xsum);
 #pragma GCC unroll 4
 	for (int p = 0; p < 4; p++)
 #pragma GCC unroll 2
@@ -850,58 +871,15 @@ mm_i8mm_tile(const struct mm_mpk *pk, int g, const uint8_t *X, size_t xs,
 			const float32x4_t col = c % 2 ?
 				vuzp2q_f32(f[2 * h][c / 2], f[2 * h + 1][c / 2]) :
 				vuzp1q_f32(f[2 * h][c / 2], f[2 * h + 1][c / 2]);
-			float *y = Y + (size_t)(c0 + c) * ldy + r0;
-			float t[4];
 
-			if (c >= ncol || nrow <= 0)
+			if (c >= ncol)
 				break;
-			if (nrow == 4) {
-				vst1q_f32(y, add ? vaddq_f32(vld1q_f32(y), col) : col);
-				continue;
-			}
-			vst1q_f32(t, col);
-			for (int r = 0; r < nrow; r++)
-				y[r] = add ? y[r] + t[r] : t[r];
+			mm_neon_store4(Y + (size_t)(c0 + c) * ldy + r0, col, nrow, add);
 		}
 	}
 }
 
-static inline __attribute__((always_inline)) void
-mm_i8mm_gemm(enum mm_type t, int64_t k, const uint8_t *w, size_t ws,
-	     const uint8_t *xp, size_t xs, float *Y, size_t ldy, int mr,
-	     int nc, void *scratch)
-{
-	struct mm_mpk *pk = scratch;
-	const int64_t nb = k / MM_QK;
-	const int64_t npan = (nb + MM_NPK_KB - 1) / MM_NPK_KB;
-	const int64_t pkb = (nb + npan - 1) / npan;
-
-	for (int64_t b0 = 0; b0 < nb; b0 += pkb) {
-		const int kb = (int)(nb - b0 < pkb ? nb - b0 : pkb);
-
-		mm_i8mm_pack_w(pk, t, w, ws, mr, b0, kb);
-		for (int g = 0; g < (mr + 7) / 8; g++)
-			for (int c0 = 0; c0 < nc; c0 += 4)
-				mm_i8mm_tile(pk, g, xp, xs, nb, b0, c0,
-					     nc - c0 < 4 ? nc - c0 : 4, mr, kb, Y, ldy,
-					     b0 > 0, t == MM_TYPE_Q6_K, t == MM_TYPE_Q4_K);
-	}
-}
-
-#define MM_DEF_MGEMM(name, type)					\
-static void name(int64_t k, const void *w, size_t ws, const void *xp,	\
-		 size_t xs, float *Y, size_t ldy, int64_t mr, int64_t nc,	\
-		 void *scratch)						\
-{									\
-	mm_i8mm_gemm(type, k, w, ws, xp, xs, Y, ldy, (int)mr, (int)nc,	\
-		     scratch);						\
-}
-
-MM_DEF_MGEMM(mm_i8mm_gemm_q8_0, MM_TYPE_Q8_0)
-MM_DEF_MGEMM(mm_i8mm_gemm_q4_0, MM_TYPE_Q4_0)
-MM_DEF_MGEMM(mm_i8mm_gemm_q5_0, MM_TYPE_Q5_0)
-MM_DEF_MGEMM(mm_i8mm_gemm_q4_k, MM_TYPE_Q4_K)
-MM_DEF_MGEMM(mm_i8mm_gemm_q6_k, MM_TYPE_Q6_K)
+MM_DEF_NEON_GEMM(mm_i8mm, struct mm_mpk)
 
 #pragma GCC pop_options
 

@@ -37,6 +37,15 @@ typedef void (*mm_gemm_fn)(int64_t k, const void *w, size_t ws,
 
 #define MM_NTYPES 33
 
+/* Blocks per k panel of a gemm: panels of equal size, at most max blocks
+ * (k = 576, max 16: 9 + 9, not 16 + 2). */
+static inline int64_t mm_gemm_panel_blocks(int64_t nb, int64_t max)
+{
+	const int64_t npan = (nb + max - 1) / max;
+
+	return (nb + npan - 1) / npan;
+}
+
 struct mm_kernels {
 	const char *name;
 	mm_gemv_fn gemv[MM_NTYPES];
