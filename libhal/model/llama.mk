@@ -114,16 +114,14 @@ endif
 # kernels, against the same f32 reference), once on qemu's "max" CPU
 # (i8mm: the neon-i8mm set) and once as a Cortex-A76 (dot product, no
 # i8mm: the neon set); SKIPs without the tools, like quant-check-arm64.
-LLAMA_ARM_SRCS := $(LLAMA_OWN) $(QUANT_ARM_SRCS) gguf.c gguf_write.c \
-	tokenizer.c tools/gen.c
-LLAMA_ARM_OBJS := $(LLAMA_ARM_SRCS:%.c=$(LLAMA_O)/arm64/%.o)
+LLAMA_ARM_SRCS := $(LLAMA_OWN) gguf.c gguf_write.c tokenizer.c tools/gen.c
+LLAMA_ARM_OBJS := $(LLAMA_ARM_SRCS:%.c=$(LLAMA_O)/arm64/%.o) \
+	$(QUANT_ARM_OBJS)
 LLAMA_ARM_TEST := $(LLAMA_O)/arm64/llama_test
 
 $(LLAMA_O)/arm64/%.o: $(LLAMA_DIR)/%.c $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
-	$(QUANT_XCC) $(LLAMA_CFLAGS) -O2 $(llama_flags) \
-		$(if $(filter kern_neon,$(notdir $*)),$(QUANT_ISA_CFLAGS_kern_neon)) \
-		-c $< -o $@
+	$(QUANT_XCC) $(LLAMA_CFLAGS) -O2 $(llama_flags) -c $< -o $@
 
 $(LLAMA_ARM_TEST): $(LLAMA_DIR)/tests/llama_test.c $(LLAMA_ARM_OBJS) $(LLAMA_HDRS)
 	$(QUANT_XCC) $(LLAMA_CFLAGS) $(LLAMA_WARN) -O2 $< $(LLAMA_ARM_OBJS) \

@@ -65,6 +65,7 @@ $(QUANT_BENCH): $(QUANT_DIR)/bench/kbench.c $(QUANT_OPT_OBJS) $(QUANT_HDRS)
 QUANT_XCC ?= aarch64-linux-gnu-gcc
 QUANT_QEMU ?= qemu-aarch64
 QUANT_ARM_SRCS := quant.c threadpool.c kern_scalar.c kern_neon.c
+QUANT_ARM_OBJS := $(QUANT_ARM_SRCS:%.c=$(QUANT_O)/arm64/%.o)
 QUANT_ARM_TEST := $(QUANT_O)/arm64/quant_test
 # Shell: exits 0 after a SKIP line for target $(1) when the cross
 # compiler or qemu is missing.
@@ -76,16 +77,17 @@ quant_arm_tools = if ! command -v $(QUANT_XCC) >/dev/null 2>&1 || \
 
 quant-all: $(QUANT_TEST) $(QUANT_BENCH)
 
+# (also linked into llama-check-arm64's decoder test)
+$(QUANT_O)/arm64/%.o: $(QUANT_DIR)/%.c $(QUANT_HDRS)
+	@mkdir -p $(dir $@)
+	$(QUANT_XCC) $(QUANT_CFLAGS) -O2 $(QUANT_ISA_CFLAGS_$*) -c $< -o $@
+
+$(QUANT_ARM_TEST): $(QUANT_DIR)/tests/quant_test.c $(QUANT_ARM_OBJS) $(QUANT_HDRS)
+	$(QUANT_XCC) $(QUANT_CFLAGS) -O2 $< $(QUANT_ARM_OBJS) -o $@ -lm
+
 quant-check-arm64:
 	@$(call quant_arm_tools,$@); \
-	set -e; mkdir -p $(dir $(QUANT_ARM_TEST)); \
-	for f in $(QUANT_ARM_SRCS); do \
-		b=$${f%.c}; fl=; [ $$b = kern_neon ] && fl="$(QUANT_ISA_CFLAGS_kern_neon)"; \
-		$(QUANT_XCC) $(QUANT_CFLAGS) -O2 $$fl -c $(QUANT_DIR)/$$f \
-			-o $(QUANT_O)/arm64/$$b.o; \
-	done; \
-	$(QUANT_XCC) $(QUANT_CFLAGS) -O2 $(QUANT_DIR)/tests/quant_test.c \
-		$(QUANT_ARM_SRCS:%.c=$(QUANT_O)/arm64/%.o) -o $(QUANT_ARM_TEST) -lm; \
+	$(MAKE) --no-print-directory -s $(QUANT_ARM_TEST) || exit 1; \
 	QEMU_CPU=max $(QUANT_QEMU) -L /usr/aarch64-linux-gnu $(QUANT_ARM_TEST) \
 		> $(QUANT_O)/arm64/quant_test.log 2>&1 || true; \
 	sed 's/^/# arm64: /' $(QUANT_O)/arm64/quant_test.log | grep -v '^# arm64: ok' || true; \
