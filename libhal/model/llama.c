@@ -1392,6 +1392,7 @@ static void mm_axpy_h_avx2(float *y, float a, const void *x, int n)
  * are part of the base AArch64 ISA, so there is no run-time choice).
  * The portable loops converted each F16 cache value with a call.
  */
+
 /* 4 f16 values at h as f32 (fcvtl) */
 static inline float32x4_t mm_h4(const void *h)
 {
