@@ -730,17 +730,27 @@ static void mm_avx2_gemv_q4_1(int64_t k, const void *w, size_t ws,
 #define MM_PK_NT 4	/* X rows per register tile */
 #define MM_PK_RG 2	/* groups of 8 W rows per register tile */
 
+/*
+ * The u8 form and the per-row values are kept by pairs of 8-row groups
+ * (the 16 rows of a register tile): a step of a block is rows 0-7 then
+ * rows 8-15 of the pair, 64 bytes, one zmm for the VNNI tile.
+ */
 struct mm_pk {
 	union {
 		int16_t w[MM_GEMM_MC / 8][MM_PK_KB][16][8][2];	/* s16 form */
-		int8_t w8[MM_GEMM_MC / 8][MM_PK_KB][8][8][4];	/* u8 form */
+		int8_t w8[MM_GEMM_MC / 16][MM_PK_KB][8][2][8][4];	/* u8 form */
 	};
-	int32_t ws[MM_GEMM_MC / 8][MM_PK_KB][8];	/* u8: 128 * sum(w) */
-	float wd[MM_GEMM_MC / 8][MM_PK_KB][8];	/* scale per row, block */
-	float wm[MM_GEMM_MC / 8][MM_PK_KB][8];	/* Q4_K: min per row, block */
+	int32_t ws[MM_GEMM_MC / 16][MM_PK_KB][16];	/* u8: -128 * sum(w) */
+	float wd[MM_GEMM_MC / 16][MM_PK_KB][16];	/* scale per row, block */
+	float wm[MM_GEMM_MC / 16][MM_PK_KB][16];	/* Q4_K: min per row, block */
 };
+/* group g's 8 rows in the pair layout: u8 step s of block b, per-row
+ * values of block b */
+#define MM_PK_W8(pk, g, b, s) ((pk)->w8[(g) / 2][b][s][(g) % 2])
+#define MM_PK_ROWS(arr, g, b) ((arr)[(g) / 2][b] + (g) % 2 * 8)
 _Static_assert(sizeof(struct mm_pk) <= MM_GEMM_SCRATCH, "gemm scratch");
-_Static_assert(MM_GEMM_MC % (8 * MM_PK_RG) == 0, "row groups per tile");
+_Static_assert(MM_GEMM_MC % (8 * MM_PK_RG) == 0 && MM_PK_RG == 2,
+	       "row groups per tile: the pair layout");
 
 static inline __m256i mm_madd_acc(__m256i acc, __m256i w, __m256i x)
 {
@@ -752,11 +762,17 @@ static inline __m256i mm_madd_acc(__m256i acc, __m256i w, __m256i x)
 }
 
 /* The u8 form (see above): 1 for 4-bit weights (|w| <= 8), 2 for 5-bit
- * ones; 0: the s16 form */
+ * ones; 0: the s16 form. With VNNI, Q8_0 too: vpdpbusd sums into s32
+ * with no s16 stage, so |w| <= 128 is exact (4 x 255 x 128 per lane and
+ * step). */
 static inline int mm_pk_u8(enum mm_type t)
 {
 	if (t == MM_TYPE_Q4_0 || t == MM_TYPE_Q4_0_R8 || t == MM_TYPE_Q4_K)
 		return 1;
+#ifdef MM_VNNI
+	if (t == MM_TYPE_Q8_0)
+		return 1;
+#endif
 	return t == MM_TYPE_Q5_0 || t == MM_TYPE_Q5_0_R8 ? 2 : 0;
 }
 
@@ -785,7 +801,8 @@ mm_tr_32_64(const __m256i r[8], __m256i u[8])
 	}
 }
 
-/* r[i] = 8 dwords of row i -> out[j] = dword j of rows 0-7 */
+/* r[i] = 8 dwords of row i -> out[j * 2] = dword j of rows 0-7 (every
+ * other vector: the pair layout) */
 static inline __attribute__((always_inline)) void
 mm_tr8x8(const __m256i r[8], __m256i *out)
 {
@@ -794,15 +811,18 @@ mm_tr8x8(const __m256i r[8], __m256i *out)
 	mm_tr_32_64(r, u);
 #pragma GCC unroll 4
 	for (int i = 0; i < 4; i++) {
-		_mm256_store_si256(out + i, _mm256_permute2x128_si256(u[i], u[i + 4], 0x20));
-		_mm256_store_si256(out + i + 4, _mm256_permute2x128_si256(u[i], u[i + 4], 0x31));
+		_mm256_store_si256(out + 2 * i,
+				   _mm256_permute2x128_si256(u[i], u[i + 4], 0x20));
+		_mm256_store_si256(out + 2 * (i + 4),
+				   _mm256_permute2x128_si256(u[i], u[i + 4], 0x31));
 	}
 }
 
 /*
- * u8 form of eight W rows of one block (values |v| <= 8): out[s] = rows
- * 0-7 x elements 4s..4s+3, and ws[r] = 128 * sum of row r's values, which
- * the tile takes off since X comes as x + 128.
+ * u8 form of eight W rows of one block (values |v| <= 128): out[2 * s] =
+ * rows 0-7 x elements 4s..4s+3, and ws[r] = -128 * sum of row r's values,
+ * which the tile adds since X comes as x + 128. (A pair sum of maddubs
+ * is at most 256, a lane's 16 values 2048: s16 holds them.)
  */
 static inline __attribute__((always_inline)) void
 mm_pk_tr8_u8(const __m256i v[8], __m256i *out, int32_t *ws)
@@ -814,9 +834,9 @@ mm_pk_tr8_u8(const __m256i v[8], __m256i *out, int32_t *ws)
 	sum = _mm256_maddubs_epi16(one8, out[0]);
 #pragma GCC unroll 8
 	for (int i = 1; i < 8; i++)
-		sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(one8, out[i]));
-	sum = _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
-	_mm256_store_si256((__m256i *)ws, _mm256_slli_epi32(sum, 7));
+		sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(one8, out[2 * i]));
+	sum = _mm256_madd_epi16(sum, _mm256_set1_epi16(-128));
+	_mm256_store_si256((__m256i *)ws, sum);
 }
 
 /*
@@ -953,7 +973,8 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 				wm[r_] -= 8 * wd[r_];			\
 			}						\
 		}							\
-		mm_pk_tr8_u8(v, (__m256i *)pk->w8[g][b][0], pk->ws[g][b]); \
+		mm_pk_tr8_u8(v, (__m256i *)MM_PK_W8(pk, g, b, 0),	\
+			     MM_PK_ROWS(pk->ws, g, b));			\
 	} while (0)
 
 	for (int g = 0; g < ng; g++) {
@@ -968,7 +989,8 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 		for (int b = 0; b < kb; b++) {
 			__m256i v[8], *out = (__m256i *)pk->w[g][b][0];
 			int16_t sc[8][2] = { { 0 } };
-			float *wd = pk->wd[g][b], *wm = pk->wm[g][b];
+			float *wd = MM_PK_ROWS(pk->wd, g, b),
+			      *wm = MM_PK_ROWS(pk->wm, g, b);
 
 			if (t != mm_stored_type(t) && full) {
 				/* block b0 + b of the group's 8 rows in the
@@ -1110,7 +1132,9 @@ static void name(int64_t k, const void *xq, void *xp)			\
 	mm_xprep(k, xq, xp, q8k, u8);					\
 }
 
-MM_DEF_XPREP(mm_avx2_xprep_q8_0, 0, 0)	/* Q8_0 */
+#ifndef MM_VNNI
+MM_DEF_XPREP(mm_avx2_xprep_q8_0, 0, 0)	/* Q8_0 (VNNI: the u8 form) */
+#endif
 MM_DEF_XPREP(mm_avx2_xprep_q8_0_u8, 0, 1)	/* Q4_0, Q5_0 and their layouts */
 MM_DEF_XPREP(mm_avx2_xprep_q8_k_u8, 1, 1)	/* Q4_K */
 MM_DEF_XPREP(mm_avx2_xprep_q8_k, 1, 0)	/* Q6_K */
@@ -1169,7 +1193,7 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
 
 #pragma GCC unroll 2
 		for (int h = 0; h < MM_PK_RG; h++)
-			w[h] = _mm256_load_si256(u8 ? (const __m256i *)pk->w8[g + h][b][s] :
+			w[h] = _mm256_load_si256(u8 ? (const __m256i *)MM_PK_W8(pk, g + h, b, s) :
 						 (const __m256i *)pk->w[g + h][b][s]);
 #pragma GCC unroll 8
 		for (int c = 0; c < MM_PK_NT; c++) {
@@ -1193,7 +1217,8 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
 		return;
 #pragma GCC unroll 2
 	for (int h = 0; h < MM_PK_RG; h++) {
-		const __m256i ws = _mm256_load_si256((const __m256i *)pk->ws[g + h][b]);
+		const __m256i ws = _mm256_load_si256((const __m256i *)
+						     MM_PK_ROWS(pk->ws, g + h, b));
 
 #pragma GCC unroll 8
 		for (int c = 0; c < MM_PK_NT; c++) {
@@ -1202,7 +1227,7 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
 #endif
 			if (run < ns)
 				a[h][c] = _mm256_add_epi32(a[h][c], t[h][c]);
-			a[h][c] = _mm256_sub_epi32(a[h][c], ws);
+			a[h][c] = _mm256_add_epi32(a[h][c], ws);
 		}
 	}
 }
@@ -1212,6 +1237,24 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
  * (from c0), kb blocks. The s32 sums stay in registers; the float sums
  * are touched once per block.
  */
+/* The nt X rows of a tile from row c0 (past ncol: row c0 again, its sums
+ * not stored), at block b0: values (xb bytes per block), dx, dx * sum(x). */
+static inline __attribute__((always_inline)) void
+mm_pk_xrows(const uint8_t *X, size_t xs, int64_t nb, int64_t b0, int c0,
+	    int ncol, size_t xb, const int nt, const uint8_t **xr,
+	    const float **xd, const float **xsum)
+{
+#pragma GCC unroll 8
+	for (int c = 0; c < nt; c++) {
+		const int i = c0 + (c < ncol ? c : 0);
+		const struct mm_xrow r = mm_xrow_at(X + (size_t)i * xs, nb);
+
+		xr[c] = (const uint8_t *)r.x + b0 * xb;
+		xd[c] = r.d + b0;
+		xsum[c] = r.s + b0;
+	}
+}
+
 static inline __attribute__((always_inline)) void
 mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 	   int64_t nb, int64_t b0, int c0, int ncol, int mr, int kb,
@@ -1222,18 +1265,12 @@ mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 	const size_t xb = u8 ? MM_QK : MM_QK * sizeof(int16_t);	/* bytes per block */
 	__m256 f[MM_PK_RG][MM_PK_NT];
 
+	mm_pk_xrows(X, xs, nb, b0, c0, ncol, xb, MM_PK_NT, xr, xd, xsum);
 #pragma GCC unroll 8
-	for (int c = 0; c < MM_PK_NT; c++) {
-		const int i = c0 + (c < ncol ? c : 0);
-		const struct mm_xrow r = mm_xrow_at(X + (size_t)i * xs, nb);
-
-		xr[c] = (const uint8_t *)r.x + b0 * xb;
-		xd[c] = r.d + b0;
-		xsum[c] = r.s + b0;
+	for (int c = 0; c < MM_PK_NT; c++)
 #pragma GCC unroll 2
 		for (int h = 0; h < MM_PK_RG; h++)
 			f[h][c] = _mm256_setzero_ps();
-	}
 	for (int b = 0; b < kb; b++) {
 		__m256i a[MM_PK_RG][MM_PK_NT];
 		const uint8_t *xbl[MM_PK_NT];
@@ -1244,7 +1281,7 @@ mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 		mm_pk_block(pk, g, b, xbl, a, u8);
 #pragma GCC unroll 2
 		for (int h = 0; h < MM_PK_RG; h++) {
-			const __m256 dw = _mm256_load_ps(pk->wd[g + h][b]);
+			const __m256 dw = _mm256_load_ps(MM_PK_ROWS(pk->wd, g + h, b));
 
 #pragma GCC unroll 8
 			for (int c = 0; c < MM_PK_NT; c++)
@@ -1252,7 +1289,7 @@ mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 					_mm256_mul_ps(dw, _mm256_set1_ps(xd[c][b])),
 					f[h][c]);
 			if (mins) {	/* - m[r] * dx * sum(x) */
-				const __m256 wm = _mm256_load_ps(pk->wm[g + h][b]);
+				const __m256 wm = _mm256_load_ps(MM_PK_ROWS(pk->wm, g + h, b));
 
 #pragma GCC unroll 8
 				for (int c = 0; c < MM_PK_NT; c++)
@@ -1280,6 +1317,113 @@ mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 	}
 }
 
+#ifdef MM_VNNI
+/*
+ * The u8 form on zmm (VNNI): a tile is the pair of groups g, g + 1 (16 W
+ * rows, one zmm per step) x up to MM_PKZ_NT X rows. Intel cores with two
+ * 512-bit FMA ports run vpdpbusd zmm at twice the ymm rate (Zen 4 runs
+ * both at the same MACs per cycle). Per block and X row: 8 vpdpbusd on
+ * sums that start at -128 * sum(w), then one conversion, one scale
+ * product and one FMA.
+ */
+#define MM_PKZ_NT 8	/* measured on 2 and 16 threads: 8 > 6 > 4 */
+
+static inline __m512i mm_bcast32z(const void *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return _mm512_set1_epi32(v);
+}
+
+static inline __attribute__((always_inline)) void
+mm_pkz_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
+	    int64_t nb, int64_t b0, int c0, int ncol, int mr, int kb,
+	    float *Y, size_t ldy, int add, const int mins)
+{
+	const uint8_t *xr[MM_PKZ_NT];	/* block b0 of the X rows (x + 128) */
+	const float *xd[MM_PKZ_NT], *xsum[MM_PKZ_NT];
+	__m512 f[MM_PKZ_NT];
+
+	mm_pk_xrows(X, xs, nb, b0, c0, ncol, MM_QK, MM_PKZ_NT, xr, xd, xsum);
+#pragma GCC unroll 8
+	for (int c = 0; c < MM_PKZ_NT; c++)
+		f[c] = _mm512_setzero_ps();
+	for (int b = 0; b < kb; b++) {
+		const __m512i ws = _mm512_load_si512(MM_PK_ROWS(pk->ws, g, b));
+		__m512i a[MM_PKZ_NT];
+
+#pragma GCC unroll 8
+		for (int c = 0; c < MM_PKZ_NT; c++)
+			a[c] = ws;
+#pragma GCC unroll 8
+		for (int s = 0; s < 8; s++) {
+			const __m512i w = _mm512_load_si512(MM_PK_W8(pk, g, b, s));
+
+#pragma GCC unroll 8
+			for (int c = 0; c < MM_PKZ_NT; c++) {
+				a[c] = _mm512_dpbusd_epi32(a[c],
+					mm_bcast32z(xr[c] + b * MM_QK + 4 * s), w);
+			}
+		}
+		const __m512 dw = _mm512_load_ps(MM_PK_ROWS(pk->wd, g, b));
+
+#pragma GCC unroll 8
+		for (int c = 0; c < MM_PKZ_NT; c++)
+			f[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[c]),
+					       _mm512_mul_ps(dw, _mm512_set1_ps(xd[c][b])),
+					       f[c]);
+		if (mins) {	/* - m[r] * dx * sum(x) */
+			const __m512 wm = _mm512_load_ps(MM_PK_ROWS(pk->wm, g, b));
+
+#pragma GCC unroll 8
+			for (int c = 0; c < MM_PKZ_NT; c++)
+				f[c] = _mm512_fnmadd_ps(wm, _mm512_set1_ps(xsum[c][b]), f[c]);
+		}
+	}
+
+	const int r0 = g * 8, nrow = mr - r0 < 16 ? mr - r0 : 16;
+	const __mmask16 m = (__mmask16)((1u << nrow) - 1);
+
+	for (int c = 0; c < ncol; c++) {
+		float *y = Y + (size_t)(c0 + c) * ldy + r0;
+
+		_mm512_mask_storeu_ps(y, m, add ? _mm512_add_ps(
+			_mm512_maskz_loadu_ps(m, y), f[c]) : f[c]);
+	}
+}
+#endif
+
+/* One register tile of the gemm: the zmm one for the u8 form with VNNI,
+ * else mm_pk_tile(). */
+static inline __attribute__((always_inline)) void
+mm_pk_tile_for(enum mm_type t, const struct mm_pk *pk, int g,
+	       const uint8_t *X, size_t xs, int64_t nb, int64_t b0, int c0,
+	       int ncol, int mr, int kb, float *Y, size_t ldy, int add,
+	       const int mins)
+{
+#ifdef MM_VNNI
+	if (mm_pk_u8(t)) {
+		mm_pkz_tile(pk, g, X, xs, nb, b0, c0, ncol, mr, kb, Y, ldy, add,
+			    mins);
+		return;
+	}
+#endif
+	mm_pk_tile(pk, g, X, xs, nb, b0, c0, ncol, mr, kb, Y, ldy, add, mins,
+		   mm_pk_u8(t));
+}
+
+/* X rows per register tile of type t's gemm */
+static inline int mm_pk_nt(enum mm_type t)
+{
+#ifdef MM_VNNI
+	if (mm_pk_u8(t))
+		return MM_PKZ_NT;
+#endif
+	(void)t;
+	return MM_PK_NT;
+}
+
 static inline __attribute__((always_inline)) void
 mm_avx2_gemm_pk(enum mm_type t, int64_t k, const uint8_t *w, size_t ws,
 		const uint8_t *xp, size_t xs, float *Y, size_t ldy, int mr,
@@ -1299,22 +1443,22 @@ mm_avx2_gemm_pk(enum mm_type t, int64_t k, const uint8_t *w, size_t ws,
 			const int nj = nc - j0 < MM_GEMM_NC ? nc - j0 : MM_GEMM_NC;
 
 			/* the next panel's rows, spread over the tiles */
+			const int nt = mm_pk_nt(t);
 			const int ntile = (mr + 8 * MM_PK_RG - 1) / (8 * MM_PK_RG) *
-					  ((nj + MM_PK_NT - 1) / MM_PK_NT);
+					  ((nj + nt - 1) / nt);
 			const int prt = j0 == 0 && b0 + pkb < nb ?
 					(mr + ntile - 1) / ntile : 0;
 			const int nkb = (int)(nb - b0 - pkb < pkb ? nb - b0 - pkb : pkb);
 			int pr = 0;
 
 			for (int g = 0; g < (mr + 7) / 8; g += MM_PK_RG)
-				for (int c0 = 0; c0 < nj; c0 += MM_PK_NT) {
+				for (int c0 = 0; c0 < nj; c0 += nt) {
 					for (int i = 0; i < prt && pr < mr; i++)
 						mm_pk_pf_row(t, w, ws, mr, pr++, b0 + pkb, nkb);
-					mm_pk_tile(pk, g, xp + (size_t)j0 * xs, xs,
-						   nb, b0, c0,
-						   nj - c0 < MM_PK_NT ? nj - c0 : MM_PK_NT,
-						   mr, kb, Y + (size_t)j0 * ldy, ldy,
-						   b0 > 0, mins, mm_pk_u8(t));
+					mm_pk_tile_for(t, pk, g, xp + (size_t)j0 * xs, xs,
+						       nb, b0, c0, nj - c0 < nt ? nj - c0 : nt,
+						       mr, kb, Y + (size_t)j0 * ldy, ldy,
+						       b0 > 0, mins);
 				}
 		}
 	}
@@ -1540,7 +1684,11 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q6_K] = mm_avx2_gemm_q6_k,
 	},
 	.xprep = {
+#ifdef MM_VNNI
+		[MM_TYPE_Q8_0] = mm_avx2_xprep_q8_0_u8,
+#else
 		[MM_TYPE_Q8_0] = mm_avx2_xprep_q8_0,
+#endif
 		[MM_TYPE_Q4_0] = mm_avx2_xprep_q8_0_u8,
 		[MM_TYPE_Q4_0_R8] = mm_avx2_xprep_q8_0_u8,
 		[MM_TYPE_Q5_0] = mm_avx2_xprep_q8_0_u8,
