@@ -11,7 +11,7 @@
  * a linear software prefetch of the next group; Q4_K/Q6_K decode a row at
  * a time (ggml's layout handling with fewer vector ops per block),
  * prefetching MM_PF_ROWS rows ahead.
- * Q8_0/Q4_0 matmul widens both sides to s16 in packed panels (below).
+ * Prefill runs packed GEMMs over W panels (below).
  * Q4_1 decode shares the Q4_0 8-row loop (mm_q4_rows8()); its prefill
  * runs that decode kernel per X row.
  */
@@ -724,7 +724,9 @@ static void mm_avx2_gemv_q4_1(int64_t k, const void *w, size_t ws,
  * block (32640), then one vpmaddwd turns them to s32 and 128 * sum(w),
  * made when W is packed, is taken off. Q4_K's q - 8 moves 8 * d into its
  * min. Q5_0 (|q - 16| <= 16, pair sums up to 8160): the s16 sums hold 4
- * steps, so a block is two runs of 4. With VNNI a step is one vpdpbusd.
+ * steps, so a block is two runs of 4. With VNNI a step is one vpdpbusd,
+ * Q8_0 takes the u8 form too, W is the u8 side (mm_pk_off()) and the
+ * tile is on zmm (mm_pkz_tile()).
  */
 #define MM_PK_KB 16	/* blocks of k per panel */
 #define MM_PK_NT 4	/* X rows per register tile */
@@ -776,6 +778,33 @@ static inline int mm_pk_u8(enum mm_type t)
 	return t == MM_TYPE_Q5_0 || t == MM_TYPE_Q5_0_R8 ? 2 : 0;
 }
 
+#ifdef MM_VNNI
+#define MM_PK_X_S8 1	/* the u8 form with W as the u8 side, X as s8 */
+#else
+#define MM_PK_X_S8 0
+#endif
+
+/*
+ * With VNNI the u8 form is turned around: W is the u8 side, as w + off
+ * (Q8_0: q + 128; Q4_0, Q5_0: the stored q; Q4_K: q, its min apart) and
+ * X the s8 one, so an X broadcast is vpdpbusd's memory operand ({1to16},
+ * one fused uop) and the sums start at -off * sum(x), a value per X row
+ * and block made once by xprep: no per-row sums of W when packing.
+ */
+static inline int mm_pk_off(enum mm_type t)
+{
+	switch (t) {
+	case MM_TYPE_Q8_0:
+		return 128;
+	case MM_TYPE_Q4_0: case MM_TYPE_Q4_0_R8:
+		return 8;
+	case MM_TYPE_Q5_0: case MM_TYPE_Q5_0_R8:
+		return 16;
+	default:
+		return 0;
+	}
+}
+
 /*
  * The 32- and 64-bit stages of an 8x8 dword transpose, in each 128-bit
  * lane: r[i] = dwords of row i -> u[j] = dword j (low lane: of the
@@ -819,7 +848,8 @@ mm_tr8x8(const __m256i r[8], __m256i *out)
 }
 
 /*
- * u8 form of eight W rows of one block (values |v| <= 128): out[2 * s] =
+ * u8 form of eight W rows of one block (values |v| <= 8, or 16 for
+ * Q5_0; AVX2 only): out[2 * s] =
  * rows 0-7 x elements 4s..4s+3, and ws[r] = -128 * sum of row r's values,
  * which the tile adds since X comes as x + 128. (A pair sum of maddubs
  * is at most 256, a lane's 16 values 2048: s16 holds them.)
@@ -967,6 +997,13 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 			mm_pk_tr8(v, out);				\
 			break;						\
 		}							\
+		if (MM_PK_X_S8) {					\
+			for (int r_ = 0; r_ < 8; r_++)			\
+				v[r_] = _mm256_add_epi8(v[r_],		\
+					_mm256_set1_epi8((char)mm_pk_off(t))); \
+			mm_tr8x8(v, (__m256i *)MM_PK_W8(pk, g, b, 0));	\
+			break;						\
+		}							\
 		if (t == MM_TYPE_Q4_K) {				\
 			for (int r_ = 0; r_ < 8; r_++) {		\
 				v[r_] = _mm256_sub_epi8(v[r_], _mm256_set1_epi8(8)); \
@@ -1058,11 +1095,13 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
  * X rows in the gemm's form, made once per row for a whole product (not
  * per call: a call is 64 W rows, so X would be widened again for every 64
  * rows of W): 64 bytes per 32-element block (the values as s16, or in the
- * u8 form as x + 128 in the first 32), then dx of every block, then
- * dx * sum(x) of every block (Q4_K's mins).
+ * u8 form as x + 128 in the first 32; with VNNI as x, and from byte 32 *
+ * nb the sums' start -off * sum(x) of every block, see mm_pk_off()),
+ * then dx of every block, then dx * sum(x) of every block (Q4_K's mins).
  */
 struct mm_xrow {
 	const int16_t *x;
+	const int32_t *c;
 	const float *d, *s;
 };
 
@@ -1075,6 +1114,7 @@ static inline struct mm_xrow mm_xrow_at(const uint8_t *xp, int64_t nb)
 {
 	return (struct mm_xrow){
 		.x = (const int16_t *)xp,
+		.c = (const int32_t *)(xp + nb * MM_QK),
 		.d = (const float *)(xp + nb * MM_QK * sizeof(int16_t)),
 		.s = (const float *)(xp + nb * MM_QK * sizeof(int16_t)) + nb,
 	};
@@ -1083,10 +1123,11 @@ static inline struct mm_xrow mm_xrow_at(const uint8_t *xp, int64_t nb)
 /*
  * An X row in the gemm's form: from Q8_0 blocks (Q8_0, Q4_0, Q5_0
  * weights) or Q8_K (K-quants), as s16 or, for the u8 form (mm_pk_u8()),
- * x + 128.
+ * x + 128 (VNNI: x, and -off * sum(x)).
  */
 static inline __attribute__((always_inline)) void
-mm_xprep(int64_t k, const void *xq, void *xp, const int q8k, const int u8)
+mm_xprep(int64_t k, const void *xq, void *xp, const int q8k, const int u8,
+	 const int off)
 {
 	const int64_t nb = k / MM_QK;
 	const struct mm_xrow o = mm_xrow_at(xp, nb);
@@ -1094,6 +1135,7 @@ mm_xprep(int64_t k, const void *xq, void *xp, const int q8k, const int u8)
 	for (int64_t b = 0; b < nb; b++) {
 		const int8_t *q;
 		float d, sum;
+		int32_t isum = 0;
 
 		if (q8k) {
 			const struct mm_block_q8_k *x = (const struct mm_block_q8_k *)xq + b / 8;
@@ -1101,15 +1143,22 @@ mm_xprep(int64_t k, const void *xq, void *xp, const int q8k, const int u8)
 
 			q = x->qs + 32 * j;
 			d = x->d;
-			sum = x->d * (float)(x->bsums[2 * j] + x->bsums[2 * j + 1]);
+			isum = x->bsums[2 * j] + x->bsums[2 * j + 1];
+			sum = x->d * (float)isum;
 		} else {
 			const struct mm_block_q8_0 *x = (const struct mm_block_q8_0 *)xq + b;
 
 			q = x->qs;
 			d = mm_h2f(x->d);
 			sum = 0;
+			if (off)
+				for (int i = 0; i < MM_QK; i++)
+					isum += q[i];
 		}
-		if (u8) {
+		if (u8 && MM_PK_X_S8) {
+			memcpy((uint8_t *)o.x + b * MM_QK, q, MM_QK);
+			((int32_t *)o.c)[b] = -off * isum;
+		} else if (u8) {
 			_mm256_storeu_si256((__m256i *)((uint8_t *)o.x + b * MM_QK),
 					    _mm256_xor_si256(_mm256_set1_epi8((char)0x80),
 							     _mm256_loadu_si256((const __m256i *)q)));
@@ -1126,18 +1175,24 @@ mm_xprep(int64_t k, const void *xq, void *xp, const int q8k, const int u8)
 	}
 }
 
-#define MM_DEF_XPREP(name, q8k, u8)					\
+#define MM_DEF_XPREP(name, q8k, u8, off)				\
 static void name(int64_t k, const void *xq, void *xp)			\
 {									\
-	mm_xprep(k, xq, xp, q8k, u8);					\
+	mm_xprep(k, xq, xp, q8k, u8, off);				\
 }
 
-#ifndef MM_VNNI
-MM_DEF_XPREP(mm_avx2_xprep_q8_0, 0, 0)	/* Q8_0 (VNNI: the u8 form) */
+#ifdef MM_VNNI
+MM_DEF_XPREP(mm_avx2_xprep_q8_0_u8, 0, 1, 128)	/* Q8_0 */
+MM_DEF_XPREP(mm_avx2_xprep_q4_0_u8, 0, 1, 8)	/* Q4_0, Q4_0_R8 */
+MM_DEF_XPREP(mm_avx2_xprep_q5_0_u8, 0, 1, 16)	/* Q5_0, Q5_0_R8 */
+#else
+MM_DEF_XPREP(mm_avx2_xprep_q8_0, 0, 0, 0)	/* Q8_0 */
+MM_DEF_XPREP(mm_avx2_xprep_q8_0_u8, 0, 1, 0)	/* Q4_0, Q5_0 and their layouts */
+#define mm_avx2_xprep_q4_0_u8 mm_avx2_xprep_q8_0_u8
+#define mm_avx2_xprep_q5_0_u8 mm_avx2_xprep_q8_0_u8
 #endif
-MM_DEF_XPREP(mm_avx2_xprep_q8_0_u8, 0, 1)	/* Q4_0, Q5_0 and their layouts */
-MM_DEF_XPREP(mm_avx2_xprep_q8_k_u8, 1, 1)	/* Q4_K */
-MM_DEF_XPREP(mm_avx2_xprep_q8_k, 1, 0)	/* Q6_K */
+MM_DEF_XPREP(mm_avx2_xprep_q8_k_u8, 1, 1, 0)	/* Q4_K */
+MM_DEF_XPREP(mm_avx2_xprep_q8_k, 1, 0, 0)	/* Q6_K */
 
 static inline __m256i mm_bcast32(const void *p)
 {
@@ -1238,11 +1293,12 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
  * are touched once per block.
  */
 /* The nt X rows of a tile from row c0 (past ncol: row c0 again, its sums
- * not stored), at block b0: values (xb bytes per block), dx, dx * sum(x). */
+ * not stored), at block b0: values (xb bytes per block), sums' starts
+ * (VNNI), dx, dx * sum(x). */
 static inline __attribute__((always_inline)) void
 mm_pk_xrows(const uint8_t *X, size_t xs, int64_t nb, int64_t b0, int c0,
 	    int ncol, size_t xb, const int nt, const uint8_t **xr,
-	    const float **xd, const float **xsum)
+	    const int32_t **xc, const float **xd, const float **xsum)
 {
 #pragma GCC unroll 8
 	for (int c = 0; c < nt; c++) {
@@ -1250,6 +1306,7 @@ mm_pk_xrows(const uint8_t *X, size_t xs, int64_t nb, int64_t b0, int c0,
 		const struct mm_xrow r = mm_xrow_at(X + (size_t)i * xs, nb);
 
 		xr[c] = (const uint8_t *)r.x + b0 * xb;
+		xc[c] = r.c + b0;
 		xd[c] = r.d + b0;
 		xsum[c] = r.s + b0;
 	}
@@ -1261,11 +1318,12 @@ mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 	   float *Y, size_t ldy, int add, const int mins, const int u8)
 {
 	const uint8_t *xr[MM_PK_NT];	/* block b0 of the X rows */
+	const int32_t *xc[MM_PK_NT];
 	const float *xd[MM_PK_NT], *xsum[MM_PK_NT];
 	const size_t xb = u8 ? MM_QK : MM_QK * sizeof(int16_t);	/* bytes per block */
 	__m256 f[MM_PK_RG][MM_PK_NT];
 
-	mm_pk_xrows(X, xs, nb, b0, c0, ncol, xb, MM_PK_NT, xr, xd, xsum);
+	mm_pk_xrows(X, xs, nb, b0, c0, ncol, xb, MM_PK_NT, xr, xc, xd, xsum);
 #pragma GCC unroll 8
 	for (int c = 0; c < MM_PK_NT; c++)
 #pragma GCC unroll 2
@@ -1322,18 +1380,19 @@ mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
  * The u8 form on zmm (VNNI): a tile is the pair of groups g, g + 1 (16 W
  * rows, one zmm per step) x up to MM_PKZ_NT X rows. Intel cores with two
  * 512-bit FMA ports run vpdpbusd zmm at twice the ymm rate (Zen 4 runs
- * both at the same MACs per cycle). Per block and X row: 8 vpdpbusd on
- * sums that start at -128 * sum(w), then one conversion, one scale
- * product and one FMA.
+ * both at the same MACs per cycle). Per block and X row: 8 vpdpbusd (W
+ * u8, 4 X bytes broadcast from memory) on sums that start at -off *
+ * sum(x), then one conversion, one scale product and one FMA.
  */
 #define MM_PKZ_NT 8	/* measured on 2 and 16 threads: 8 > 6 > 4 */
 
-static inline __m512i mm_bcast32z(const void *p)
+/* a + the u8 x s8 products of w and the 4 bytes at p in every lane, the
+ * broadcast as vpdpbusd's memory operand (GCC 12 does not fold it) */
+static inline __m512i mm_dpbusd_bcst(__m512i a, __m512i w, const void *p)
 {
-	int32_t v;
-
-	memcpy(&v, p, 4);
-	return _mm512_set1_epi32(v);
+	__asm__("vpdpbusd %2%{1to16%}, %1, %0"
+		: "+v"(a) : "v"(w), "m"(*(const int32_t *)p));
+	return a;
 }
 
 static inline __attribute__((always_inline)) void
@@ -1341,29 +1400,28 @@ mm_pkz_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 	    int64_t nb, int64_t b0, int c0, int ncol, int mr, int kb,
 	    float *Y, size_t ldy, int add, const int mins)
 {
-	const uint8_t *xr[MM_PKZ_NT];	/* block b0 of the X rows (x + 128) */
+	const uint8_t *xr[MM_PKZ_NT];	/* block b0 of the X rows (s8) */
+	const int32_t *xc[MM_PKZ_NT];
 	const float *xd[MM_PKZ_NT], *xsum[MM_PKZ_NT];
 	__m512 f[MM_PKZ_NT];
 
-	mm_pk_xrows(X, xs, nb, b0, c0, ncol, MM_QK, MM_PKZ_NT, xr, xd, xsum);
+	mm_pk_xrows(X, xs, nb, b0, c0, ncol, MM_QK, MM_PKZ_NT, xr, xc, xd, xsum);
 #pragma GCC unroll 8
 	for (int c = 0; c < MM_PKZ_NT; c++)
 		f[c] = _mm512_setzero_ps();
 	for (int b = 0; b < kb; b++) {
-		const __m512i ws = _mm512_load_si512(MM_PK_ROWS(pk->ws, g, b));
 		__m512i a[MM_PKZ_NT];
 
 #pragma GCC unroll 8
 		for (int c = 0; c < MM_PKZ_NT; c++)
-			a[c] = ws;
+			a[c] = _mm512_set1_epi32(xc[c][b]);
 #pragma GCC unroll 8
 		for (int s = 0; s < 8; s++) {
 			const __m512i w = _mm512_load_si512(MM_PK_W8(pk, g, b, s));
 
 #pragma GCC unroll 8
 			for (int c = 0; c < MM_PKZ_NT; c++) {
-				a[c] = _mm512_dpbusd_epi32(a[c],
-					mm_bcast32z(xr[c] + b * MM_QK + 4 * s), w);
+				a[c] = mm_dpbusd_bcst(a[c], w, xr[c] + b * MM_QK + 4 * s);
 			}
 		}
 		const __m512 dw = _mm512_load_ps(MM_PK_ROWS(pk->wd, g, b));
@@ -1689,10 +1747,10 @@ const struct mm_kernels MM_KERNELS_NAME = {
 #else
 		[MM_TYPE_Q8_0] = mm_avx2_xprep_q8_0,
 #endif
-		[MM_TYPE_Q4_0] = mm_avx2_xprep_q8_0_u8,
-		[MM_TYPE_Q4_0_R8] = mm_avx2_xprep_q8_0_u8,
-		[MM_TYPE_Q5_0] = mm_avx2_xprep_q8_0_u8,
-		[MM_TYPE_Q5_0_R8] = mm_avx2_xprep_q8_0_u8,
+		[MM_TYPE_Q4_0] = mm_avx2_xprep_q4_0_u8,
+		[MM_TYPE_Q4_0_R8] = mm_avx2_xprep_q4_0_u8,
+		[MM_TYPE_Q5_0] = mm_avx2_xprep_q5_0_u8,
+		[MM_TYPE_Q5_0_R8] = mm_avx2_xprep_q5_0_u8,
 		[MM_TYPE_Q4_K] = mm_avx2_xprep_q8_k_u8,
 		[MM_TYPE_Q6_K] = mm_avx2_xprep_q8_k,
 	},
