@@ -778,6 +778,23 @@ static inline int mm_pk_u8(enum mm_type t)
 	return t == MM_TYPE_Q5_0 || t == MM_TYPE_Q5_0_R8 ? 2 : 0;
 }
 
+/* The VNNI tile (mm_pkz_tile()): 2 zmm of 16 W rows x 6 X rows (on 2
+ * threads 32 x 6 >= 32 x 4 >= 16 x 8 > 16 x 6 > 16 x 4, see
+ * model-runtime.rst) */
+#define MM_PKZ_ZR 2
+#define MM_PKZ_NT 6
+
+/* 8-row groups per register tile of type t's gemm */
+static inline int mm_pk_gpt(enum mm_type t)
+{
+#ifdef MM_VNNI
+	if (mm_pk_u8(t))
+		return 2 * MM_PKZ_ZR;
+#endif
+	(void)t;
+	return MM_PK_RG;
+}
+
 #ifdef MM_VNNI
 #define MM_PK_X_S8 1	/* the u8 form with W as the u8 side, X as s8 */
 #else
@@ -989,7 +1006,8 @@ static inline __attribute__((always_inline)) void
 mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 	     int mr, int64_t b0, int kb)
 {
-	const int ng = (mr + 8 * MM_PK_RG - 1) / (8 * MM_PK_RG) * MM_PK_RG;
+	const int gpt = mm_pk_gpt(t);	/* groups per tile: zeros past mr */
+	const int ng = (mr + 8 * gpt - 1) / (8 * gpt) * gpt;
 
 	/* Q4_K in the u8 form: q - 8, and 8 * d moves into the min */
 #define MM_PK_TR(v) do {						\
@@ -1377,14 +1395,14 @@ mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 
 #ifdef MM_VNNI
 /*
- * The u8 form on zmm (VNNI): a tile is the pair of groups g, g + 1 (16 W
- * rows, one zmm per step) x up to MM_PKZ_NT X rows. Intel cores with two
- * 512-bit FMA ports run vpdpbusd zmm at twice the ymm rate (Zen 4 runs
- * both at the same MACs per cycle). Per block and X row: 8 vpdpbusd (W
- * u8, 4 X bytes broadcast from memory) on sums that start at -off *
- * sum(x), then one conversion, one scale product and one FMA.
+ * The u8 form on zmm (VNNI): a tile is MM_PKZ_ZR pairs of groups from
+ * g (16 W rows each, one zmm per step) x up to MM_PKZ_NT X rows. Intel
+ * cores with two 512-bit FMA ports run vpdpbusd zmm at twice the ymm
+ * rate (Zen 4 runs both at the same MACs per cycle). Per block, zmm and
+ * X row: 8 vpdpbusd (W u8, 4 X bytes broadcast from memory) on sums that
+ * start at -off * sum(x), then one conversion, one scale product and one
+ * FMA.
  */
-#define MM_PKZ_NT 8	/* measured on 2 and 16 threads: 8 > 6 > 4 */
 
 /* a + the u8 x s8 products of w and the 4 bytes at p in every lane, the
  * broadcast as vpdpbusd's memory operand (GCC 12 does not fold it) */
@@ -1403,51 +1421,63 @@ mm_pkz_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 	const uint8_t *xr[MM_PKZ_NT];	/* block b0 of the X rows (s8) */
 	const int32_t *xc[MM_PKZ_NT];
 	const float *xd[MM_PKZ_NT], *xsum[MM_PKZ_NT];
-	__m512 f[MM_PKZ_NT];
+	__m512 f[MM_PKZ_ZR][MM_PKZ_NT];
 
 	mm_pk_xrows(X, xs, nb, b0, c0, ncol, MM_QK, MM_PKZ_NT, xr, xc, xd, xsum);
-#pragma GCC unroll 8
-	for (int c = 0; c < MM_PKZ_NT; c++)
-		f[c] = _mm512_setzero_ps();
+#pragma GCC unroll 16
+	for (int i = 0; i < MM_PKZ_ZR * MM_PKZ_NT; i++)
+		f[i / MM_PKZ_NT][i % MM_PKZ_NT] = _mm512_setzero_ps();
 	for (int b = 0; b < kb; b++) {
-		__m512i a[MM_PKZ_NT];
+		__m512i a[MM_PKZ_ZR][MM_PKZ_NT];
 
 #pragma GCC unroll 8
 		for (int c = 0; c < MM_PKZ_NT; c++)
-			a[c] = _mm512_set1_epi32(xc[c][b]);
+#pragma GCC unroll 2
+			for (int z = 0; z < MM_PKZ_ZR; z++)
+				a[z][c] = _mm512_set1_epi32(xc[c][b]);
 #pragma GCC unroll 8
 		for (int s = 0; s < 8; s++) {
-			const __m512i w = _mm512_load_si512(MM_PK_W8(pk, g, b, s));
+			__m512i w[MM_PKZ_ZR];
 
+#pragma GCC unroll 2
+			for (int z = 0; z < MM_PKZ_ZR; z++)
+				w[z] = _mm512_load_si512(MM_PK_W8(pk, g + 2 * z, b, s));
 #pragma GCC unroll 8
-			for (int c = 0; c < MM_PKZ_NT; c++) {
-				a[c] = mm_dpbusd_bcst(a[c], w, xr[c] + b * MM_QK + 4 * s);
-			}
+			for (int c = 0; c < MM_PKZ_NT; c++)
+#pragma GCC unroll 2
+				for (int z = 0; z < MM_PKZ_ZR; z++)
+					a[z][c] = mm_dpbusd_bcst(a[z][c], w[z],
+								 xr[c] + b * MM_QK + 4 * s);
 		}
-		const __m512 dw = _mm512_load_ps(MM_PK_ROWS(pk->wd, g, b));
-
-#pragma GCC unroll 8
-		for (int c = 0; c < MM_PKZ_NT; c++)
-			f[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[c]),
-					       _mm512_mul_ps(dw, _mm512_set1_ps(xd[c][b])),
-					       f[c]);
-		if (mins) {	/* - m[r] * dx * sum(x) */
-			const __m512 wm = _mm512_load_ps(MM_PK_ROWS(pk->wm, g, b));
+#pragma GCC unroll 2
+		for (int z = 0; z < MM_PKZ_ZR; z++) {
+			const __m512 dw = _mm512_load_ps(MM_PK_ROWS(pk->wd, g + 2 * z, b));
 
 #pragma GCC unroll 8
 			for (int c = 0; c < MM_PKZ_NT; c++)
-				f[c] = _mm512_fnmadd_ps(wm, _mm512_set1_ps(xsum[c][b]), f[c]);
+				f[z][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[z][c]),
+					_mm512_mul_ps(dw, _mm512_set1_ps(xd[c][b])), f[z][c]);
+			if (mins) {	/* - m[r] * dx * sum(x) */
+				const __m512 wm = _mm512_load_ps(MM_PK_ROWS(pk->wm, g + 2 * z, b));
+
+#pragma GCC unroll 8
+				for (int c = 0; c < MM_PKZ_NT; c++)
+					f[z][c] = _mm512_fnmadd_ps(wm, _mm512_set1_ps(xsum[c][b]),
+								   f[z][c]);
+			}
 		}
 	}
 
-	const int r0 = g * 8, nrow = mr - r0 < 16 ? mr - r0 : 16;
-	const __mmask16 m = (__mmask16)((1u << nrow) - 1);
+	for (int z = 0; z < MM_PKZ_ZR; z++) {
+		const int r0 = (g + 2 * z) * 8, nrow = mr - r0 < 16 ? mr - r0 : 16;
+		const __mmask16 m = (__mmask16)((1u << (nrow > 0 ? nrow : 0)) - 1);
 
-	for (int c = 0; c < ncol; c++) {
-		float *y = Y + (size_t)(c0 + c) * ldy + r0;
+		for (int c = 0; c < ncol && nrow > 0; c++) {
+			float *y = Y + (size_t)(c0 + c) * ldy + r0;
 
-		_mm512_mask_storeu_ps(y, m, add ? _mm512_add_ps(
-			_mm512_maskz_loadu_ps(m, y), f[c]) : f[c]);
+			_mm512_mask_storeu_ps(y, m, add ? _mm512_add_ps(
+				_mm512_maskz_loadu_ps(m, y), f[z][c]) : f[z][c]);
+		}
 	}
 }
 #endif
@@ -1502,14 +1532,15 @@ mm_avx2_gemm_pk(enum mm_type t, int64_t k, const uint8_t *w, size_t ws,
 
 			/* the next panel's rows, spread over the tiles */
 			const int nt = mm_pk_nt(t);
-			const int ntile = (mr + 8 * MM_PK_RG - 1) / (8 * MM_PK_RG) *
+			const int gpt = mm_pk_gpt(t);
+			const int ntile = (mr + 8 * gpt - 1) / (8 * gpt) *
 					  ((nj + nt - 1) / nt);
 			const int prt = j0 == 0 && b0 + pkb < nb ?
 					(mr + ntile - 1) / ntile : 0;
 			const int nkb = (int)(nb - b0 - pkb < pkb ? nb - b0 - pkb : pkb);
 			int pr = 0;
 
-			for (int g = 0; g < (mr + 7) / 8; g += MM_PK_RG)
+			for (int g = 0; g < (mr + 7) / 8; g += gpt)
 				for (int c0 = 0; c0 < nj; c0 += nt) {
 					for (int i = 0; i < prt && pr < mr; i++)
 						mm_pk_pf_row(t, w, ws, mr, pr++, b0 + pkb, nkb);
