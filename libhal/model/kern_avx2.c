@@ -865,11 +865,9 @@ mm_tr8x8(const __m256i r[8], __m256i *out)
 }
 
 /*
- * u8 form of eight W rows of one block (values |v| <= 8, or 16 for
- * Q5_0; AVX2 only): out[2 * s] =
- * rows 0-7 x elements 4s..4s+3, and ws[r] = -128 * sum of row r's values,
- * which the tile adds since X comes as x + 128. (A pair sum of maddubs
- * is at most 256, a lane's 16 values 2048: s16 holds them.)
+ * u8 form of eight W rows of one block, AVX2 (values |v| <= 8, or 16 for
+ * Q5_0): out[2 * s] = rows 0-7 x elements 4s..4s+3, and ws[r] = -128 *
+ * sum of row r's values, which the tile adds since X comes as x + 128.
  */
 static inline __attribute__((always_inline)) void
 mm_pk_tr8_u8(const __m256i v[8], __m256i *out, int32_t *ws)
@@ -1199,15 +1197,13 @@ static void name(int64_t k, const void *xq, void *xp)			\
 	mm_xprep(k, xq, xp, q8k, u8, off);				\
 }
 
-#ifdef MM_VNNI
-MM_DEF_XPREP(mm_avx2_xprep_q8_0_u8, 0, 1, 128)	/* Q8_0 */
-MM_DEF_XPREP(mm_avx2_xprep_q4_0_u8, 0, 1, 8)	/* Q4_0, Q4_0_R8 */
-MM_DEF_XPREP(mm_avx2_xprep_q5_0_u8, 0, 1, 16)	/* Q5_0, Q5_0_R8 */
+#ifdef MM_VNNI	/* X as s8, the sums' starts for W's offset */
+MM_DEF_XPREP(mm_vnni_xprep_q8_0, 0, 1, 128)	/* Q8_0 */
+MM_DEF_XPREP(mm_vnni_xprep_q4_0, 0, 1, 8)	/* Q4_0, Q4_0_R8 */
+MM_DEF_XPREP(mm_vnni_xprep_q5_0, 0, 1, 16)	/* Q5_0, Q5_0_R8 */
 #else
 MM_DEF_XPREP(mm_avx2_xprep_q8_0, 0, 0, 0)	/* Q8_0 */
 MM_DEF_XPREP(mm_avx2_xprep_q8_0_u8, 0, 1, 0)	/* Q4_0, Q5_0 and their layouts */
-#define mm_avx2_xprep_q4_0_u8 mm_avx2_xprep_q8_0_u8
-#define mm_avx2_xprep_q5_0_u8 mm_avx2_xprep_q8_0_u8
 #endif
 MM_DEF_XPREP(mm_avx2_xprep_q8_k_u8, 1, 1, 0)	/* Q4_K */
 MM_DEF_XPREP(mm_avx2_xprep_q8_k, 1, 0, 0)	/* Q6_K */
@@ -1305,11 +1301,6 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
 	}
 }
 
-/*
- * MM_PK_RG groups of 8 W rows (from group g) x up to MM_PK_NT X rows
- * (from c0), kb blocks. The s32 sums stay in registers; the float sums
- * are touched once per block.
- */
 /* The nt X rows of a tile from row c0 (past ncol: row c0 again, its sums
  * not stored), at block b0: values (xb bytes per block), sums' starts
  * (VNNI), dx, dx * sum(x). */
@@ -1330,6 +1321,11 @@ mm_pk_xrows(const uint8_t *X, size_t xs, int64_t nb, int64_t b0, int c0,
 	}
 }
 
+/*
+ * MM_PK_RG groups of 8 W rows (from group g) x up to MM_PK_NT X rows
+ * (from c0), kb blocks. The s32 sums stay in registers; the float sums
+ * are touched once per block.
+ */
 static inline __attribute__((always_inline)) void
 mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 	   int64_t nb, int64_t b0, int c0, int ncol, int mr, int kb,
@@ -1774,14 +1770,18 @@ const struct mm_kernels MM_KERNELS_NAME = {
 	},
 	.xprep = {
 #ifdef MM_VNNI
-		[MM_TYPE_Q8_0] = mm_avx2_xprep_q8_0_u8,
+		[MM_TYPE_Q8_0] = mm_vnni_xprep_q8_0,
+		[MM_TYPE_Q4_0] = mm_vnni_xprep_q4_0,
+		[MM_TYPE_Q4_0_R8] = mm_vnni_xprep_q4_0,
+		[MM_TYPE_Q5_0] = mm_vnni_xprep_q5_0,
+		[MM_TYPE_Q5_0_R8] = mm_vnni_xprep_q5_0,
 #else
 		[MM_TYPE_Q8_0] = mm_avx2_xprep_q8_0,
+		[MM_TYPE_Q4_0] = mm_avx2_xprep_q8_0_u8,
+		[MM_TYPE_Q4_0_R8] = mm_avx2_xprep_q8_0_u8,
+		[MM_TYPE_Q5_0] = mm_avx2_xprep_q8_0_u8,
+		[MM_TYPE_Q5_0_R8] = mm_avx2_xprep_q8_0_u8,
 #endif
-		[MM_TYPE_Q4_0] = mm_avx2_xprep_q4_0_u8,
-		[MM_TYPE_Q4_0_R8] = mm_avx2_xprep_q4_0_u8,
-		[MM_TYPE_Q5_0] = mm_avx2_xprep_q5_0_u8,
-		[MM_TYPE_Q5_0_R8] = mm_avx2_xprep_q5_0_u8,
 		[MM_TYPE_Q4_K] = mm_avx2_xprep_q8_k_u8,
 		[MM_TYPE_Q6_K] = mm_avx2_xprep_q8_k,
 	},
