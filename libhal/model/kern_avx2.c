@@ -764,15 +764,16 @@ static inline __m256i mm_madd_acc(__m256i acc, __m256i w, __m256i x)
 }
 
 /* The u8 form (see above): 1 for 4-bit weights (|w| <= 8), 2 for 5-bit
- * ones; 0: the s16 form. With VNNI, Q8_0 too: vpdpbusd sums into s32
- * with no s16 stage, so |w| <= 128 is exact (4 x 255 x 128 per lane and
- * step). */
+ * ones; 0: the s16 form. With VNNI, Q8_0 and Q6_K too: vpdpbusd sums
+ * into s32 with no s16 stage, so |w| <= 128 is exact (4 x 255 x 128 per
+ * lane and step); Q6_K's sub-block scales apply per half block, in
+ * float. */
 static inline int mm_pk_u8(enum mm_type t)
 {
 	if (t == MM_TYPE_Q4_0 || t == MM_TYPE_Q4_0_R8 || t == MM_TYPE_Q4_K)
 		return 1;
 #ifdef MM_VNNI
-	if (t == MM_TYPE_Q8_0)
+	if (t == MM_TYPE_Q8_0 || t == MM_TYPE_Q6_K)
 		return 1;
 #endif
 	return t == MM_TYPE_Q5_0 || t == MM_TYPE_Q5_0_R8 ? 2 : 0;
@@ -803,10 +804,11 @@ static inline int mm_pk_gpt(enum mm_type t)
 
 /*
  * With VNNI the u8 form is turned around: W is the u8 side, as w + off
- * (Q8_0: q + 128; Q4_0, Q5_0: the stored q; Q4_K: q, its min apart) and
- * X the s8 one, so an X broadcast is vpdpbusd's memory operand ({1to16},
- * one fused uop) and the sums start at -off * sum(x), a value per X row
- * and block made once by xprep: no per-row sums of W when packing.
+ * (Q8_0: q + 128; Q4_0, Q5_0, Q6_K: the stored q; Q4_K: q, its min
+ * apart) and X the s8 one, so an X broadcast is vpdpbusd's memory operand
+ * ({1to16}, one fused uop) and the sums start at -off * sum(x), a value
+ * per X row and block (Q6_K: per half block) made once by xprep: no
+ * per-row sums of W when packing.
  */
 static inline int mm_pk_off(enum mm_type t)
 {
@@ -817,6 +819,8 @@ static inline int mm_pk_off(enum mm_type t)
 		return 8;
 	case MM_TYPE_Q5_0: case MM_TYPE_Q5_0_R8:
 		return 16;
+	case MM_TYPE_Q6_K:
+		return 32;
 	default:
 		return 0;
 	}
@@ -1090,7 +1094,14 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 				}
 				MM_PK_TR(v);
 			}
-			if (t == MM_TYPE_Q6_K) {
+			if (t == MM_TYPE_Q6_K && mm_pk_u8(t)) {
+				/* VNNI: d * sc of each half block, in float
+				 * (wm holds the second half's: no mins) */
+				for (int r = 0; r < 8; r++) {
+					wm[r] = wd[r] * sc[r][1];
+					wd[r] *= sc[r][0];
+				}
+			} else if (t == MM_TYPE_Q6_K) {
 				/* lanes are (row, pair): each row's scale twice */
 				__m256i s[2];
 
@@ -1112,7 +1123,8 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
  * per call: a call is 64 W rows, so X would be widened again for every 64
  * rows of W): 64 bytes per 32-element block (the values as s16, or in the
  * u8 form as x + 128 in the first 32; with VNNI as x, and from byte 32 *
- * nb the sums' start -off * sum(x) of every block, see mm_pk_off()),
+ * nb the sums' start -off * sum(x) of every block, of every half block
+ * for Q6_K, see mm_pk_off()),
  * then dx of every block, then dx * sum(x) of every block (Q4_K's mins).
  */
 struct mm_xrow {
@@ -1171,7 +1183,13 @@ mm_xprep(int64_t k, const void *xq, void *xp, const int q8k, const int u8,
 				for (int i = 0; i < MM_QK; i++)
 					isum += q[i];
 		}
-		if (u8 && MM_PK_X_S8) {
+		if (u8 && MM_PK_X_S8 && q8k && off) {	/* Q6_K: per half */
+			const struct mm_block_q8_k *x = (const struct mm_block_q8_k *)xq + b / 8;
+
+			memcpy((uint8_t *)o.x + b * MM_QK, q, MM_QK);
+			((int32_t *)o.c)[2 * b] = -off * x->bsums[2 * (b % 8)];
+			((int32_t *)o.c)[2 * b + 1] = -off * x->bsums[2 * (b % 8) + 1];
+		} else if (u8 && MM_PK_X_S8) {
 			memcpy((uint8_t *)o.x + b * MM_QK, q, MM_QK);
 			((int32_t *)o.c)[b] = -off * isum;
 		} else if (u8) {
@@ -1201,12 +1219,15 @@ static void name(int64_t k, const void *xq, void *xp)			\
 MM_DEF_XPREP(mm_vnni_xprep_q8_0, 0, 1, 128)	/* Q8_0 */
 MM_DEF_XPREP(mm_vnni_xprep_q4_0, 0, 1, 8)	/* Q4_0, Q4_0_R8 */
 MM_DEF_XPREP(mm_vnni_xprep_q5_0, 0, 1, 16)	/* Q5_0, Q5_0_R8 */
+MM_DEF_XPREP(mm_vnni_xprep_q6_k, 1, 1, 32)	/* Q6_K */
 #else
 MM_DEF_XPREP(mm_avx2_xprep_q8_0, 0, 0, 0)	/* Q8_0 */
 MM_DEF_XPREP(mm_avx2_xprep_q8_0_u8, 0, 1, 0)	/* Q4_0, Q5_0 and their layouts */
 #endif
 MM_DEF_XPREP(mm_avx2_xprep_q8_k_u8, 1, 1, 0)	/* Q4_K */
+#ifndef MM_VNNI
 MM_DEF_XPREP(mm_avx2_xprep_q8_k, 1, 0, 0)	/* Q6_K */
+#endif
 
 static inline __m256i mm_bcast32(const void *p)
 {
@@ -1303,11 +1324,12 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
 
 /* The nt X rows of a tile from row c0 (past ncol: row c0 again, its sums
  * not stored), at block b0: values (xb bytes per block), sums' starts
- * (VNNI), dx, dx * sum(x). */
+ * (VNNI; cpb per block), dx, dx * sum(x). */
 static inline __attribute__((always_inline)) void
 mm_pk_xrows(const uint8_t *X, size_t xs, int64_t nb, int64_t b0, int c0,
-	    int ncol, size_t xb, const int nt, const uint8_t **xr,
-	    const int32_t **xc, const float **xd, const float **xsum)
+	    int ncol, size_t xb, const int cpb, const int nt,
+	    const uint8_t **xr, const int32_t **xc, const float **xd,
+	    const float **xsum)
 {
 #pragma GCC unroll 8
 	for (int c = 0; c < nt; c++) {
@@ -1315,7 +1337,7 @@ mm_pk_xrows(const uint8_t *X, size_t xs, int64_t nb, int64_t b0, int c0,
 		const struct mm_xrow r = mm_xrow_at(X + (size_t)i * xs, nb);
 
 		xr[c] = (const uint8_t *)r.x + b0 * xb;
-		xc[c] = r.c + b0;
+		xc[c] = r.c + b0 * cpb;
 		xd[c] = r.d + b0;
 		xsum[c] = r.s + b0;
 	}
@@ -1337,7 +1359,7 @@ mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 	const size_t xb = u8 ? MM_QK : MM_QK * sizeof(int16_t);	/* bytes per block */
 	__m256 f[MM_PK_RG][MM_PK_NT];
 
-	mm_pk_xrows(X, xs, nb, b0, c0, ncol, xb, MM_PK_NT, xr, xc, xd, xsum);
+	mm_pk_xrows(X, xs, nb, b0, c0, ncol, xb, 1, MM_PK_NT, xr, xc, xd, xsum);
 #pragma GCC unroll 8
 	for (int c = 0; c < MM_PK_NT; c++)
 #pragma GCC unroll 2
@@ -1409,32 +1431,57 @@ static inline __m512i mm_dpbusd_bcst(__m512i a, __m512i w, const void *p)
 	return a;
 }
 
+/* f[z][c] += a[z][c] * scale rows sc (of pair g + 2z) * dx of X row c */
+#define MM_PKZ_FOLD(sc) do {						\
+	_Pragma("GCC unroll 2")						\
+	for (int z = 0; z < MM_PKZ_ZR; z++) {				\
+		const __m512 dw = _mm512_load_ps(MM_PK_ROWS(sc, g + 2 * z, b)); \
+									\
+		_Pragma("GCC unroll 8")					\
+		for (int c = 0; c < MM_PKZ_NT; c++)			\
+			f[z][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[z][c]), \
+				_mm512_mul_ps(dw, _mm512_set1_ps(xd[c][b])), f[z][c]); \
+	}								\
+} while (0)
+
+/* a[z][c] = the sums' start at index i of X row c */
+#define MM_PKZ_START(i) do {						\
+	_Pragma("GCC unroll 8")						\
+	for (int c = 0; c < MM_PKZ_NT; c++)				\
+		_Pragma("GCC unroll 2")					\
+		for (int z = 0; z < MM_PKZ_ZR; z++)			\
+			a[z][c] = _mm512_set1_epi32(xc[c][i]);		\
+} while (0)
+
+/* halves (Q6_K): the block's two halves are summed and scaled apart (wd,
+ * then wm) */
 static inline __attribute__((always_inline)) void
 mm_pkz_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 	    int64_t nb, int64_t b0, int c0, int ncol, int mr, int kb,
-	    float *Y, size_t ldy, int add, const int mins)
+	    float *Y, size_t ldy, int add, const int mins, const int halves)
 {
 	const uint8_t *xr[MM_PKZ_NT];	/* block b0 of the X rows (s8) */
 	const int32_t *xc[MM_PKZ_NT];
 	const float *xd[MM_PKZ_NT], *xsum[MM_PKZ_NT];
 	__m512 f[MM_PKZ_ZR][MM_PKZ_NT];
 
-	mm_pk_xrows(X, xs, nb, b0, c0, ncol, MM_QK, MM_PKZ_NT, xr, xc, xd, xsum);
+	mm_pk_xrows(X, xs, nb, b0, c0, ncol, MM_QK, halves ? 2 : 1, MM_PKZ_NT,
+		    xr, xc, xd, xsum);
 #pragma GCC unroll 16
 	for (int i = 0; i < MM_PKZ_ZR * MM_PKZ_NT; i++)
 		f[i / MM_PKZ_NT][i % MM_PKZ_NT] = _mm512_setzero_ps();
 	for (int b = 0; b < kb; b++) {
 		__m512i a[MM_PKZ_ZR][MM_PKZ_NT];
 
-#pragma GCC unroll 8
-		for (int c = 0; c < MM_PKZ_NT; c++)
-#pragma GCC unroll 2
-			for (int z = 0; z < MM_PKZ_ZR; z++)
-				a[z][c] = _mm512_set1_epi32(xc[c][b]);
+		MM_PKZ_START(halves ? 2 * b : b);
 #pragma GCC unroll 8
 		for (int s = 0; s < 8; s++) {
 			__m512i w[MM_PKZ_ZR];
 
+			if (halves && s == 4) {
+				MM_PKZ_FOLD(pk->wd);
+				MM_PKZ_START(2 * b + 1);
+			}
 #pragma GCC unroll 2
 			for (int z = 0; z < MM_PKZ_ZR; z++)
 				w[z] = _mm512_load_si512(MM_PK_W8(pk, g + 2 * z, b, s));
@@ -1445,15 +1492,13 @@ mm_pkz_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 					a[z][c] = mm_dpbusd_bcst(a[z][c], w[z],
 								 xr[c] + b * MM_QK + 4 * s);
 		}
+		if (halves)
+			MM_PKZ_FOLD(pk->wm);
+		else
+			MM_PKZ_FOLD(pk->wd);
+		if (mins) {	/* - m[r] * dx * sum(x) */
 #pragma GCC unroll 2
-		for (int z = 0; z < MM_PKZ_ZR; z++) {
-			const __m512 dw = _mm512_load_ps(MM_PK_ROWS(pk->wd, g + 2 * z, b));
-
-#pragma GCC unroll 8
-			for (int c = 0; c < MM_PKZ_NT; c++)
-				f[z][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[z][c]),
-					_mm512_mul_ps(dw, _mm512_set1_ps(xd[c][b])), f[z][c]);
-			if (mins) {	/* - m[r] * dx * sum(x) */
+			for (int z = 0; z < MM_PKZ_ZR; z++) {
 				const __m512 wm = _mm512_load_ps(MM_PK_ROWS(pk->wm, g + 2 * z, b));
 
 #pragma GCC unroll 8
@@ -1476,6 +1521,8 @@ mm_pkz_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 		}
 	}
 }
+#undef MM_PKZ_FOLD
+#undef MM_PKZ_START
 #endif
 
 /* One register tile of the gemm: the zmm one for the u8 form with VNNI,
@@ -1489,7 +1536,7 @@ mm_pk_tile_for(enum mm_type t, const struct mm_pk *pk, int g,
 #ifdef MM_VNNI
 	if (mm_pk_u8(t)) {
 		mm_pkz_tile(pk, g, X, xs, nb, b0, c0, ncol, mr, kb, Y, ldy, add,
-			    mins);
+			    mins, t == MM_TYPE_Q6_K);
 		return;
 	}
 #endif
@@ -1783,7 +1830,11 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q5_0_R8] = mm_avx2_xprep_q8_0_u8,
 #endif
 		[MM_TYPE_Q4_K] = mm_avx2_xprep_q8_k_u8,
+#ifdef MM_VNNI
+		[MM_TYPE_Q6_K] = mm_vnni_xprep_q6_k,
+#else
 		[MM_TYPE_Q6_K] = mm_avx2_xprep_q8_k,
+#endif
 	},
 	.xprep_bytes = mm_avx2_xprep_bytes,
 };

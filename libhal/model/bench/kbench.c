@@ -530,6 +530,7 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q5_0, 4096, 4096, 256 },
 		{ MM_TYPE_Q5_0_R8, 4096, 4096, 256 },
 		{ MM_TYPE_Q4_K, 4096, 4096, 256 },
+		{ MM_TYPE_Q6_K, 4096, 4096, 256 },
 	};
 	printf("\nprefill matmul (Y = X.W^T)  peak: %s\n", pk_name);
 	printf("                                 Gop/s  peak Gop/s  of peak\n");
