@@ -708,12 +708,11 @@ static void mm_avx2_gemv_q4_1(int64_t k, const void *w, size_t ws,
  * x 1 X row applies dw[0..7] * dx, and results store as 8 consecutive
  * floats of Y. The register tile is 16 W rows x 4 X rows. Two forms:
  *
- * s16 (Q8_0, Q6_K): both operands widened to s16. W: 8 rows interleaved
- * by k pairs, one ymm = rows 0-7 x (k, k+1); X: a k pair is a 32-bit
- * broadcast. A step is one vpmaddwd + vpaddd per 16 MACs (vpdpwssd with
- * VNNI): 8 s32 sums, 2 W loads and 4 broadcasts per 8 multiplies. Exact,
- * since |w| <= 128 (Q6_K: |sc * (q - 32)| <= 4064) and |x| <= 127 make
- * every pair sum fit s32. On Zen 3 this form runs at most ~0.69x the
+ * s16 (Q8_0 without VNNI): both operands widened to s16. W: 8 rows
+ * interleaved by k pairs, one ymm = rows 0-7 x (k, k+1); X: a k pair is a
+ * 32-bit broadcast. A step is one vpmaddwd + vpaddd per 16 MACs: 8 s32
+ * sums, 2 W loads and 4 broadcasts per 8 multiplies. Exact, since |w| <=
+ * 128 and |x| <= 127 make every pair sum fit s32. On Zen 3 this form runs at most ~0.69x the
  * vpmaddubsw + vpmaddwd + vpaddd peak (a microbenchmark of the bare
  * sequence): 4 vector ops per 32 MACs against 3.
  *
@@ -724,9 +723,11 @@ static void mm_avx2_gemv_q4_1(int64_t k, const void *w, size_t ws,
  * block (32640), then one vpmaddwd turns them to s32 and 128 * sum(w),
  * made when W is packed, is taken off. Q4_K's q - 8 moves 8 * d into its
  * min. Q5_0 (|q - 16| <= 16, pair sums up to 8160): the s16 sums hold 4
- * steps, so a block is two runs of 4. With VNNI a step is one vpdpbusd,
- * Q8_0 takes the u8 form too, W is the u8 side (mm_pk_off()) and the
- * tile is on zmm (mm_pkz_tile()).
+ * steps, so a block is two runs of 4. Q6_K (|q - 32| <= 32, pair sums up
+ * to 16320): runs of 2 steps, each widened by vpmaddwd with the half
+ * block's int8 scales (each row's twice) instead of ones. With VNNI a
+ * step is one vpdpbusd, Q8_0 and Q6_K take the u8 form too, W is the u8
+ * side (mm_pk_off()) and the tile is on zmm (mm_pkz_tile()).
  */
 #define MM_PK_KB 16	/* blocks of k per panel */
 #define MM_PK_NT 4	/* X rows per register tile */
@@ -740,7 +741,11 @@ static void mm_avx2_gemv_q4_1(int64_t k, const void *w, size_t ws,
 struct mm_pk {
 	union {
 		int16_t w[MM_GEMM_MC / 8][MM_PK_KB][16][8][2];	/* s16 form */
-		int8_t w8[MM_GEMM_MC / 16][MM_PK_KB][8][2][8][4];	/* u8 form */
+		struct {
+			int8_t w8[MM_GEMM_MC / 16][MM_PK_KB][8][2][8][4];	/* u8 form */
+			/* AVX2 Q6_K: the scale of each row twice, per half */
+			int16_t sc[MM_GEMM_MC / 8][MM_PK_KB][2][16];
+		};
 	};
 	int32_t ws[MM_GEMM_MC / 16][MM_PK_KB][16];	/* u8: -128 * sum(w) */
 	float wd[MM_GEMM_MC / 16][MM_PK_KB][16];	/* scale per row, block */
@@ -764,7 +769,8 @@ static inline __m256i mm_madd_acc(__m256i acc, __m256i w, __m256i x)
 }
 
 /* The u8 form (see above): 1 for 4-bit weights (|w| <= 8), 2 for 5-bit
- * ones; 0: the s16 form. With VNNI, Q8_0 and Q6_K too: vpdpbusd sums
+ * ones, 3 for Q6_K (|q - 32| <= 32, its scales applied per run of 2
+ * steps by vpmaddwd); 0: the s16 form. With VNNI, Q8_0 and Q6_K too: vpdpbusd sums
  * into s32 with no s16 stage, so |w| <= 128 is exact (4 x 255 x 128 per
  * lane and step); Q6_K's sub-block scales apply per half block, in
  * float. */
@@ -775,6 +781,9 @@ static inline int mm_pk_u8(enum mm_type t)
 #ifdef MM_VNNI
 	if (t == MM_TYPE_Q8_0 || t == MM_TYPE_Q6_K)
 		return 1;
+#else
+	if (t == MM_TYPE_Q6_K)
+		return 3;
 #endif
 	return t == MM_TYPE_Q5_0 || t == MM_TYPE_Q5_0_R8 ? 2 : 0;
 }
@@ -869,23 +878,30 @@ mm_tr8x8(const __m256i r[8], __m256i *out)
 }
 
 /*
- * u8 form of eight W rows of one block, AVX2 (values |v| <= 8, or 16 for
- * Q5_0): out[2 * s] = rows 0-7 x elements 4s..4s+3, and ws[r] = -128 *
- * sum of row r's values, which the tile adds since X comes as x + 128.
+ * u8 form of eight W rows of one block, AVX2 (values |v| <= 8, 16 for
+ * Q5_0, 32 for Q6_K): out[2 * s] = rows 0-7 x elements 4s..4s+3, and
+ * ws[r] = the sums of row r's values over elements 0-15 and 16-31 times
+ * the s16 lanes of m0 and m1 (-128, for Q6_K -128 * its scales), which
+ * the tile adds since X comes as x + 128.
  */
 static inline __attribute__((always_inline)) void
-mm_pk_tr8_u8(const __m256i v[8], __m256i *out, int32_t *ws)
+mm_pk_tr8_u8(const __m256i v[8], __m256i *out, int32_t *ws, __m256i m0,
+	     __m256i m1)
 {
 	const __m256i one8 = _mm256_set1_epi8(1);
-	__m256i sum;
+	__m256i sum[2];
 
 	mm_tr8x8(v, out);
-	sum = _mm256_maddubs_epi16(one8, out[0]);
-#pragma GCC unroll 8
-	for (int i = 1; i < 8; i++)
-		sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(one8, out[2 * i]));
-	sum = _mm256_madd_epi16(sum, _mm256_set1_epi16(-128));
-	_mm256_store_si256((__m256i *)ws, sum);
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) {
+		sum[h] = _mm256_maddubs_epi16(one8, out[8 * h]);
+#pragma GCC unroll 4
+		for (int i = 1; i < 4; i++)
+			sum[h] = _mm256_add_epi16(sum[h], _mm256_maddubs_epi16(one8,
+						  out[8 * h + 2 * i]));
+	}
+	_mm256_store_si256((__m256i *)ws, _mm256_add_epi32(_mm256_madd_epi16(sum[0], m0),
+							   _mm256_madd_epi16(sum[1], m1)));
 }
 
 /*
@@ -920,8 +936,7 @@ mm_pk_tr8(const __m256i v[8], __m256i *out)
  * 32-element block sb of a W row (for the K-quants, sub-block sb % 8 of
  * super-block sb / 8) as 32 int8 values, so that w = d * sc * value - m,
  * where sc (Q6_K only: its int8 scales of elements 0-15 and 16-31) is
- * folded in after widening (|sc * (q - 32)| <= 4064: pair sums of
- * products still fit s32) and is 1 for the other types.
+ * applied by the tile and is 1 for the other types.
  */
 static inline __attribute__((always_inline)) __m256i
 mm_pk_wblock(enum mm_type t, const uint8_t *row, int64_t sb, float *d,
@@ -1004,6 +1019,15 @@ mm_pk_pf_row(enum mm_type t, const uint8_t *w, size_t ws, int mr, int r,
 		mm_pf_span((const char *)w + (size_t)r * ws + off, len);
 }
 
+/* Q6_K's int8 scales of 8 rows (half h of a block: sc[r][h]) as s16
+ * lanes (row, pair): each row's scale twice, out[h] */
+static inline void mm_pk_q6k_sc(const int16_t sc[8][2], int16_t out[2][16])
+{
+	for (int h = 0; h < 2; h++)
+		for (int r = 0; r < 8; r++)
+			out[h][2 * r] = out[h][2 * r + 1] = sc[r][h];
+}
+
 static inline __attribute__((always_inline)) void
 mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 	     int mr, int64_t b0, int kb)
@@ -1030,8 +1054,21 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 				wm[r_] -= 8 * wd[r_];			\
 			}						\
 		}							\
+		if (t == MM_TYPE_Q6_K) {				\
+			mm_pk_q6k_sc(sc, pk->sc[g][b]);			\
+			mm_pk_tr8_u8(v, (__m256i *)MM_PK_W8(pk, g, b, 0), \
+				MM_PK_ROWS(pk->ws, g, b),		\
+				_mm256_mullo_epi16(_mm256_load_si256(	\
+					(const __m256i *)pk->sc[g][b][0]), \
+					_mm256_set1_epi16(-128)),	\
+				_mm256_mullo_epi16(_mm256_load_si256(	\
+					(const __m256i *)pk->sc[g][b][1]), \
+					_mm256_set1_epi16(-128)));	\
+			break;						\
+		}							\
 		mm_pk_tr8_u8(v, (__m256i *)MM_PK_W8(pk, g, b, 0),	\
-			     MM_PK_ROWS(pk->ws, g, b));			\
+			     MM_PK_ROWS(pk->ws, g, b),			\
+			     _mm256_set1_epi16(-128), _mm256_set1_epi16(-128)); \
 	} while (0)
 
 	for (int g = 0; g < ng; g++) {
@@ -1094,24 +1131,13 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 				}
 				MM_PK_TR(v);
 			}
-			if (t == MM_TYPE_Q6_K && mm_pk_u8(t)) {
+			if (t == MM_TYPE_Q6_K && MM_PK_X_S8) {
 				/* VNNI: d * sc of each half block, in float
 				 * (wm holds the second half's: no mins) */
 				for (int r = 0; r < 8; r++) {
 					wm[r] = wd[r] * sc[r][1];
 					wd[r] *= sc[r][0];
 				}
-			} else if (t == MM_TYPE_Q6_K) {
-				/* lanes are (row, pair): each row's scale twice */
-				__m256i s[2];
-
-				for (int h = 0; h < 2; h++)
-					s[h] = _mm256_setr_epi16(sc[0][h], sc[0][h], sc[1][h], sc[1][h],
-								 sc[2][h], sc[2][h], sc[3][h], sc[3][h],
-								 sc[4][h], sc[4][h], sc[5][h], sc[5][h],
-								 sc[6][h], sc[6][h], sc[7][h], sc[7][h]);
-				for (int p = 0; p < 16; p++)
-					out[p] = _mm256_mullo_epi16(out[p], s[p / 8]);
 			}
 		}
 	}
@@ -1224,10 +1250,7 @@ MM_DEF_XPREP(mm_vnni_xprep_q6_k, 1, 1, 32)	/* Q6_K */
 MM_DEF_XPREP(mm_avx2_xprep_q8_0, 0, 0, 0)	/* Q8_0 */
 MM_DEF_XPREP(mm_avx2_xprep_q8_0_u8, 0, 1, 0)	/* Q4_0, Q5_0 and their layouts */
 #endif
-MM_DEF_XPREP(mm_avx2_xprep_q8_k_u8, 1, 1, 0)	/* Q4_K */
-#ifndef MM_VNNI
-MM_DEF_XPREP(mm_avx2_xprep_q8_k, 1, 0, 0)	/* Q6_K */
-#endif
+MM_DEF_XPREP(mm_avx2_xprep_q8_k_u8, 1, 1, 0)	/* Q4_K (AVX2: and Q6_K) */
 
 static inline __m256i mm_bcast32(const void *p)
 {
@@ -1273,9 +1296,9 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
 #ifdef MM_VNNI
 	const int run = ns;	/* s32 sums: no s16 runs */
 #else
-	const int run = u8 == 2 ? 4 : ns;	/* steps per s16 run */
+	const int run = u8 == 3 ? 2 : u8 == 2 ? 4 : ns;	/* steps per s16 run */
 #endif
-	__m256i t[MM_PK_RG][MM_PK_NT];	/* the first run's sums, s32 */
+	__m256i t[MM_PK_RG][MM_PK_NT];	/* the runs' sums, s32 */
 
 #pragma GCC unroll 16
 	for (int s = 0; s < ns; s++) {
@@ -1297,11 +1320,21 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
 				__asm__("" : "+x"(a[h][c]));
 			}
 		}
-		if (run < ns && s == run - 1)
+		if (run < ns && s % run == run - 1 && s < ns - 1)
+#pragma GCC unroll 2
+			for (int h = 0; h < MM_PK_RG; h++) {
+				/* Q6_K: its scales of the half, else 1 */
+				const __m256i m = u8 == 3 ? _mm256_load_si256(
+					(const __m256i *)pk->sc[g + h][b][s / 4]) :
+					_mm256_set1_epi16(1);
+
 #pragma GCC unroll 8
-			for (int i = 0; i < MM_PK_RG * MM_PK_NT; i++)
-				t[i / MM_PK_NT][i % MM_PK_NT] = _mm256_madd_epi16(
-					a[i / MM_PK_NT][i % MM_PK_NT], _mm256_set1_epi16(1));
+				for (int c = 0; c < MM_PK_NT; c++) {
+					const __m256i p = _mm256_madd_epi16(a[h][c], m);
+
+					t[h][c] = s == run - 1 ? p : _mm256_add_epi32(t[h][c], p);
+				}
+			}
 	}
 	if (!u8)
 		return;
@@ -1313,7 +1346,9 @@ mm_pk_block(const struct mm_pk *pk, int g, int b,
 #pragma GCC unroll 8
 		for (int c = 0; c < MM_PK_NT; c++) {
 #ifndef MM_VNNI
-			a[h][c] = _mm256_madd_epi16(a[h][c], _mm256_set1_epi16(1));
+			a[h][c] = _mm256_madd_epi16(a[h][c], u8 == 3 ?
+				_mm256_load_si256((const __m256i *)pk->sc[g + h][b][1]) :
+				_mm256_set1_epi16(1));
 #endif
 			if (run < ns)
 				a[h][c] = _mm256_add_epi32(a[h][c], t[h][c]);
@@ -1833,7 +1868,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 #ifdef MM_VNNI
 		[MM_TYPE_Q6_K] = mm_vnni_xprep_q6_k,
 #else
-		[MM_TYPE_Q6_K] = mm_avx2_xprep_q8_k,
+		[MM_TYPE_Q6_K] = mm_avx2_xprep_q8_k_u8,
 #endif
 	},
 	.xprep_bytes = mm_avx2_xprep_bytes,
