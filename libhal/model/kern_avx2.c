@@ -747,7 +747,9 @@ struct mm_pk {
 			int16_t sc[MM_GEMM_MC / 8][MM_PK_KB][2][16];
 		};
 	};
+#ifndef MM_VNNI	/* with VNNI the sums start at -off * sum(x) instead */
 	int32_t ws[MM_GEMM_MC / 16][MM_PK_KB][16];	/* u8: -128 * sum(w) */
+#endif
 	float wd[MM_GEMM_MC / 16][MM_PK_KB][16];	/* scale per row, block */
 	float wm[MM_GEMM_MC / 16][MM_PK_KB][16];	/* Q4_K: min per row, block */
 };
@@ -758,15 +760,6 @@ struct mm_pk {
 _Static_assert(sizeof(struct mm_pk) <= MM_GEMM_SCRATCH, "gemm scratch");
 _Static_assert(MM_GEMM_MC % (8 * MM_PK_RG) == 0 && MM_PK_RG == 2,
 	       "row groups per tile: the pair layout");
-
-static inline __m256i mm_madd_acc(__m256i acc, __m256i w, __m256i x)
-{
-#ifdef MM_VNNI
-	return _mm256_dpwssd_epi32(acc, w, x);
-#else
-	return _mm256_add_epi32(acc, _mm256_madd_epi16(w, x));
-#endif
-}
 
 /* The u8 form (see above): 1 for 4-bit weights (|w| <= 8), 2 for 5-bit
  * ones, 3 for Q6_K (|q - 32| <= 32, its scales applied per run of 2
@@ -797,12 +790,12 @@ static inline int mm_pk_u8(enum mm_type t)
 /* 8-row groups per register tile of type t's gemm */
 static inline int mm_pk_gpt(enum mm_type t)
 {
-#ifdef MM_VNNI
-	if (mm_pk_u8(t))
-		return 2 * MM_PKZ_ZR;
-#endif
 	(void)t;
+#ifdef MM_VNNI
+	return 2 * MM_PKZ_ZR;
+#else
 	return MM_PK_RG;
+#endif
 }
 
 #ifdef MM_VNNI
@@ -1035,17 +1028,20 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 	const int gpt = mm_pk_gpt(t);	/* groups per tile: zeros past mr */
 	const int ng = (mr + 8 * gpt - 1) / (8 * gpt) * gpt;
 
+#ifdef MM_VNNI
+	/* W as the u8 side: w + off */
+#define MM_PK_TR(v) do {						\
+		for (int r_ = 0; r_ < 8; r_++)				\
+			v[r_] = _mm256_add_epi8(v[r_],			\
+				_mm256_set1_epi8((char)mm_pk_off(t)));	\
+		mm_tr8x8(v, (__m256i *)MM_PK_W8(pk, g, b, 0));		\
+		(void)out;	/* the s16 form's */			\
+	} while (0)
+#else
 	/* Q4_K in the u8 form: q - 8, and 8 * d moves into the min */
 #define MM_PK_TR(v) do {						\
 		if (!mm_pk_u8(t)) {					\
 			mm_pk_tr8(v, out);				\
-			break;						\
-		}							\
-		if (MM_PK_X_S8) {					\
-			for (int r_ = 0; r_ < 8; r_++)			\
-				v[r_] = _mm256_add_epi8(v[r_],		\
-					_mm256_set1_epi8((char)mm_pk_off(t))); \
-			mm_tr8x8(v, (__m256i *)MM_PK_W8(pk, g, b, 0));	\
 			break;						\
 		}							\
 		if (t == MM_TYPE_Q4_K) {				\
@@ -1070,6 +1066,7 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 			     MM_PK_ROWS(pk->ws, g, b),			\
 			     _mm256_set1_epi16(-128), _mm256_set1_epi16(-128)); \
 	} while (0)
+#endif
 
 	for (int g = 0; g < ng; g++) {
 		const int full = g * 8 + 8 <= mr;
@@ -1252,111 +1249,6 @@ MM_DEF_XPREP(mm_avx2_xprep_q8_0_u8, 0, 1, 0)	/* Q4_0, Q5_0 and their layouts */
 #endif
 MM_DEF_XPREP(mm_avx2_xprep_q8_k_u8, 1, 1, 0)	/* Q4_K (AVX2: and Q6_K) */
 
-static inline __m256i mm_bcast32(const void *p)
-{
-	int32_t v;
-
-	memcpy(&v, p, 4);
-	return _mm256_set1_epi32(v);
-}
-
-/*
- * One step of a block: a[h][c] (first: = instead of +=) the products of
- * W vector w and X broadcast x. s16 form: k pairs, s32 sums. u8 form:
- * 4 consecutive k, s16 sums (vpdpbusd into s32 with VNNI).
- */
-static inline __m256i mm_pk_step(__m256i a, __m256i w, __m256i x,
-				 int first, const int u8)
-{
-	if (u8) {
-#ifdef MM_VNNI
-		return _mm256_dpbusd_epi32(first ? _mm256_setzero_si256() : a, x, w);
-#else
-		const __m256i p = _mm256_maddubs_epi16(x, w);
-
-		return first ? p : _mm256_add_epi16(a, p);
-#endif
-	}
-	return first ? _mm256_madd_epi16(w, x) : mm_madd_acc(a, w, x);
-}
-
-/*
- * Block b of the tile into s32 sums a: 16 steps of k pairs (s16 form) or
- * 8 steps of 4 k (u8 form). The u8 form's s16 sums hold the 8 steps of
- * 4-bit weights (|2 * 255 * 8| * 8 = 32640) or 4 of 5-bit ones (8160 *
- * 4), so those take two runs, the first kept as s32; then one vpmaddwd
- * turns each to s32 and 128 * sum(w) is taken off.
- */
-static inline __attribute__((always_inline)) void
-mm_pk_block(const struct mm_pk *pk, int g, int b,
-	    const uint8_t *const xr[MM_PK_NT], __m256i a[MM_PK_RG][MM_PK_NT],
-	    const int u8)
-{
-	const int ns = u8 ? 8 : 16, xstep = u8 ? 4 : 2 * sizeof(int16_t);
-#ifdef MM_VNNI
-	const int run = ns;	/* s32 sums: no s16 runs */
-#else
-	const int run = u8 == 3 ? 2 : u8 == 2 ? 4 : ns;	/* steps per s16 run */
-#endif
-	__m256i t[MM_PK_RG][MM_PK_NT];	/* the runs' sums, s32 */
-
-#pragma GCC unroll 16
-	for (int s = 0; s < ns; s++) {
-		__m256i w[MM_PK_RG];
-
-#pragma GCC unroll 2
-		for (int h = 0; h < MM_PK_RG; h++)
-			w[h] = _mm256_load_si256(u8 ? (const __m256i *)MM_PK_W8(pk, g + h, b, s) :
-						 (const __m256i *)pk->w[g + h][b][s]);
-#pragma GCC unroll 8
-		for (int c = 0; c < MM_PK_NT; c++) {
-			const __m256i xv = mm_bcast32(xr[c] + xstep * s);
-
-#pragma GCC unroll 2
-			for (int h = 0; h < MM_PK_RG; h++) {
-				a[h][c] = mm_pk_step(a[h][c], w[h], xv, s % run == 0, u8);
-				/* keep one chain per sum: GCC would regroup
-				 * the adds and spill */
-				__asm__("" : "+x"(a[h][c]));
-			}
-		}
-		if (run < ns && s % run == run - 1 && s < ns - 1)
-#pragma GCC unroll 2
-			for (int h = 0; h < MM_PK_RG; h++) {
-				/* Q6_K: its scales of the half, else 1 */
-				const __m256i m = u8 == 3 ? _mm256_load_si256(
-					(const __m256i *)pk->sc[g + h][b][s / 4]) :
-					_mm256_set1_epi16(1);
-
-#pragma GCC unroll 8
-				for (int c = 0; c < MM_PK_NT; c++) {
-					const __m256i p = _mm256_madd_epi16(a[h][c], m);
-
-					t[h][c] = s == run - 1 ? p : _mm256_add_epi32(t[h][c], p);
-				}
-			}
-	}
-	if (!u8)
-		return;
-#pragma GCC unroll 2
-	for (int h = 0; h < MM_PK_RG; h++) {
-		const __m256i ws = _mm256_load_si256((const __m256i *)
-						     MM_PK_ROWS(pk->ws, g + h, b));
-
-#pragma GCC unroll 8
-		for (int c = 0; c < MM_PK_NT; c++) {
-#ifndef MM_VNNI
-			a[h][c] = _mm256_madd_epi16(a[h][c], u8 == 3 ?
-				_mm256_load_si256((const __m256i *)pk->sc[g + h][b][1]) :
-				_mm256_set1_epi16(1));
-#endif
-			if (run < ns)
-				a[h][c] = _mm256_add_epi32(a[h][c], t[h][c]);
-			a[h][c] = _mm256_add_epi32(a[h][c], ws);
-		}
-	}
-}
-
 /* The nt X rows of a tile from row c0 (past ncol: row c0 again, its sums
  * not stored), at block b0: values (xb bytes per block), sums' starts
  * (VNNI; cpb per block), dx, dx * sum(x). */
@@ -1375,74 +1267,6 @@ mm_pk_xrows(const uint8_t *X, size_t xs, int64_t nb, int64_t b0, int c0,
 		xc[c] = r.c + b0 * cpb;
 		xd[c] = r.d + b0;
 		xsum[c] = r.s + b0;
-	}
-}
-
-/*
- * MM_PK_RG groups of 8 W rows (from group g) x up to MM_PK_NT X rows
- * (from c0), kb blocks. The s32 sums stay in registers; the float sums
- * are touched once per block.
- */
-static inline __attribute__((always_inline)) void
-mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
-	   int64_t nb, int64_t b0, int c0, int ncol, int mr, int kb,
-	   float *Y, size_t ldy, int add, const int mins, const int u8)
-{
-	const uint8_t *xr[MM_PK_NT];	/* block b0 of the X rows */
-	const int32_t *xc[MM_PK_NT];
-	const float *xd[MM_PK_NT], *xsum[MM_PK_NT];
-	const size_t xb = u8 ? MM_QK : MM_QK * sizeof(int16_t);	/* bytes per block */
-	__m256 f[MM_PK_RG][MM_PK_NT];
-
-	mm_pk_xrows(X, xs, nb, b0, c0, ncol, xb, 1, MM_PK_NT, xr, xc, xd, xsum);
-#pragma GCC unroll 8
-	for (int c = 0; c < MM_PK_NT; c++)
-#pragma GCC unroll 2
-		for (int h = 0; h < MM_PK_RG; h++)
-			f[h][c] = _mm256_setzero_ps();
-	for (int b = 0; b < kb; b++) {
-		__m256i a[MM_PK_RG][MM_PK_NT];
-		const uint8_t *xbl[MM_PK_NT];
-
-#pragma GCC unroll 8
-		for (int c = 0; c < MM_PK_NT; c++)
-			xbl[c] = xr[c] + b * xb;
-		mm_pk_block(pk, g, b, xbl, a, u8);
-#pragma GCC unroll 2
-		for (int h = 0; h < MM_PK_RG; h++) {
-			const __m256 dw = _mm256_load_ps(MM_PK_ROWS(pk->wd, g + h, b));
-
-#pragma GCC unroll 8
-			for (int c = 0; c < MM_PK_NT; c++)
-				f[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[h][c]),
-					_mm256_mul_ps(dw, _mm256_set1_ps(xd[c][b])),
-					f[h][c]);
-			if (mins) {	/* - m[r] * dx * sum(x) */
-				const __m256 wm = _mm256_load_ps(MM_PK_ROWS(pk->wm, g + h, b));
-
-#pragma GCC unroll 8
-				for (int c = 0; c < MM_PK_NT; c++)
-					f[h][c] = _mm256_fnmadd_ps(wm,
-						_mm256_set1_ps(xsum[c][b]), f[h][c]);
-			}
-		}
-	}
-	for (int h = 0; h < MM_PK_RG; h++) {
-		const int r0 = (g + h) * 8, nrow = mr - r0 < 8 ? mr - r0 : 8;
-
-		for (int c = 0; c < ncol; c++) {
-			float *y = Y + (size_t)(c0 + c) * ldy + r0;
-			float t[8];
-
-			if (nrow == 8) {
-				_mm256_storeu_ps(y, add ? _mm256_add_ps(_mm256_loadu_ps(y),
-									f[h][c]) : f[h][c]);
-				continue;
-			}
-			_mm256_storeu_ps(t, f[h][c]);
-			for (int r = 0; r < nrow; r++)
-				y[r] = add ? y[r] + t[r] : t[r];
-		}
 	}
 }
 
@@ -1558,10 +1382,173 @@ mm_pkz_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
 }
 #undef MM_PKZ_FOLD
 #undef MM_PKZ_START
+#else	/* the AVX2 tile */
+
+static inline __m256i mm_bcast32(const void *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return _mm256_set1_epi32(v);
+}
+
+/*
+ * One step of a block: a[h][c] (first: = instead of +=) the products of
+ * W vector w and X broadcast x. s16 form: k pairs, s32 sums. u8 form:
+ * 4 consecutive k, s16 sums.
+ */
+static inline __m256i mm_pk_step(__m256i a, __m256i w, __m256i x,
+				 int first, const int u8)
+{
+	const __m256i p = u8 ? _mm256_maddubs_epi16(x, w) : _mm256_madd_epi16(w, x);
+
+	if (first)
+		return p;
+	return u8 ? _mm256_add_epi16(a, p) : _mm256_add_epi32(a, p);
+}
+
+/*
+ * Block b of the tile into s32 sums a: 16 steps of k pairs (s16 form) or
+ * 8 steps of 4 k (u8 form). The u8 form's s16 sums hold the 8 steps of
+ * 4-bit weights (|2 * 255 * 8| * 8 = 32640) or 4 of 5-bit ones (8160 *
+ * 4), so those take two runs, the first kept as s32; then one vpmaddwd
+ * turns each to s32 and 128 * sum(w) is taken off.
+ */
+static inline __attribute__((always_inline)) void
+mm_pk_block(const struct mm_pk *pk, int g, int b,
+	    const uint8_t *const xr[MM_PK_NT], __m256i a[MM_PK_RG][MM_PK_NT],
+	    const int u8)
+{
+	const int ns = u8 ? 8 : 16, xstep = u8 ? 4 : 2 * sizeof(int16_t);
+	const int run = u8 == 3 ? 2 : u8 == 2 ? 4 : ns;	/* steps per s16 run */
+	__m256i t[MM_PK_RG][MM_PK_NT];	/* the runs' sums, s32 */
+
+#pragma GCC unroll 16
+	for (int s = 0; s < ns; s++) {
+		__m256i w[MM_PK_RG];
+
+#pragma GCC unroll 2
+		for (int h = 0; h < MM_PK_RG; h++)
+			w[h] = _mm256_load_si256(u8 ? (const __m256i *)MM_PK_W8(pk, g + h, b, s) :
+						 (const __m256i *)pk->w[g + h][b][s]);
+#pragma GCC unroll 8
+		for (int c = 0; c < MM_PK_NT; c++) {
+			const __m256i xv = mm_bcast32(xr[c] + xstep * s);
+
+#pragma GCC unroll 2
+			for (int h = 0; h < MM_PK_RG; h++) {
+				a[h][c] = mm_pk_step(a[h][c], w[h], xv, s % run == 0, u8);
+				/* keep one chain per sum: GCC would regroup
+				 * the adds and spill */
+				__asm__("" : "+x"(a[h][c]));
+			}
+		}
+		if (run < ns && s % run == run - 1 && s < ns - 1)
+#pragma GCC unroll 2
+			for (int h = 0; h < MM_PK_RG; h++) {
+				/* Q6_K: its scales of the half, else 1 */
+				const __m256i m = u8 == 3 ? _mm256_load_si256(
+					(const __m256i *)pk->sc[g + h][b][s / 4]) :
+					_mm256_set1_epi16(1);
+
+#pragma GCC unroll 8
+				for (int c = 0; c < MM_PK_NT; c++) {
+					const __m256i p = _mm256_madd_epi16(a[h][c], m);
+
+					t[h][c] = s == run - 1 ? p : _mm256_add_epi32(t[h][c], p);
+				}
+			}
+	}
+	if (!u8)
+		return;
+#pragma GCC unroll 2
+	for (int h = 0; h < MM_PK_RG; h++) {
+		const __m256i ws = _mm256_load_si256((const __m256i *)
+						     MM_PK_ROWS(pk->ws, g + h, b));
+
+#pragma GCC unroll 8
+		for (int c = 0; c < MM_PK_NT; c++) {
+			a[h][c] = _mm256_madd_epi16(a[h][c], u8 == 3 ?
+				_mm256_load_si256((const __m256i *)pk->sc[g + h][b][1]) :
+				_mm256_set1_epi16(1));
+			if (run < ns)
+				a[h][c] = _mm256_add_epi32(a[h][c], t[h][c]);
+			a[h][c] = _mm256_add_epi32(a[h][c], ws);
+		}
+	}
+}
+
+/*
+ * MM_PK_RG groups of 8 W rows (from group g) x up to MM_PK_NT X rows
+ * (from c0), kb blocks. The s32 sums stay in registers; the float sums
+ * are touched once per block.
+ */
+static inline __attribute__((always_inline)) void
+mm_pk_tile(const struct mm_pk *pk, int g, const uint8_t *X, size_t xs,
+	   int64_t nb, int64_t b0, int c0, int ncol, int mr, int kb,
+	   float *Y, size_t ldy, int add, const int mins, const int u8)
+{
+	const uint8_t *xr[MM_PK_NT];	/* block b0 of the X rows */
+	const int32_t *xc[MM_PK_NT];
+	const float *xd[MM_PK_NT], *xsum[MM_PK_NT];
+	const size_t xb = u8 ? MM_QK : MM_QK * sizeof(int16_t);	/* bytes per block */
+	__m256 f[MM_PK_RG][MM_PK_NT];
+
+	mm_pk_xrows(X, xs, nb, b0, c0, ncol, xb, 1, MM_PK_NT, xr, xc, xd, xsum);
+#pragma GCC unroll 8
+	for (int c = 0; c < MM_PK_NT; c++)
+#pragma GCC unroll 2
+		for (int h = 0; h < MM_PK_RG; h++)
+			f[h][c] = _mm256_setzero_ps();
+	for (int b = 0; b < kb; b++) {
+		__m256i a[MM_PK_RG][MM_PK_NT];
+		const uint8_t *xbl[MM_PK_NT];
+
+#pragma GCC unroll 8
+		for (int c = 0; c < MM_PK_NT; c++)
+			xbl[c] = xr[c] + b * xb;
+		mm_pk_block(pk, g, b, xbl, a, u8);
+#pragma GCC unroll 2
+		for (int h = 0; h < MM_PK_RG; h++) {
+			const __m256 dw = _mm256_load_ps(MM_PK_ROWS(pk->wd, g + h, b));
+
+#pragma GCC unroll 8
+			for (int c = 0; c < MM_PK_NT; c++)
+				f[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[h][c]),
+					_mm256_mul_ps(dw, _mm256_set1_ps(xd[c][b])),
+					f[h][c]);
+			if (mins) {	/* - m[r] * dx * sum(x) */
+				const __m256 wm = _mm256_load_ps(MM_PK_ROWS(pk->wm, g + h, b));
+
+#pragma GCC unroll 8
+				for (int c = 0; c < MM_PK_NT; c++)
+					f[h][c] = _mm256_fnmadd_ps(wm,
+						_mm256_set1_ps(xsum[c][b]), f[h][c]);
+			}
+		}
+	}
+	for (int h = 0; h < MM_PK_RG; h++) {
+		const int r0 = (g + h) * 8, nrow = mr - r0 < 8 ? mr - r0 : 8;
+
+		for (int c = 0; c < ncol; c++) {
+			float *y = Y + (size_t)(c0 + c) * ldy + r0;
+			float t[8];
+
+			if (nrow == 8) {
+				_mm256_storeu_ps(y, add ? _mm256_add_ps(_mm256_loadu_ps(y),
+									f[h][c]) : f[h][c]);
+				continue;
+			}
+			_mm256_storeu_ps(t, f[h][c]);
+			for (int r = 0; r < nrow; r++)
+				y[r] = add ? y[r] + t[r] : t[r];
+		}
+	}
+}
 #endif
 
-/* One register tile of the gemm: the zmm one for the u8 form with VNNI,
- * else mm_pk_tile(). */
+/* One register tile of the gemm: with VNNI every gemm type has the u8
+ * form and takes the zmm tile, else mm_pk_tile(). */
 static inline __attribute__((always_inline)) void
 mm_pk_tile_for(enum mm_type t, const struct mm_pk *pk, int g,
 	       const uint8_t *X, size_t xs, int64_t nb, int64_t b0, int c0,
@@ -1569,25 +1556,23 @@ mm_pk_tile_for(enum mm_type t, const struct mm_pk *pk, int g,
 	       const int mins)
 {
 #ifdef MM_VNNI
-	if (mm_pk_u8(t)) {
-		mm_pkz_tile(pk, g, X, xs, nb, b0, c0, ncol, mr, kb, Y, ldy, add,
-			    mins, t == MM_TYPE_Q6_K);
-		return;
-	}
-#endif
+	mm_pkz_tile(pk, g, X, xs, nb, b0, c0, ncol, mr, kb, Y, ldy, add, mins,
+		    t == MM_TYPE_Q6_K);
+#else
 	mm_pk_tile(pk, g, X, xs, nb, b0, c0, ncol, mr, kb, Y, ldy, add, mins,
 		   mm_pk_u8(t));
+#endif
 }
 
 /* X rows per register tile of type t's gemm */
 static inline int mm_pk_nt(enum mm_type t)
 {
-#ifdef MM_VNNI
-	if (mm_pk_u8(t))
-		return MM_PKZ_NT;
-#endif
 	(void)t;
+#ifdef MM_VNNI
+	return MM_PKZ_NT;
+#else
 	return MM_PK_NT;
+#endif
 }
 
 static inline __attribute__((always_inline)) void
