@@ -545,8 +545,8 @@ static void mm_llama_repack_fn(int64_t b, int64_t e, void *arg)
 
 /*
  * Rearranges the matrices that the kernel set reads faster in another
- * layout (Q4_0 -> Q4_0_R8 and Q5_0 -> Q5_0_R8 on x86: 8 rows' scales and
- * nibbles together, see quant.h) in place, a share of them on each thread. A mapped file
+ * layout (Q4_0 -> Q4_0_R8 and Q5_0 -> Q5_0_R8 on x86, Q8_0 -> Q8_0_R8 with
+ * the AVX2 set: 8 rows' scales and quants together, see quant.h) in place, a share of them on each thread. A mapped file
  * is MAP_PRIVATE: the pages from the first of them to the last are made
  * writable for the rewrite, which copies the ones written (the file is
  * not changed; the pages read are not kept twice in the process), then

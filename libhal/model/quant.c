@@ -118,6 +118,7 @@ const char *mm_type_name(enum mm_type t)
 	case MM_TYPE_Q4_0: return "q4_0";
 	case MM_TYPE_Q4_0_R8: return "q4_0_r8";
 	case MM_TYPE_Q5_0_R8: return "q5_0_r8";
+	case MM_TYPE_Q8_0_R8: return "q8_0_r8";
 	case MM_TYPE_Q4_1: return "q4_1";
 	case MM_TYPE_Q5_0: return "q5_0";
 	case MM_TYPE_Q8_0: return "q8_0";
@@ -135,6 +136,7 @@ size_t mm_type_block_elems(enum mm_type t)
 		return 1;
 	case MM_TYPE_Q4_0: case MM_TYPE_Q4_1: case MM_TYPE_Q5_0:
 	case MM_TYPE_Q8_0: case MM_TYPE_Q4_0_R8: case MM_TYPE_Q5_0_R8:
+	case MM_TYPE_Q8_0_R8:
 		return MM_QK;
 	case MM_TYPE_Q4_K: case MM_TYPE_Q6_K: case MM_TYPE_Q8_K:
 		return MM_QK_K;
@@ -152,7 +154,8 @@ size_t mm_type_block_bytes(enum mm_type t)
 	case MM_TYPE_Q4_1: return sizeof(struct mm_block_q4_1);
 	case MM_TYPE_Q5_0: case MM_TYPE_Q5_0_R8:
 		return sizeof(struct mm_block_q5_0);
-	case MM_TYPE_Q8_0: return sizeof(struct mm_block_q8_0);
+	case MM_TYPE_Q8_0: case MM_TYPE_Q8_0_R8:
+		return sizeof(struct mm_block_q8_0);
 	case MM_TYPE_Q4_K: return sizeof(struct mm_block_q4_k);
 	case MM_TYPE_Q6_K: return sizeof(struct mm_block_q6_k);
 	case MM_TYPE_Q8_K: return sizeof(struct mm_block_q8_k);
@@ -813,7 +816,7 @@ void mm_quantize_row(enum mm_type t, const float *x, void *y, int64_t n)
 	case MM_TYPE_Q4_K: mm_quantize_q4_k(x, y, n); break;
 	case MM_TYPE_Q6_K: mm_quantize_q6_k(x, y, n); break;
 	case MM_TYPE_Q8_K: mm_quantize_q8_k(x, y, n); break;
-	case MM_TYPE_Q4_0_R8: case MM_TYPE_Q5_0_R8:
+	case MM_TYPE_Q4_0_R8: case MM_TYPE_Q5_0_R8: case MM_TYPE_Q8_0_R8:
 		abort();	/* caller bug: a layout of 8-row groups */
 	}
 }
@@ -944,7 +947,7 @@ void mm_dequantize_row(enum mm_type t, const void *vx, float *y, int64_t n)
 				*y++ = x[i].d * x[i].qs[j];
 		break;
 	}
-	case MM_TYPE_Q4_0_R8: case MM_TYPE_Q5_0_R8:
+	case MM_TYPE_Q4_0_R8: case MM_TYPE_Q5_0_R8: case MM_TYPE_Q8_0_R8:
 		abort();	/* caller bug: a layout of 8-row groups */
 	}
 }
@@ -1452,7 +1455,8 @@ enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
 			    int64_t m, int64_t k)
 {
 	const enum mm_type to = t == MM_TYPE_Q4_0 ? MM_TYPE_Q4_0_R8 :
-				t == MM_TYPE_Q5_0 ? MM_TYPE_Q5_0_R8 : t;
+				t == MM_TYPE_Q5_0 ? MM_TYPE_Q5_0_R8 :
+				t == MM_TYPE_Q8_0 ? MM_TYPE_Q8_0_R8 : t;
 
 	if (to != t && m >= 8 && k > 0 && k % MM_QK == 0 && ctx->kern->gemv[to])
 		return to;
@@ -1462,16 +1466,18 @@ enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
 int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 	      int64_t k)
 {
-	const int q5 = from == MM_TYPE_Q5_0;
-	const size_t bs = q5 ? sizeof(struct mm_block_q5_0) : sizeof(struct mm_block_q4_0);
-	const size_t qo = q5 ? 48 : 16;	/* the nibbles in a group-block */
+	const int q5 = from == MM_TYPE_Q5_0, q8 = from == MM_TYPE_Q8_0;
+	const size_t bs = mm_type_block_bytes(from);
+	/* in a group-block: the quants (Q4_0, Q5_0: the nibbles) */
+	const size_t qo = q5 ? 48 : 16;
 	size_t ws;
 	uint8_t *tmp;
 
 	if (from == to)
 		return 0;
 	if (!(from == MM_TYPE_Q4_0 && to == MM_TYPE_Q4_0_R8) &&
-	    !(from == MM_TYPE_Q5_0 && to == MM_TYPE_Q5_0_R8))
+	    !(from == MM_TYPE_Q5_0 && to == MM_TYPE_Q5_0_R8) &&
+	    !(from == MM_TYPE_Q8_0 && to == MM_TYPE_Q8_0_R8))
 		return -EINVAL;
 	if (m < 0 || k <= 0 || k % MM_QK)
 		return -EINVAL;
@@ -1493,7 +1499,10 @@ int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 				if (q5)
 					memcpy(o + 16 + 4 * r,
 					       ((const struct mm_block_q5_0 *)b)->qh, 4);
-				memcpy(o + qo + 16 * mm_r8_slot(r), b + bs - 16, 16);
+				if (q8)
+					memcpy(o + qo + MM_QK * r, b + 2, MM_QK);
+				else
+					memcpy(o + qo + 16 * mm_r8_slot(r), b + bs - 16, 16);
 			}
 		}
 	}

@@ -59,6 +59,11 @@ enum mm_type {
 	 * scales, their 8 qh words (rows 0-7), then their 16 bytes of
 	 * nibbles in the row order 0 4 1 5 2 6 3 7 (176 bytes). */
 	MM_TYPE_Q5_0_R8 = 32,
+	/* Not a file type either: Q8_0 weights rearranged the same way
+	 * (AVX2 kernel set). Per full group of 8 rows and 32-element block:
+	 * the 8 rows' f16 scales, then their 32 quants in row order 0-7
+	 * (272 bytes), so a group is read as one stream. */
+	MM_TYPE_Q8_0_R8 = 33,
 };
 
 #define MM_QK 32	/* elements per Q4_0/Q4_1/Q5_0/Q8_0 block */
@@ -195,7 +200,7 @@ void mm_matmul_n(struct mm_ctx *ctx, const struct mm_mv *mv, int nmv,
 /*
  * The layout ctx's kernels multiply fastest for a matrix of type t with m
  * rows of k (MM_TYPE_Q4_0_R8 for Q4_0 and MM_TYPE_Q5_0_R8 for Q5_0 with at
- * least 8 rows on x86), or t
+ * least 8 rows on x86; MM_TYPE_Q8_0_R8 for Q8_0 with the AVX2 set), or t
  * itself. A matrix in that layout is used by mm_matvec*()/mm_matmul*()
  * of this kernel set only, and has no rows to mm_dequantize_row().
  */

@@ -35,7 +35,7 @@ typedef void (*mm_gemm_fn)(int64_t k, const void *w, size_t ws,
 #define MM_GEMM_NC 72			/* X rows per chunk */
 #define MM_GEMM_SCRATCH (80 << 10)	/* per-thread gemm scratch bytes */
 
-#define MM_NTYPES 33
+#define MM_NTYPES 34
 
 /* Blocks per k panel of a gemm: panels of equal size, at most max blocks
  * (k = 576, max 16: 9 + 9, not 16 + 2). */
@@ -95,11 +95,12 @@ static inline void mm_q4k_scale_min(int j, const uint8_t *q, uint8_t *d,
 }
 
 /* The file type a weight layout is made from (Q4_0_R8: Q4_0, Q5_0_R8:
- * Q5_0); a file type itself. Activations, block sizes and unpacking follow it. */
+ * Q5_0, Q8_0_R8: Q8_0); a file type itself. Activations, block sizes and unpacking follow it. */
 static inline enum mm_type mm_stored_type(enum mm_type t)
 {
 	return t == MM_TYPE_Q4_0_R8 ? MM_TYPE_Q4_0 :
-	       t == MM_TYPE_Q5_0_R8 ? MM_TYPE_Q5_0 : t;
+	       t == MM_TYPE_Q5_0_R8 ? MM_TYPE_Q5_0 :
+	       t == MM_TYPE_Q8_0_R8 ? MM_TYPE_Q8_0 : t;
 }
 
 /* Activation rows for wt carry the sums above (Q4_0, Q5_0, their layouts) */

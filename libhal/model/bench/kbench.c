@@ -16,8 +16,9 @@
  *    (what the hand-off and the start of each call cost a read alone);
  *  - prefill matmul: 2*m*k*n int8 ops / s over the dot peak, timed in
  *    alternate rounds.
- * q4_0_r8 rows: Q4_0 weights in the layout the model loader makes for
- * the x86 kernels (mm_repack()), the same bytes rearranged.
+ * q4_0_r8, q5_0_r8, q8_0_r8 rows: those weights in the layout the model
+ * loader makes for the x86 kernels (mm_repack(); q8_0_r8: AVX2 set only),
+ * the same bytes rearranged.
  * Each bar ratio is best / best over the same rounds: the machines are
  * shared, and a neighbour's load then moves both sides.
  *
@@ -303,8 +304,8 @@ static void fill_weights(enum mm_type t, uint8_t *w, size_t rows, size_t rb)
 }
 
 /* W for type t: random rows of the stored type, repacked in place for
- * Q4_0_R8 and Q5_0_R8 (the load-time layouts, one matrix of m rows at a
- * time). */
+ * Q4_0_R8, Q5_0_R8 and Q8_0_R8 (the load-time layouts, one matrix of m
+ * rows at a time). */
 static void make_weights(enum mm_type t, uint8_t *w, size_t copies,
 			 int64_t m, int64_t k)
 {
@@ -478,6 +479,11 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q8_0, 4096, 14336, "ffn_down 4096x14336" },
 		{ MM_TYPE_Q8_0, 1536, 576, "small ffn_up 1536x576" },
 		{ MM_TYPE_Q8_0, 576, 1536, "small ffn_down 576x1536" },
+		{ MM_TYPE_Q8_0_R8, 4096, 4096, "attn 4096x4096" },
+		{ MM_TYPE_Q8_0_R8, 14336, 4096, "ffn_up 14336x4096" },
+		{ MM_TYPE_Q8_0_R8, 4096, 14336, "ffn_down 4096x14336" },
+		{ MM_TYPE_Q8_0_R8, 1536, 576, "small ffn_up 1536x576" },
+		{ MM_TYPE_Q8_0_R8, 576, 1536, "small ffn_down 576x1536" },
 		{ MM_TYPE_Q4_0, 4096, 4096, "attn 4096x4096" },
 		{ MM_TYPE_Q4_0, 14336, 4096, "ffn_up 14336x4096" },
 		{ MM_TYPE_Q4_0, 4096, 14336, "ffn_down 4096x14336" },
@@ -513,8 +519,8 @@ int main(int argc, char **argv)
 		printf("  %-7s %-26s %7.2f MB %7.2f %7.2f  %5.1f%%  %5s  %7.2f  %5.1f%%\n",
 		       mm_type_name(mv[i].t), mv[i].what, bytes / 1e6, r / 1e9,
 		       rbw / 1e9, 100 * r / rbw,
-		       mv[i].t == MM_TYPE_Q8_0 || mv[i].t == MM_TYPE_Q4_0 ||
-		       mv[i].t == MM_TYPE_Q4_0_R8 ? ">=90%" : "",
+		       mm_stored_type(mv[i].t) == MM_TYPE_Q8_0 ||
+		       mm_stored_type(mv[i].t) == MM_TYPE_Q4_0 ? ">=90%" : "",
 		       crbw / 1e9, 100 * r / crbw);
 		fflush(stdout);
 	}
@@ -525,6 +531,7 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q8_0, 4096, 4096, 256 },
 		{ MM_TYPE_Q8_0, 4096, 4096, 512 },
 		{ MM_TYPE_Q8_0, 1536, 576, 256 },
+		{ MM_TYPE_Q8_0_R8, 4096, 4096, 256 },
 		{ MM_TYPE_Q4_0, 4096, 4096, 256 },
 		{ MM_TYPE_Q4_0_R8, 4096, 4096, 256 },
 		{ MM_TYPE_Q5_0, 4096, 4096, 256 },

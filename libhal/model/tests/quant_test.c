@@ -718,18 +718,20 @@ static void test_matmul_n(void)
 }
 
 /*
- * to (Q4_0_R8, Q5_0_R8), the load-time layout of from (Q4_0, Q5_0): on
- * each kernel set that has it, a repacked matrix gives the bits of the
- * rows it came from, in matvec, matmul, matvec_n (mixed with Q8_0 on one
- * x) and
- * matmul_n, for row counts with and without a tail past the last group
- * of 8, 1-3 threads; the tail rows are left as they were; sets without
- * it, short matrices and other types are not repacked; bad pairs are
- * refused.
+ * to (Q4_0_R8, Q5_0_R8, Q8_0_R8), the load-time layout of from (Q4_0,
+ * Q5_0, Q8_0): on each kernel set that has it, a repacked matrix gives
+ * the bits of the rows it came from, in matvec, matmul, matvec_n (mixed
+ * with another type on one x: Q8_0, for Q8_0 Q4_0) and matmul_n, for row
+ * counts with and without a tail past the last group of 8, 1-3 threads;
+ * the tail rows are left as they were; sets without it (vnni: 0, the
+ * avx512vnni set lacks the layout), short matrices and other types are
+ * not repacked; bad pairs are refused.
  */
-static void test_repack(enum mm_type from, enum mm_type to)
+static void test_repack(enum mm_type from, enum mm_type to, int vnni)
 {
 	static const char *const sets[] = { "avx2", "avx512vnni" };
+	/* the mixed-in matrix's type (11 rows, as stored) */
+	const enum mm_type ot = from == MM_TYPE_Q8_0 ? MM_TYPE_Q4_0 : MM_TYPE_Q8_0;
 	static const int64_t ms[] = { 8, 13, 29, 64, 70, 136 };
 	static const int64_t ks[] = { 32, 96, 576 };
 	const int64_t nmax = 70;
@@ -741,11 +743,13 @@ static void test_repack(enum mm_type from, enum mm_type to)
 		return;
 	}
 	refused &= mm_repack_type(sc, from, 64, 64) == from;
-	refused &= mm_repack(MM_TYPE_Q8_0, to, NULL, 8, 32) == -EINVAL;
+	refused &= mm_repack(MM_TYPE_Q4_1, to, NULL, 8, 32) == -EINVAL;
 	refused &= mm_repack(from, to, NULL, 8, 48) == -EINVAL;
 	refused &= mm_repack(from, from, NULL, 8, 48) == 0;
 	refused &= mm_repack(MM_TYPE_Q4_0, MM_TYPE_Q5_0_R8, NULL, 8, 32) == -EINVAL;
 	refused &= mm_repack(MM_TYPE_Q5_0, MM_TYPE_Q4_0_R8, NULL, 8, 32) == -EINVAL;
+	refused &= mm_repack(MM_TYPE_Q8_0, MM_TYPE_Q4_0_R8, NULL, 8, 32) == -EINVAL;
+	refused &= mm_repack(MM_TYPE_Q4_0, MM_TYPE_Q8_0_R8, NULL, 8, 32) == -EINVAL;
 	refused &= !mm_type_valid(to);
 	mm_ctx_destroy(sc);
 	for (size_t s = 0; s < sizeof(sets) / sizeof(sets[0]); s++) {
@@ -756,6 +760,18 @@ static void test_repack(enum mm_type from, enum mm_type to)
 			t_pass++;
 			continue;
 		}
+		if (s == 1 && !vnni) {
+			struct mm_ctx *ctx;
+
+			good &= !mm_ctx_create_with(1, sets[s], &ctx);
+			if (good) {
+				good &= mm_repack_type(ctx, from, 64, 64) == from;
+				mm_ctx_destroy(ctx);
+			}
+			ok(good, "%s has no %s layout: %s matrices stay as stored",
+			   sets[s], mm_type_name(to), mm_type_name(from));
+			continue;
+		}
 		for (int thr = 1; thr <= 3; thr++) {
 			struct mm_ctx *ctx;
 
@@ -764,11 +780,12 @@ static void test_repack(enum mm_type from, enum mm_type to)
 				continue;
 			}
 			good &= mm_repack_type(ctx, from, 7, 32) == from;
-			good &= mm_repack_type(ctx, MM_TYPE_Q8_0, 64, 32) == MM_TYPE_Q8_0;
+			good &= mm_repack_type(ctx, MM_TYPE_Q4_1, 64, 32) == MM_TYPE_Q4_1;
+			good &= mm_repack_type(ctx, MM_TYPE_Q4_K, 64, 256) == MM_TYPE_Q4_K;
 			for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++) {
 				const int64_t k = ks[ki];
 				const size_t rb = mm_row_bytes(from, k);
-				const size_t rq = mm_row_bytes(MM_TYPE_Q8_0, k);
+				const size_t rq = mm_row_bytes(ot, k);
 				uint8_t *w[2], *r8[2], *q8 = malloc(rq * 11);
 				float *x = malloc(sizeof(float) * k * nmax);
 				float *tmp = malloc(sizeof(float) * k);
@@ -777,7 +794,7 @@ static void test_repack(enum mm_type from, enum mm_type to)
 				fill(x, k * nmax);
 				for (int64_t row = 0; row < 11; row++) {
 					fill(tmp, k);
-					mm_quantize_row(MM_TYPE_Q8_0, tmp, q8 + row * rq, k);
+					mm_quantize_row(ot, tmp, q8 + row * rq, k);
 				}
 				for (int i = 0; i < 3; i++) {
 					y[i] = malloc(sizeof(float) * 136 * nmax);
@@ -811,12 +828,12 @@ static void test_repack(enum mm_type from, enum mm_type to)
 						mm_matmul(ctx, to, r8[0], x, z[0], m, k, n);
 						good &= !memcmp(y[0], z[0], sizeof(float) * m * n);
 					}
-					/* matvec_n: R8, Q8_0, R8 / Q4_0, Q8_0, Q4_0 */
+					/* matvec_n: R8, ot, R8 / from, ot, from */
 					a[0] = (struct mm_mv){ from, w[0], y[0], m };
-					a[1] = (struct mm_mv){ MM_TYPE_Q8_0, q8, y[1], 11 };
+					a[1] = (struct mm_mv){ ot, q8, y[1], 11 };
 					a[2] = (struct mm_mv){ from, w[1], y[2], m2 };
 					b[0] = (struct mm_mv){ to, r8[0], z[0], m };
-					b[1] = (struct mm_mv){ MM_TYPE_Q8_0, q8, z[1], 11 };
+					b[1] = (struct mm_mv){ ot, q8, z[1], 11 };
 					b[2] = (struct mm_mv){ to, r8[1], z[2], m2 };
 					mm_matvec_n(ctx, a, 3, x, k);
 					mm_matvec_n(ctx, b, 3, x, k);
@@ -980,8 +997,9 @@ int main(void)
 	test_kernels();
 	test_matvec_n();
 	test_matmul_n();
-	test_repack(MM_TYPE_Q4_0, MM_TYPE_Q4_0_R8);
-	test_repack(MM_TYPE_Q5_0, MM_TYPE_Q5_0_R8);
+	test_repack(MM_TYPE_Q4_0, MM_TYPE_Q4_0_R8, 1);
+	test_repack(MM_TYPE_Q5_0, MM_TYPE_Q5_0_R8, 1);
+	test_repack(MM_TYPE_Q8_0, MM_TYPE_Q8_0_R8, 0);
 	printf("1..%d\n", t_num);
 	printf("RESULT quant %d %d\n", t_pass, t_fail);
 	return t_fail ? 1 : 0;
