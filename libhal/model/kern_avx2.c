@@ -217,6 +217,25 @@ mm_pf_start(const void *w, size_t bytes)
 		_mm_prefetch(p + o, _MM_HINT_T0);
 }
 
+/*
+ * Kernels that read one stream (the 8-row layouts): each line once, those
+ * that start in the n bytes at p, MM_PF_AHEAD bytes on. Measured on Zen 3
+ * with Q8_0_R8 (model-runtime.rst): 1-3 KiB all beat no prefetch, 1.5 KiB
+ * best; a span per block (re-prefetching the lines it shares with the
+ * next) or one line in two was worse.
+ */
+#ifndef MM_PF_AHEAD
+#define MM_PF_AHEAD 1536
+#endif
+static inline __attribute__((always_inline)) void
+mm_pf_ahead(const uint8_t *p, size_t n)
+{
+	const uintptr_t a = (uintptr_t)p + MM_PF_AHEAD;
+
+	for (uintptr_t o = (a + 63) & ~(uintptr_t)63; o < a + n; o += 64)
+		_mm_prefetch((const char *)o, MM_PF_HINT);
+}
+
 /* f16 scales of 4 rows at block i, packed in a general register */
 #define MM_D4(r0, r1, r2, r3, i)					\
 	((uint64_t)(r0)[i].d | (uint64_t)(r1)[i].d << 16 |		\
@@ -294,15 +313,12 @@ static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
  * AVX2 set only until it is measured on a VNNI machine): the float steps
  * of mm_avx2_gemv_q8_0() in the same order, so the same bits, 8 rows at a
  * time. The gain is in the reads: a group is one stream, where the file's
- * rows are 4 streams ws apart, and the 8 scales are one load. A software
- * prefetch per cache line, MM_PF_AHEAD bytes ahead, keeps it ahead of the
- * loop. Cold, 2 threads on Zen 3 (3 alternating rounds): 0.94 MB
- * matrices 28-29 -> 32-34 GB/s, 4096 x 4096 26-33 -> 34-37 GB/s, with a
- * streaming read of about 35-37.
+ * rows are 4 streams ws apart, and the 8 scales are one load
+ * (mm_pf_ahead() keeps the stream's prefetch ahead of the loop). Cold,
+ * 2 threads on Zen 3 (3 alternating rounds): 0.94 MB matrices 28-29 ->
+ * 32-34 GB/s, 4096 x 4096 26-33 -> 34-37 GB/s, with a streaming read of
+ * about 35-37.
  */
-#ifndef MM_PF_AHEAD
-#define MM_PF_AHEAD 1536
-#endif
 static void mm_avx2_gemv_q8_0_r8(int64_t k, const void *w, size_t ws,
 				 const void *xq, float *y, int64_t nr)
 {
@@ -329,12 +345,8 @@ static void mm_avx2_gemv_q8_0_r8(int64_t k, const void *w, size_t ws,
 				_mm256_set1_ps(mm_h2f(x[i].d)));
 			const __m256 sv[2] = { _mm256_permute2f128_ps(s8, s8, 0x00),
 					       _mm256_permute2f128_ps(s8, s8, 0x11) };
-			const uintptr_t pf = (uintptr_t)blk + MM_PF_AHEAD;
 
-			/* each line once: those starting in this block's
-			 * bytes, MM_PF_AHEAD on */
-			for (uintptr_t o = (pf + 63) & ~(uintptr_t)63; o < pf + bs; o += 64)
-				_mm_prefetch((const char *)o, MM_PF_HINT);
+			mm_pf_ahead(blk, bs);
 #define MM_Q8R8(j)							\
 	a[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_dpbusd(ax,		\
 		_mm256_sign_epi8(_mm256_loadu_si256(				\
@@ -595,7 +607,7 @@ static void mm_avx2_gemv_q4_0(int64_t k, const void *w, size_t ws,
  * layout gives the bits of the file's rows.
  */
 static inline __attribute__((always_inline)) void
-mm_r8_rows8(int64_t nb, const uint8_t *grp, size_t ws, const void *xq,
+mm_r8_rows8(int64_t nb, const uint8_t *grp, const void *xq,
 	    const float *xs8, float *y, const int q5)
 {
 	const size_t bs = 8 * (q5 ? sizeof(struct mm_block_q5_0) :
@@ -625,7 +637,7 @@ mm_r8_rows8(int64_t nb, const uint8_t *grp, size_t ws, const void *xq,
 		__m256i sum;
 
 		c = _mm256_fmadd_ps(s8, _mm256_broadcast_ss(&xs8[i]), c);
-		MM_PF_NEXT(grp + 8 * ws, i, bs / 8, 8);
+		mm_pf_ahead(blk, bs);
 #define MM_Q5B(o) (q5 ? mm_q5_bits(qh, _mm256_add_epi8(sel,		\
 			_mm256_set1_epi8(o))) : _mm256_setzero_si256())
 #define MM_R8P(p) ({						\
@@ -670,7 +682,7 @@ static void mm_avx2_gemv_q4_0_r8(int64_t k, const void *w, size_t ws,
 
 	mm_pf_start(w, nr * ws);
 	for (; r + 8 <= nr; r += 8)
-		mm_r8_rows8(nb, (const uint8_t *)w + r * ws, ws, xq, xs8, y + r, 0);
+		mm_r8_rows8(nb, (const uint8_t *)w + r * ws, xq, xs8, y + r, 0);
 	if (r < nr)	/* the rows past the last full group are Q4_0 rows */
 		mm_avx2_gemv_q4_0(k, (const uint8_t *)w + r * ws, ws, xq, y + r,
 				  nr - r);
@@ -730,7 +742,7 @@ mm_gemv_q5(int64_t k, const void *w, size_t ws, const void *xq, float *y,
 	mm_pf_start(w, nr * ws);
 	for (; r + g <= nr; r += g) {
 		if (r8)
-			mm_r8_rows8(nb, (const uint8_t *)w + r * ws, ws, xq, xs8, y + r, 1);
+			mm_r8_rows8(nb, (const uint8_t *)w + r * ws, xq, xs8, y + r, 1);
 		else
 			mm_q5_rows4(nb, (const uint8_t *)w + r * ws, ws, xq, xs8, y + r);
 	}
