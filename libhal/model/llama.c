@@ -505,7 +505,8 @@ static void mm_llama_fill_info(struct mmhal_model *m)
 }
 
 /* A matrix to rearrange at load: blk.<layer>.<which>.weight, or
- * output.weight (layer -1); err is mm_repack()'s result. */
+ * output.weight or a tied token_embd.weight (layer -1); err is
+ * mm_repack()'s result. */
 struct mm_repack_item {
 	struct mm_llama_w *w;
 	enum mm_type to;
@@ -545,13 +546,15 @@ static void mm_llama_repack_fn(int64_t b, int64_t e, void *arg)
 
 /*
  * Rearranges the matrices that the kernel set reads faster in another
- * layout (Q4_0 -> Q4_0_R8 and Q5_0 -> Q5_0_R8 on x86, Q8_0 -> Q8_0_R8 with
- * the AVX2 set: 8 rows' scales and quants together, see quant.h) in place, a share of them on each thread. A mapped file
- * is MAP_PRIVATE: the pages from the first of them to the last are made
- * writable for the rewrite, which copies the ones written (the file is
- * not changed; the pages read are not kept twice in the process), then
- * read-only again. token_embd is left as stored: its rows are looked up
- * one at a time (and a tied output matrix is that tensor).
+ * layout (Q4_0 -> Q4_0_R8 and Q5_0 -> Q5_0_R8 on x86, Q8_0 -> Q8_0_R8
+ * with the AVX2 set: 8 rows' scales and quants together, see quant.h) in
+ * place, a share of them on each thread. A mapped file is MAP_PRIVATE:
+ * the pages from the first of them to the last are made writable for the
+ * rewrite, which copies the ones written (the file is not changed; the
+ * pages read are not kept twice in the process), then read-only again.
+ * token_embd is rearranged only when it is also the output matrix (tied):
+ * its rows are then looked up through mm_layout_row(); an embedding of
+ * its own is only looked up, a row per token, and stays as stored.
  */
 static int mm_llama_repack(struct mmhal_model *m, int mapped, char *err,
 			   size_t errlen)
@@ -568,9 +571,8 @@ static int mm_llama_repack(struct mmhal_model *m, int mapped, char *err,
 		return -ENOMEM;
 	}
 	for (int l = -1; l < m->hp.n_layer; l++) {
-		/* layer -1: an output matrix of its own (not token_embd) */
-		const int nw = l >= 0 ? MM_LAYER_MATS :
-			       m->output.d != m->tok_embd.d;
+		/* layer -1: the output matrix (tied: token_embd) */
+		const int nw = l >= 0 ? MM_LAYER_MATS : 1;
 
 		for (int i = 0; i < nw; i++) {
 			struct mm_llama_w *w = l >= 0 ?
@@ -612,8 +614,9 @@ static int mm_llama_repack(struct mmhal_model *m, int mapped, char *err,
 		if (it->err) {
 			ret = it->err;
 			if (it->layer < 0)
-				mm_msg(err, errlen, "repacking output.weight: %s",
-				       strerror(-ret));
+				mm_msg(err, errlen, "repacking %s.weight: %s",
+				       m->output.d == m->tok_embd.d ? "token_embd" :
+				       "output", strerror(-ret));
 			else
 				mm_msg(err, errlen, "repacking blk.%d.%s.weight: %s",
 				       it->layer, mm_layer_mats[it->which].name,
@@ -621,6 +624,8 @@ static int mm_llama_repack(struct mmhal_model *m, int mapped, char *err,
 			goto out;
 		}
 		it->w->t = it->to;
+		if (it->w == &m->output && m->output.d == m->tok_embd.d)
+			m->tok_embd.t = it->to;	/* the same bytes */
 		m->repacked_bytes += it->w->rs * it->w->ne1;
 	}
 out:
@@ -2056,9 +2061,8 @@ static void mm_llama_forward(struct mmhal_model *m, const int32_t *tok,
 		}
 	}
 	for (int i = 0; i < n; i++)
-		mm_dequantize_row(m->tok_embd.t,
-				  m->tok_embd.d + (size_t)tok[i] * m->tok_embd.rs,
-				  m->x + (size_t)i * e, e);
+		mm_layout_row(m->tok_embd.t, m->tok_embd.d, m->tok_embd.ne1, e,
+			      tok[i], m->x + (size_t)i * e);
 	for (int l = 0; l < hp->n_layer; l++) {
 		const struct mm_llama_layer *L = &m->layers[l];
 		struct mm_attn_job aj = { .m = m, .layer = l, .n = n };

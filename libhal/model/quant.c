@@ -1510,6 +1510,48 @@ int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 	return 0;
 }
 
+void mm_layout_row(enum mm_type t, const void *W, int64_t m, int64_t k,
+		   int64_t r, float *y)
+{
+	const enum mm_type st = mm_stored_type(t);
+	const size_t bs = mm_type_block_bytes(st), ws = mm_row_bytes(st, k);
+	const uint8_t *grp = (const uint8_t *)W + (size_t)(r / 8) * 8 * ws;
+	const int s = (int)(r % 8);
+
+	if (t == st || r >= m / 8 * 8) {	/* a row as stored */
+		mm_dequantize_row(st, (const uint8_t *)W + (size_t)r * ws, y, k);
+		return;
+	}
+	/* block i of the row, put back together from the group-block */
+	for (int64_t i = 0; i < k / MM_QK; i++) {
+		const uint8_t *o = grp + (size_t)i * 8 * bs;
+		union {
+			struct mm_block_q4_0 q4;
+			struct mm_block_q5_0 q5;
+			struct mm_block_q8_0 q8;
+		} b;
+
+		switch (t) {
+		case MM_TYPE_Q4_0_R8:
+			memcpy(&b.q4.d, o + 2 * s, 2);
+			memcpy(b.q4.qs, o + 16 + 16 * mm_r8_slot(s), 16);
+			break;
+		case MM_TYPE_Q5_0_R8:
+			memcpy(&b.q5.d, o + 2 * s, 2);
+			memcpy(b.q5.qh, o + 16 + 4 * s, 4);
+			memcpy(b.q5.qs, o + 48 + 16 * mm_r8_slot(s), 16);
+			break;
+		case MM_TYPE_Q8_0_R8:
+			memcpy(&b.q8.d, o + 2 * s, 2);
+			memcpy(b.q8.qs, o + 16 + MM_QK * s, MM_QK);
+			break;
+		default:
+			abort();	/* not reached: t != st is a layout */
+		}
+		mm_dequantize_row(st, &b, y + i * MM_QK, MM_QK);
+	}
+}
+
 /* nth contiguous ranges, each claimed by one thread (the caller does the
  * ones no worker took): at most nth calls of fn in all. */
 struct mm_pfor {

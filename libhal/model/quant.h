@@ -202,7 +202,8 @@ void mm_matmul_n(struct mm_ctx *ctx, const struct mm_mv *mv, int nmv,
  * rows of k (MM_TYPE_Q4_0_R8 for Q4_0 and MM_TYPE_Q5_0_R8 for Q5_0 with at
  * least 8 rows on x86; MM_TYPE_Q8_0_R8 for Q8_0 with the AVX2 set), or t
  * itself. A matrix in that layout is used by mm_matvec*()/mm_matmul*()
- * of this kernel set only, and has no rows to mm_dequantize_row().
+ * of this kernel set only; its rows are read by mm_layout_row(), not
+ * mm_dequantize_row().
  */
 enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
 			    int64_t m, int64_t k);
@@ -211,6 +212,11 @@ enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
  * -EINVAL for another pair or shape, -ENOMEM. */
 int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 	      int64_t k);
+/* Row r (0 <= r < m) of W, m rows of k in type t (a file type or a
+ * layout from mm_repack()), as k floats in y: the values
+ * mm_dequantize_row() gives for the row as stored in the file. */
+void mm_layout_row(enum mm_type t, const void *W, int64_t m, int64_t k,
+		   int64_t r, float *y);
 
 /* Splits [0, n) into at most one contiguous range per thread (nthreads
  * ranges at most) and runs fn(begin, end, arg) once for each, on the

@@ -723,7 +723,8 @@ static void test_matmul_n(void)
  * the bits of the rows it came from, in matvec, matmul, matvec_n (mixed
  * with another type on one x: Q8_0, for Q8_0 Q4_0) and matmul_n, for row
  * counts with and without a tail past the last group of 8, 1-3 threads;
- * the tail rows are left as they were; sets without it (vnni: 0, the
+ * mm_layout_row() reads each row back as mm_dequantize_row() reads the
+ * stored one; the tail rows are left as they were; sets without it (vnni: 0, the
  * avx512vnni set lacks the layout), short matrices and other types are
  * not repacked; bad pairs are refused.
  */
@@ -753,7 +754,7 @@ static void test_repack(enum mm_type from, enum mm_type to, int vnni)
 	refused &= !mm_type_valid(to);
 	mm_ctx_destroy(sc);
 	for (size_t s = 0; s < sizeof(sets) / sizeof(sets[0]); s++) {
-		int good = refused, tail = 1;
+		int good = refused, tail = 1, rows = 1;
 
 		if (!mm_kernels_available(sets[s])) {
 			printf("ok %d - # SKIP %s kernels: not on this CPU\n", ++t_num, sets[s]);
@@ -819,6 +820,15 @@ static void test_repack(enum mm_type from, enum mm_type to, int vnni)
 								w[i] + mm[i] / 8 * 8 * rb,
 								mm[i] % 8 * rb);
 					}
+					/* every row read back, as stored and
+					 * rearranged */
+					for (int64_t row = 0; row < m; row++) {
+						mm_dequantize_row(from, w[0] + row * rb, y[1], k);
+						mm_layout_row(to, r8[0], m, k, row, z[1]);
+						rows &= !memcmp(y[1], z[1], sizeof(float) * k);
+						mm_layout_row(from, w[0], m, k, row, z[1]);
+						rows &= !memcmp(y[1], z[1], sizeof(float) * k);
+					}
 					/* matvec and matmul of one matrix */
 					mm_matvec(ctx, from, w[0], x, y[0], m, k);
 					mm_matvec(ctx, to, r8[0], x, z[0], m, k);
@@ -865,9 +875,9 @@ static void test_repack(enum mm_type from, enum mm_type to, int vnni)
 			}
 			mm_ctx_destroy(ctx);
 		}
-		ok(good && tail, "%s %s = %s bitwise in matvec/matmul/matvec_n/matmul_n (%s), 8-136 rows, tail rows kept (%s), 1-3 threads; scalar, short and other types not repacked",
+		ok(good && tail && rows, "%s %s = %s bitwise in matvec/matmul/matvec_n/matmul_n (%s), rows read back by mm_layout_row (%s), 8-136 rows, tail rows kept (%s), 1-3 threads; scalar, short and other types not repacked",
 		   sets[s], mm_type_name(to), mm_type_name(from), good ? "yes" : "no",
-		   tail ? "yes" : "no");
+		   rows ? "yes" : "no", tail ? "yes" : "no");
 	}
 }
 
