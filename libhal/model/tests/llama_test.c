@@ -48,7 +48,7 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 47
+#define N_TESTS 50
 
 /* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
  * at F32, for the attention kernel's other head groupings */
