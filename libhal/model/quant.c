@@ -1463,13 +1463,26 @@ enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
 	return t;
 }
 
+/* Where row r's parts lie in a group-block of layout to (quant.h): its
+ * f16 scale at 2 * r, its qh word (Q5_0_R8) at *qh, its quants (16
+ * nibble bytes; Q8_0_R8: 32 bytes) at *q. Used by the rewrite and by
+ * mm_layout_row(), so the two read one definition. */
+static void mm_r8_offsets(enum mm_type to, int r, size_t *qh, size_t *q)
+{
+	*qh = 16 + 4 * (size_t)r;
+	if (to == MM_TYPE_Q8_0_R8)
+		*q = 16 + MM_QK * (size_t)r;
+	else
+		*q = (to == MM_TYPE_Q5_0_R8 ? 48 : 16) + 16 * (size_t)mm_r8_slot(r);
+}
+
 int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 	      int64_t k)
 {
-	const int q5 = from == MM_TYPE_Q5_0, q8 = from == MM_TYPE_Q8_0;
+	const int q5 = from == MM_TYPE_Q5_0;
 	const size_t bs = mm_type_block_bytes(from);
-	/* in a group-block: the quants (Q4_0, Q5_0: the nibbles) */
-	const size_t qo = q5 ? 48 : 16;
+	/* a block's quants: its last 16 bytes (Q8_0: 32) */
+	const size_t ql = from == MM_TYPE_Q8_0 ? MM_QK : 16;
 	size_t ws;
 	uint8_t *tmp;
 
@@ -1494,15 +1507,14 @@ int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 
 			for (int r = 0; r < 8; r++) {
 				const uint8_t *b = tmp + r * ws + i * bs;
+				size_t qh, q;
 
+				mm_r8_offsets(to, r, &qh, &q);
 				memcpy(o + 2 * r, b, 2);	/* d */
 				if (q5)
-					memcpy(o + 16 + 4 * r,
+					memcpy(o + qh,
 					       ((const struct mm_block_q5_0 *)b)->qh, 4);
-				if (q8)
-					memcpy(o + qo + MM_QK * r, b + 2, MM_QK);
-				else
-					memcpy(o + qo + 16 * mm_r8_slot(r), b + bs - 16, 16);
+				memcpy(o + q, b + bs - ql, ql);
 			}
 		}
 	}
@@ -1517,11 +1529,13 @@ void mm_layout_row(enum mm_type t, const void *W, int64_t m, int64_t k,
 	const size_t bs = mm_type_block_bytes(st), ws = mm_row_bytes(st, k);
 	const uint8_t *grp = (const uint8_t *)W + (size_t)(r / 8) * 8 * ws;
 	const int s = (int)(r % 8);
+	size_t qh, q;
 
 	if (t == st || r >= m / 8 * 8) {	/* a row as stored */
 		mm_dequantize_row(st, (const uint8_t *)W + (size_t)r * ws, y, k);
 		return;
 	}
+	mm_r8_offsets(t, s, &qh, &q);
 	/* block i of the row, put back together from the group-block */
 	for (int64_t i = 0; i < k / MM_QK; i++) {
 		const uint8_t *o = grp + (size_t)i * 8 * bs;
@@ -1534,16 +1548,16 @@ void mm_layout_row(enum mm_type t, const void *W, int64_t m, int64_t k,
 		switch (t) {
 		case MM_TYPE_Q4_0_R8:
 			memcpy(&b.q4.d, o + 2 * s, 2);
-			memcpy(b.q4.qs, o + 16 + 16 * mm_r8_slot(s), 16);
+			memcpy(b.q4.qs, o + q, 16);
 			break;
 		case MM_TYPE_Q5_0_R8:
 			memcpy(&b.q5.d, o + 2 * s, 2);
-			memcpy(b.q5.qh, o + 16 + 4 * s, 4);
-			memcpy(b.q5.qs, o + 48 + 16 * mm_r8_slot(s), 16);
+			memcpy(b.q5.qh, o + qh, 4);
+			memcpy(b.q5.qs, o + q, 16);
 			break;
 		case MM_TYPE_Q8_0_R8:
 			memcpy(&b.q8.d, o + 2 * s, 2);
-			memcpy(b.q8.qs, o + 16 + MM_QK * s, MM_QK);
+			memcpy(b.q8.qs, o + q, MM_QK);
 			break;
 		default:
 			abort();	/* not reached: t != st is a layout */
