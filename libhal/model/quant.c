@@ -1463,26 +1463,65 @@ enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
 	return t;
 }
 
-/* Where row r's parts lie in a group-block of layout to (quant.h): its
- * f16 scale at 2 * r, its qh word (Q5_0_R8) at *qh, its quants (16
- * nibble bytes; Q8_0_R8: 32 bytes) at *q. Used by the rewrite and by
- * mm_layout_row(), so the two read one definition. */
-static void mm_r8_offsets(enum mm_type to, int r, size_t *qh, size_t *q)
+/* Where a group-block of layout t (quant.h) keeps its quants: after the
+ * 8 f16 scales, and for Q5_0_R8 after the 32 bytes of high-bit planes. */
+static size_t mm_r8_qbase(enum mm_type t)
 {
-	*qh = 16 + 4 * (size_t)r;
-	if (to == MM_TYPE_Q8_0_R8)
-		*q = 16 + MM_QK * (size_t)r;
-	else
-		*q = (to == MM_TYPE_Q5_0_R8 ? 48 : 16) + 16 * (size_t)mm_r8_slot(r);
+	return t == MM_TYPE_Q5_0_R8 ? 48 : 16;
+}
+
+/* Row r's file block b into group-block o of layout t */
+static void mm_r8_put(enum mm_type t, uint8_t *o, int r, const uint8_t *b)
+{
+	const size_t bs = mm_type_block_bytes(mm_stored_type(t));
+	uint8_t *q = o + mm_r8_qbase(t);
+
+	memcpy(o + 2 * r, b, 2);	/* d */
+	if (t == MM_TYPE_Q8_0_R8) {
+		memcpy(q + MM_QK * r, b + bs - MM_QK, MM_QK);
+		return;
+	}
+	for (int j = 0; j < 16; j++)
+		q[mm_r8_qbyte(r, j)] = b[bs - 16 + j];
+	if (t == MM_TYPE_Q5_0_R8) {
+		const uint8_t *qh = ((const struct mm_block_q5_0 *)b)->qh;
+
+		for (int e = 0; e < MM_QK; e++) {
+			uint8_t *p = o + 16 + 4 * r + e % 4;
+			const int n = mm_r8_hbit(e);
+
+			*p = (uint8_t)((*p & ~(1u << n)) | (qh[e / 8] >> e % 8 & 1u) << n);
+		}
+	}
+}
+
+/* Row r's block, file layout, out of group-block o of layout t into b */
+static void mm_r8_get(enum mm_type t, const uint8_t *o, int r, uint8_t *b)
+{
+	const size_t bs = mm_type_block_bytes(mm_stored_type(t));
+	const uint8_t *q = o + mm_r8_qbase(t);
+
+	memcpy(b, o + 2 * r, 2);
+	if (t == MM_TYPE_Q8_0_R8) {
+		memcpy(b + bs - MM_QK, q + MM_QK * r, MM_QK);
+		return;
+	}
+	for (int j = 0; j < 16; j++)
+		b[bs - 16 + j] = q[mm_r8_qbyte(r, j)];
+	if (t == MM_TYPE_Q5_0_R8) {
+		uint8_t *qh = ((struct mm_block_q5_0 *)b)->qh;
+
+		memset(qh, 0, 4);
+		for (int e = 0; e < MM_QK; e++)
+			qh[e / 8] |= (uint8_t)((o[16 + 4 * r + e % 4] >> mm_r8_hbit(e) & 1u) <<
+					       e % 8);
+	}
 }
 
 int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 	      int64_t k)
 {
-	const int q5 = from == MM_TYPE_Q5_0;
 	const size_t bs = mm_type_block_bytes(from);
-	/* a block's quants: its last 16 bytes (Q8_0: 32) */
-	const size_t ql = from == MM_TYPE_Q8_0 ? MM_QK : 16;
 	size_t ws;
 	uint8_t *tmp;
 
@@ -1502,21 +1541,10 @@ int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 		uint8_t *grp = (uint8_t *)W + (size_t)g * ws;
 
 		memcpy(tmp, grp, 8 * ws);
-		for (int64_t i = 0; i < k / MM_QK; i++) {
-			uint8_t *o = grp + (size_t)i * 8 * bs;
-
-			for (int r = 0; r < 8; r++) {
-				const uint8_t *b = tmp + r * ws + i * bs;
-				size_t qh, q;
-
-				mm_r8_offsets(to, r, &qh, &q);
-				memcpy(o + 2 * r, b, 2);	/* d */
-				if (q5)
-					memcpy(o + qh,
-					       ((const struct mm_block_q5_0 *)b)->qh, 4);
-				memcpy(o + q, b + bs - ql, ql);
-			}
-		}
+		for (int64_t i = 0; i < k / MM_QK; i++)
+			for (int r = 0; r < 8; r++)
+				mm_r8_put(to, grp + (size_t)i * 8 * bs, r,
+					  tmp + r * ws + i * bs);
 	}
 	free(tmp);
 	return 0;
@@ -1528,40 +1556,20 @@ void mm_layout_row(enum mm_type t, const void *W, int64_t m, int64_t k,
 	const enum mm_type st = mm_stored_type(t);
 	const size_t bs = mm_type_block_bytes(st), ws = mm_row_bytes(st, k);
 	const uint8_t *grp = (const uint8_t *)W + (size_t)(r / 8) * 8 * ws;
-	const int s = (int)(r % 8);
-	size_t qh, q;
 
 	if (t == st || r >= m / 8 * 8) {	/* a row as stored */
 		mm_dequantize_row(st, (const uint8_t *)W + (size_t)r * ws, y, k);
 		return;
 	}
-	mm_r8_offsets(t, s, &qh, &q);
 	/* block i of the row, put back together from the group-block */
 	for (int64_t i = 0; i < k / MM_QK; i++) {
-		const uint8_t *o = grp + (size_t)i * 8 * bs;
 		union {
 			struct mm_block_q4_0 q4;
 			struct mm_block_q5_0 q5;
 			struct mm_block_q8_0 q8;
 		} b;
 
-		switch (t) {
-		case MM_TYPE_Q4_0_R8:
-			memcpy(&b.q4.d, o + 2 * s, 2);
-			memcpy(b.q4.qs, o + q, 16);
-			break;
-		case MM_TYPE_Q5_0_R8:
-			memcpy(&b.q5.d, o + 2 * s, 2);
-			memcpy(b.q5.qh, o + qh, 4);
-			memcpy(b.q5.qs, o + q, 16);
-			break;
-		case MM_TYPE_Q8_0_R8:
-			memcpy(&b.q8.d, o + 2 * s, 2);
-			memcpy(b.q8.qs, o + q, MM_QK);
-			break;
-		default:
-			abort();	/* not reached: t != st is a layout */
-		}
+		mm_r8_get(t, grp + (size_t)i * 8 * bs, (int)(r % 8), (uint8_t *)&b);
 		mm_dequantize_row(st, &b, y + i * MM_QK, MM_QK);
 	}
 }

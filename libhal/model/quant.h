@@ -51,13 +51,17 @@ enum mm_type {
 	/* Not a file type (mm_type_valid() is 0): Q4_0 weights rearranged
 	 * in place by mm_repack() for the x86 kernels. Each full group of
 	 * 8 rows holds, per 32-element block, the 8 rows' f16 scales, then
-	 * their 16 bytes of nibbles in the row order 0 4 1 5 2 6 3 7 (144
-	 * bytes); rows past the last full group stay as Q4_0 rows. */
+	 * their nibble bytes (byte j holds elements j and j + 16) as 4
+	 * vectors of 32 bytes: vector t holds bytes 4t..4t+3 of rows 0-7 in
+	 * row order (144 bytes). So each 32-bit lane of a vector is one row.
+	 * Rows past the last full group stay as Q4_0 rows. */
 	MM_TYPE_Q4_0_R8 = 31,
 	/* Not a file type either: Q5_0 weights rearranged the same way.
 	 * Per full group of 8 rows and 32-element block: the 8 rows' f16
-	 * scales, their 8 qh words (rows 0-7), then their 16 bytes of
-	 * nibbles in the row order 0 4 1 5 2 6 3 7 (176 bytes). */
+	 * scales, 32 bytes of high bits, then the nibbles as in Q4_0_R8
+	 * (176 bytes). The high bits are planes in the nibbles' byte order:
+	 * bit 4 of an element is bit 2t (elements 4t..4t+3) or 2t + 1
+	 * (16 + 4t..) of byte 4r + (element % 4) for row r. */
 	MM_TYPE_Q5_0_R8 = 32,
 	/* Not a file type either: Q8_0 weights rearranged the same way
 	 * (AVX2 kernel set). Per full group of 8 rows and 32-element block:

@@ -120,12 +120,26 @@ static inline int mm_q5_0_q(const struct mm_block_q5_0 *b, int j)
 	return (j < 16 ? b->qs[j] & 15 : b->qs[j - 16] >> 4) | (int)(qh >> j & 1) << 4;
 }
 
-/* Position of row r's nibbles among the 8 of a Q4_0_R8 or Q5_0_R8 block
- * (quant.h):
- * rows p and p + 4 share a 32-byte load (low and high 128-bit lane). */
-static inline int mm_r8_slot(int r)
+/*
+ * Where row r (0..7) of a Q4_0_R8 or Q5_0_R8 group-block keeps its file
+ * block's parts (quant.h). Nibble byte j (0..15) of its qs, which holds
+ * elements j and j + 16, lies at this offset in the 128 quant bytes: the
+ * 8 rows' bytes 4t..4t+3 make the 32 bytes at 32 * t, row r's at 4 * r.
+ */
+static inline int mm_r8_qbyte(int r, int j)
 {
-	return (r % 4) * 2 + r / 4;
+	return 32 * (j / 4) + 4 * r + j % 4;
+}
+
+/*
+ * Q5_0_R8: bit 4 of row r's element e (0..31), bit e of its qh word, is
+ * bit mm_r8_hbit(e) of byte 4 * r + e % 4 of the 32 plane bytes: the byte
+ * that holds its nibble in a 32-byte quant vector, and one bit per
+ * vector (elements 4t..4t+3: bit 2t; 16 + 4t..: bit 2t + 1).
+ */
+static inline int mm_r8_hbit(int e)
+{
+	return 2 * (e % 16 / 4) + e / 16;
 }
 
 extern const struct mm_kernels mm_kernels_scalar;
