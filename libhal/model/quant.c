@@ -214,47 +214,111 @@ static inline void mm_store_s32_s8(int8_t *dst, const __m256i q[4])
 		w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
+/* pairwise maxima of a and b: [max(a0,a1), max(a2,a3), max(b0,b1),
+ * max(b2,b3)] in each 128-bit lane */
+__attribute__((target("avx2")))
+static inline __m256 mm_pmax8(__m256 a, __m256 b)
+{
+	return _mm256_max_ps(_mm256_shuffle_ps(a, b, 0x88), _mm256_shuffle_ps(a, b, 0xdd));
+}
+
 /*
  * AVX2 Q8_0 block quantizer, bit-identical to the scalar one (the same
  * amax, d, 1/d and products; roundf's half-away-from-zero done as
  * trunc + (|frac| >= 0.5 ? sign : 0)). Activations are quantized by this
- * on every matvec, where 32 roundf calls per block were ~5% of decode.
+ * on every matvec, before its job starts. Eight blocks at a time: their
+ * maxima are reduced into one vector, so d and 1/d are one division each
+ * and one conversion to f16 for the 8 (per block, the scalar chain of a
+ * horizontal max and two divisions made it ~45 cycles a block). sums
+ * (may be NULL) gets 8 * sum(qs) of each block (mm_q4_0_act_sums()).
  */
-__attribute__((target("avx2")))
+__attribute__((target("avx2,f16c")))
 static void mm_quantize_q8_0_avx2(const float *x, struct mm_block_q8_0 *y,
-				  int64_t n)
+				  int64_t n, float *sums)
 {
 	const __m256 sign = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(0.5f);
 	const __m256 one = _mm256_set1_ps(1.0f);
+	const int64_t nb = n / MM_QK;
 
-	for (int64_t i = 0; i < n / MM_QK; i++, x += MM_QK) {
-		__m256 v[4], m;
-		__m256i q[4];
+	for (int64_t i0 = 0; i0 < nb; i0 += 8) {
+		const int nc = (int)MM_MIN(8, nb - i0);
+		__m256 m[8], d8, id8;
+		__m256i s[8];
+		float id[8];
+		uint16_t dh[8];
 
-		for (int j = 0; j < 4; j++)
-			v[j] = _mm256_loadu_ps(x + 8 * j);
-		m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]),
-						_mm256_andnot_ps(sign, v[1])),
-				  _mm256_max_ps(_mm256_andnot_ps(sign, v[2]),
-						_mm256_andnot_ps(sign, v[3])));
+#pragma GCC unroll 8
+		for (int b = 0; b < 8; b++) {
+			const float *xb = x + (i0 + (b < nc ? b : 0)) * MM_QK;
 
-		const float amax = mm_hmax8(m);
-		const float d = amax / 127.0f;
-		const float id = d ? 1.0f / d : 0.0f;
-		const __m256 vid = _mm256_set1_ps(id);
-
-		y[i].d = mm_f32_to_f16(d);
-		for (int j = 0; j < 4; j++) {
-			const __m256 p = _mm256_mul_ps(v[j], vid);
-			const __m256 t = _mm256_round_ps(p, _MM_FROUND_TO_ZERO |
-							    _MM_FROUND_NO_EXC);
-			const __m256 f = _mm256_andnot_ps(sign, _mm256_sub_ps(p, t));
-			const __m256 up = _mm256_and_ps(_mm256_cmp_ps(f, half, _CMP_GE_OQ),
-							_mm256_or_ps(one, _mm256_and_ps(sign, p)));
-
-			q[j] = _mm256_cvttps_epi32(_mm256_add_ps(t, up));
+			/* past the row's end: block 0 again, not used */
+			m[b] = _mm256_andnot_ps(sign, _mm256_loadu_ps(xb));
+#pragma GCC unroll 3
+			for (int j = 1; j < 4; j++)
+				m[b] = _mm256_max_ps(m[b], _mm256_andnot_ps(sign,
+							_mm256_loadu_ps(xb + 8 * j)));
 		}
-		mm_store_s32_s8(y[i].qs, q);
+		/* lane b: block b's amax */
+		{
+			const __m256 p0 = mm_pmax8(mm_pmax8(m[0], m[1]), mm_pmax8(m[2], m[3]));
+			const __m256 p1 = mm_pmax8(mm_pmax8(m[4], m[5]), mm_pmax8(m[6], m[7]));
+
+			d8 = _mm256_max_ps(_mm256_permute2f128_ps(p0, p1, 0x20),
+					   _mm256_permute2f128_ps(p0, p1, 0x31));
+		}
+		d8 = _mm256_div_ps(d8, _mm256_set1_ps(127.0f));
+		id8 = _mm256_and_ps(_mm256_cmp_ps(d8, _mm256_setzero_ps(), _CMP_NEQ_OQ),
+				    _mm256_div_ps(one, d8));
+		_mm256_storeu_ps(id, id8);
+		/* F16C rounds to nearest even, as mm_f32_to_f16() */
+		_mm_storeu_si128((__m128i *)dh, _mm256_cvtps_ph(d8, _MM_FROUND_TO_NEAREST_INT));
+
+#pragma GCC unroll 8
+		for (int b = 0; b < 8; b++) {
+			const int64_t i = i0 + b;
+			const __m256 vid = _mm256_broadcast_ss(&id[b]);
+			__m256i q[4];
+
+			if (b >= nc) {	/* past the row's end: lane b unused */
+				s[b] = _mm256_setzero_si256();
+				continue;
+			}
+
+			y[i].d = dh[b];
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++) {
+				const __m256 p = _mm256_mul_ps(_mm256_loadu_ps(x + i * MM_QK + 8 * j),
+							       vid);
+				const __m256 t = _mm256_round_ps(p, _MM_FROUND_TO_ZERO |
+								    _MM_FROUND_NO_EXC);
+				const __m256 f = _mm256_andnot_ps(sign, _mm256_sub_ps(p, t));
+				const __m256 up = _mm256_and_ps(_mm256_cmp_ps(f, half, _CMP_GE_OQ),
+								_mm256_or_ps(one, _mm256_and_ps(sign, p)));
+
+				q[j] = _mm256_cvttps_epi32(_mm256_add_ps(t, up));
+			}
+			mm_store_s32_s8(y[i].qs, q);
+			s[b] = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]),
+						_mm256_add_epi32(q[2], q[3]));
+		}
+		if (sums) {	/* lane b: block b's sum, exact in s32 and float */
+			const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]),
+							     _mm256_hadd_epi32(s[2], s[3]));
+			const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[4], s[5]),
+							     _mm256_hadd_epi32(s[6], s[7]));
+			const __m256 sf = _mm256_mul_ps(_mm256_set1_ps(8.0f), _mm256_cvtepi32_ps(
+				_mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20),
+						 _mm256_permute2x128_si256(h0, h1, 0x31))));
+
+			if (nc == 8) {
+				_mm256_storeu_ps(sums + i0, sf);
+			} else {
+				float t[8];
+
+				_mm256_storeu_ps(t, sf);
+				memcpy(sums + i0, t, sizeof(float) * nc);
+			}
+		}
 	}
 }
 #endif
@@ -263,8 +327,8 @@ static void mm_quantize_q8_0(const float *x, struct mm_block_q8_0 *y,
 			     int64_t n)
 {
 #if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx2")) {
-		mm_quantize_q8_0_avx2(x, y, n);
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+		mm_quantize_q8_0_avx2(x, y, n, NULL);
 		return;
 	}
 #endif
@@ -985,6 +1049,15 @@ void mm_quantize_act(enum mm_type wt, const float *x, void *xq, int64_t k)
 {
 	enum mm_type at = mm_act_type(wt);
 
+#if defined(__x86_64__)
+	/* decode quantizes x before each matvec job: one pass for both */
+	if (at == MM_TYPE_Q8_0 && mm_act_has_sums(wt) &&
+	    __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+		mm_quantize_q8_0_avx2(x, xq, k, (float *)((uint8_t *)xq +
+				      mm_q4_0_act_sums_off(k)));
+		return;
+	}
+#endif
 	if (at == MM_ACT_Q8_1)
 		mm_quantize_q8_1(x, xq, k);
 	else

@@ -600,13 +600,18 @@ static void test_env(void)
 }
 
 /* Q8_0 quantization (SIMD where the CPU has it) against a plain roundf
- * version written here, bit for bit, with exact .5 ties and zero blocks. */
+ * version written here, bit for bit, with exact .5 ties and zero blocks,
+ * for rows of 1-64 blocks (the SIMD code takes 8 blocks at a time); and
+ * the activation rows of Q4_0 weights: the same blocks, then 8 * sum(qs)
+ * per block. */
 static void test_q8_0_bits(void)
 {
 	const int n = 32 * 64;
+	const int lens[] = { 64, 1, 7, 9, 13, 17, 23 };
 	float *x = malloc(sizeof(float) * n);
 	struct mm_block_q8_0 *y = malloc(sizeof(*y) * (n / 32));
-	int bad = -1;
+	uint8_t *a = malloc(mm_act_row_bytes(MM_TYPE_Q4_0, n));
+	int bad = -1, bad_act = -1;
 
 	fill(x, n);
 	for (int b = 0; b < 8; b++)	/* ties: amax 127 -> id 1, k + 0.5 */
@@ -614,24 +619,42 @@ static void test_q8_0_bits(void)
 			x[b * 32 + j] = j == 0 ? 127.0f : frand_tie();
 	for (int j = 0; j < 32; j++)
 		x[8 * 32 + j] = 0;
-	mm_quantize_row(MM_TYPE_Q8_0, x, y, n);
-	for (int b = 0; b < n / 32 && bad < 0; b++) {
-		float amax = 0;
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+		const int nb = lens[l];
+		/* a row starting at block 64 - nb: ties, zeros or random */
+		const float *xr = x + (64 - nb) * 32 * (l % 2);
+		const struct mm_block_q8_0 *ab = (const void *)a;
+		const float *as = (const float *)(a + mm_act_row_bytes(MM_TYPE_Q4_0, nb * 32) -
+						  sizeof(float) * nb);
 
-		for (int j = 0; j < 32; j++)
-			amax = fmaxf(amax, fabsf(x[b * 32 + j]));
-		const float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+		mm_quantize_row(MM_TYPE_Q8_0, xr, y, nb * 32);
+		mm_quantize_act(MM_TYPE_Q4_0, xr, a, nb * 32);
+		for (int b = 0; b < nb && bad < 0; b++) {
+			float amax = 0;
+			int sum = 0;
 
-		if (y[b].d != mm_f32_to_f16(d))
-			bad = b;
-		for (int j = 0; j < 32; j++)
-			if (y[b].qs[j] != (int8_t)roundf(x[b * 32 + j] * id))
+			for (int j = 0; j < 32; j++)
+				amax = fmaxf(amax, fabsf(xr[b * 32 + j]));
+			const float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+
+			if (y[b].d != mm_f32_to_f16(d))
 				bad = b;
+			for (int j = 0; j < 32; j++) {
+				if (y[b].qs[j] != (int8_t)roundf(xr[b * 32 + j] * id))
+					bad = b;
+				sum += y[b].qs[j];
+			}
+			if (memcmp(&ab[b], &y[b], sizeof(y[b])) || as[b] != 8.0f * (float)sum)
+				bad_act = b;
+		}
 	}
-	ok(bad < 0, "q8_0 quantize (kernel) == roundf reference bit for bit, ties and zeros (first bad block %d)",
+	ok(bad < 0, "q8_0 quantize (kernel) == roundf reference bit for bit, ties and zeros, 1-64 blocks (first bad block %d)",
 	   bad);
+	ok(bad_act < 0, "q8_0 activation rows for q4_0: the same blocks, then 8 * sum(qs) (first bad block %d)",
+	   bad_act);
 	free(x);
 	free(y);
+	free(a);
 }
 
 /* mm_matmul_n(): 1-4 matrices of one type (one empty, row counts across
