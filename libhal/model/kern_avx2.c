@@ -252,6 +252,18 @@ static inline void mm_store_rows4(float *y, __m256 a0, __m256 a1, __m256 a2,
 					       _mm256_extractf128_ps(h, 1)), c));
 }
 
+/*
+ * One Q8_0 row-block: acc + float(w . x) * s, the dot as |x| . sign(w, x)
+ * (u8 x s8). The file-layout and Q8_0_R8 kernels both take this step, so
+ * a matrix gives the same bits in either layout.
+ */
+static inline __m256 mm_q8_step(__m256 acc, __m256i ax, __m256i xv,
+				const void *q, __m256 s)
+{
+	return _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_dpbusd(ax, _mm256_sign_epi8(
+		_mm256_loadu_si256((const __m256i *)q), xv))), s, acc);
+}
+
 static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
 			      const void *xq, float *y, int64_t nr)
 {
@@ -279,10 +291,7 @@ static void mm_avx2_gemv_q8_0(int64_t k, const void *w, size_t ws,
 
 			MM_PF_NEXT(row + 4 * ws, i, sizeof(*b0), 4);
 #define MM_Q8R(acc, bb, n)						\
-	acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_dpbusd(ax,		\
-		_mm256_sign_epi8(_mm256_loadu_si256(				\
-			(const __m256i *)(bb)[i].qs), xv))),			\
-		_mm256_shuffle_ps(s8, s8, (n) * 0x55), acc)
+	acc = mm_q8_step(acc, ax, xv, (bb)[i].qs, _mm256_shuffle_ps(s8, s8, (n) * 0x55))
 			MM_Q8R(a0, b0, 0);
 			MM_Q8R(a1, b1, 1);
 			MM_Q8R(a2, b2, 2);
@@ -348,11 +357,8 @@ static void mm_avx2_gemv_q8_0_r8(int64_t k, const void *w, size_t ws,
 
 			mm_pf_ahead(blk, bs);
 #define MM_Q8R8(j)							\
-	a[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_dpbusd(ax,		\
-		_mm256_sign_epi8(_mm256_loadu_si256(				\
-			(const __m256i *)(blk + 16 + MM_QK * (j))), xv))),	\
-		_mm256_shuffle_ps(sv[(j) / 4], sv[(j) / 4], ((j) % 4) * 0x55), \
-		a[j])
+	a[j] = mm_q8_step(a[j], ax, xv, blk + mm_r8_qbase(MM_TYPE_Q8_0_R8) + MM_QK * (j), \
+			  _mm256_shuffle_ps(sv[(j) / 4], sv[(j) / 4], ((j) % 4) * 0x55))
 			MM_Q8R8(0);
 			MM_Q8R8(1);
 			MM_Q8R8(2);
@@ -655,7 +661,7 @@ mm_r8_rows8(int64_t nb, const uint8_t *grp, const void *xq,
 {
 	const size_t bs = 8 * (q5 ? sizeof(struct mm_block_q5_0) :
 			       sizeof(struct mm_block_q4_0));	/* 176, 144 */
-	const size_t qo = q5 ? 48 : 16;	/* the nibbles */
+	const size_t qo = mm_r8_qbase(q5 ? MM_TYPE_Q5_0_R8 : MM_TYPE_Q4_0_R8);
 	const __m256i m4 = _mm256_set1_epi8(0x0F);
 	__m256 acc = _mm256_setzero_ps();	/* rows 0..7 */
 	__m256 c = _mm256_setzero_ps();	/* their offset terms */
@@ -663,7 +669,7 @@ mm_r8_rows8(int64_t nb, const uint8_t *grp, const void *xq,
 	for (int64_t i = 0; i < nb; i++) {
 		const struct mm_block_q8_0 *x0 = (const struct mm_block_q8_0 *)xq + i;
 		const uint8_t *blk = grp + i * bs;
-		const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)(blk + 16)) :
+		const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)(blk + MM_R8_PLANES)) :
 					_mm256_setzero_si256();
 		const __m256 s8 = _mm256_mul_ps(
 			_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk)),
@@ -1240,7 +1246,7 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 				const int q8 = t == MM_TYPE_Q8_0_R8;
 				const uint8_t *blk = w + (size_t)g * 8 * ws + (size_t)(b0 + b) * 8 *
 					mm_type_block_bytes(mm_stored_type(t));
-				const uint8_t *qs = blk + (q5 ? 48 : 16);
+				const uint8_t *qs = blk + mm_r8_qbase(t);
 
 #pragma GCC unroll 8
 				for (int r = 0; r < 8; r++) {
@@ -1257,7 +1263,7 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 					 * 4j.. (low nibbles) and 16 + 4j.. (high):
 					 * u[j] is the transposed form out[2 * j] */
 					const __m256i m4 = _mm256_set1_epi8(0x0F);
-					const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)(blk + 16)) :
+					const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)(blk + MM_R8_PLANES)) :
 								_mm256_setzero_si256();
 					__m256i *o8 = (__m256i *)MM_PK_W8(pk, g, b, 0);
 

@@ -1536,13 +1536,6 @@ enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
 	return t;
 }
 
-/* Where a group-block of layout t (quant.h) keeps its quants: after the
- * 8 f16 scales, and for Q5_0_R8 after the 32 bytes of high-bit planes. */
-static size_t mm_r8_qbase(enum mm_type t)
-{
-	return t == MM_TYPE_Q5_0_R8 ? 48 : 16;
-}
-
 /* Row r's file block b into group-block o of layout t */
 static void mm_r8_put(enum mm_type t, uint8_t *o, int r, const uint8_t *b)
 {
@@ -1560,7 +1553,7 @@ static void mm_r8_put(enum mm_type t, uint8_t *o, int r, const uint8_t *b)
 		const uint8_t *qh = ((const struct mm_block_q5_0 *)b)->qh;
 
 		for (int e = 0; e < MM_QK; e++) {
-			uint8_t *p = o + 16 + 4 * r + e % 4;
+			uint8_t *p = o + MM_R8_PLANES + 4 * r + e % 4;
 			const int n = mm_r8_hbit(e);
 
 			*p = (uint8_t)((*p & ~(1u << n)) | (qh[e / 8] >> e % 8 & 1u) << n);
@@ -1586,7 +1579,7 @@ static void mm_r8_get(enum mm_type t, const uint8_t *o, int r, uint8_t *b)
 
 		memset(qh, 0, 4);
 		for (int e = 0; e < MM_QK; e++)
-			qh[e / 8] |= (uint8_t)((o[16 + 4 * r + e % 4] >> mm_r8_hbit(e) & 1u) <<
+			qh[e / 8] |= (uint8_t)((o[MM_R8_PLANES + 4 * r + e % 4] >> mm_r8_hbit(e) & 1u) <<
 					       e % 8);
 	}
 }

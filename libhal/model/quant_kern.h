@@ -121,6 +121,17 @@ static inline int mm_q5_0_q(const struct mm_block_q5_0 *b, int j)
 }
 
 /*
+ * A group-block of an 8-row layout (quant.h): the 8 rows' f16 scales at
+ * 0, Q5_0_R8's high-bit planes (32 bytes) at MM_R8_PLANES, the quants at
+ * mm_r8_qbase(). The SIMD kernels and mm_repack() read these.
+ */
+#define MM_R8_PLANES 16
+static inline size_t mm_r8_qbase(enum mm_type t)
+{
+	return t == MM_TYPE_Q5_0_R8 ? MM_R8_PLANES + 32 : 16;
+}
+
+/*
  * Where row r (0..7) of a Q4_0_R8 or Q5_0_R8 group-block keeps its file
  * block's parts (quant.h). Nibble byte j (0..15) of its qs, which holds
  * elements j and j + 16, lies at this offset in the 128 quant bytes: the
