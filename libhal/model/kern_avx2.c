@@ -1187,13 +1187,12 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 			v[r_] = _mm256_add_epi8(v[r_],			\
 				_mm256_set1_epi8((char)mm_pk_off(t)));	\
 		mm_tr8x8(v, (__m256i *)MM_PK_W8(pk, g, b, 0));		\
-		(void)out;	/* the s16 form's */			\
 	} while (0)
 #else
 	/* Q4_K in the u8 form: q - 8, and 8 * d moves into the min */
 #define MM_PK_TR(v) do {						\
 		if (!mm_pk_u8(t)) {					\
-			mm_pk_tr8(v, out);				\
+			mm_pk_tr8(v, (__m256i *)pk->w[g][b][0]);	\
 			break;						\
 		}							\
 		if (t == MM_TYPE_Q4_K) {				\
@@ -1230,7 +1229,7 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 				mm_pk_pf_row(t, w, ws, mr, r, b0, kb);
 
 		for (int b = 0; b < kb; b++) {
-			__m256i v[8], *out = (__m256i *)pk->w[g][b][0];
+			__m256i v[8];
 			int16_t sc[8][2] = { { 0 } };
 			float *wd = MM_PK_ROWS(pk->wd, g, b),
 			      *wm = MM_PK_ROWS(pk->wm, g, b);
