@@ -984,31 +984,21 @@ mm_tr_32_64(const __m256i r[8], __m256i u[8])
 	}
 }
 
-/* r[i] = 8 dwords of row i -> o[j] = dword j of rows 0-7, in registers */
+/* r[i] = 8 dwords of row i -> out[j * 2] = dword j of rows 0-7 (every
+ * other vector: the pair layout) */
 static inline __attribute__((always_inline)) void
-mm_tr8x8_v(const __m256i r[8], __m256i o[8])
+mm_tr8x8(const __m256i r[8], __m256i *out)
 {
 	__m256i u[8];
 
 	mm_tr_32_64(r, u);
 #pragma GCC unroll 4
 	for (int i = 0; i < 4; i++) {
-		o[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
-		o[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
+		_mm256_store_si256(out + 2 * i,
+				   _mm256_permute2x128_si256(u[i], u[i + 4], 0x20));
+		_mm256_store_si256(out + 2 * (i + 4),
+				   _mm256_permute2x128_si256(u[i], u[i + 4], 0x31));
 	}
-}
-
-/* r[i] = 8 dwords of row i -> out[j * 2] = dword j of rows 0-7 (every
- * other vector: the pair layout) */
-static inline __attribute__((always_inline)) void
-mm_tr8x8(const __m256i r[8], __m256i *out)
-{
-	__m256i o[8];
-
-	mm_tr8x8_v(r, o);
-#pragma GCC unroll 8
-	for (int j = 0; j < 8; j++)
-		_mm256_store_si256(out + 2 * j, o[j]);
 }
 
 /*
@@ -1237,10 +1227,7 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 			if (t != mm_stored_type(t) && full) {
 				/* block b0 + b of the group's 8 rows in the
 				 * layout (quant.h): 8 f16 scales, Q5_0's high-bit
-				 * planes, the quant vectors. Q4_0/Q5_0: vector t's
-				 * lanes are the rows' elements 4t.. (low
-				 * nibbles) and 16 + 4t.. (high), so a dword
-				 * transpose gives the rows in element order. */
+				 * planes, the quant vectors (Q8_0: the rows) */
 				const int q5 = t == MM_TYPE_Q5_0_R8;
 				const int q8 = t == MM_TYPE_Q8_0_R8;
 				const uint8_t *blk = w + (size_t)g * 8 * ws + (size_t)(b0 + b) * 8 *
