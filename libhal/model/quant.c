@@ -1538,6 +1538,13 @@ enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
 	return t;
 }
 
+/* Bits 0, 4, 8, 12 of v to bits 0, 2, 4, 6 */
+static unsigned int mm_r8_spread(unsigned int v)
+{
+	v = (v | v >> 2) & 0x0505u;
+	return (v | v >> 4) & 0x55u;
+}
+
 /* Row r's file block b into group-block o of layout t */
 static void mm_r8_put(enum mm_type t, uint8_t *o, int r, const uint8_t *b)
 {
@@ -1549,17 +1556,20 @@ static void mm_r8_put(enum mm_type t, uint8_t *o, int r, const uint8_t *b)
 		memcpy(q + MM_QK * r, b + bs - MM_QK, MM_QK);
 		return;
 	}
-	for (int j = 0; j < 16; j++)
-		q[mm_r8_qbyte(r, j)] = b[bs - 16 + j];
+	/* nibble bytes 4t..4t+3 lie together */
+	for (int j = 0; j < 16; j += 4)
+		memcpy(q + mm_r8_qbyte(r, j), b + bs - 16 + j, 4);
 	if (t == MM_TYPE_Q5_0_R8) {
 		const uint8_t *qh = ((const struct mm_block_q5_0 *)b)->qh;
+		const uint32_t h = (uint32_t)qh[0] | (uint32_t)qh[1] << 8 |
+				   (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
 
-		for (int e = 0; e < MM_QK; e++) {
-			uint8_t *p = o + MM_R8_PLANES + 4 * r + e % 4;
-			const int n = mm_r8_hbit(e);
-
-			*p = (uint8_t)((*p & ~(1u << n)) | (qh[e / 8] >> e % 8 & 1u) << n);
-		}
+		/* plane byte 4r + c: bits c, c + 4, .. c + 12 of h to bits 0,
+		 * 2, 4, 6 and c + 16, .. c + 28 to 1, 3, 5, 7 (mm_r8_hbit()) */
+		for (int c = 0; c < 4; c++)
+			o[MM_R8_PLANES + 4 * r + c] =
+				(uint8_t)(mm_r8_spread(h >> c & 0x1111u) |
+					  mm_r8_spread(h >> (c + 16) & 0x1111u) << 1);
 	}
 }
 
