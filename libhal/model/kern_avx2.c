@@ -622,6 +622,21 @@ static inline __m256i mm_r8_hbits(__m256i planes, const int n)
 }
 
 /*
+ * Quant vector t (v) of a Q4_0_R8 or Q5_0_R8 group-block as unsigned
+ * values q (0..15, 0..31): h = 0 its low nibbles (the rows' elements
+ * 4t..4t+3), h = 1 its high ones (16 + 4t..), with Q5_0's bit 4 from its
+ * planes (q5). The decode loop and the prefill packer both read it so.
+ */
+static inline __m256i mm_r8_vals(__m256i v, __m256i planes, const int t,
+				 const int h, const int q5)
+{
+	const __m256i u = _mm256_and_si256(h ? _mm256_srli_epi16(v, 4) : v,
+					   _mm256_set1_epi8(0x0F));
+
+	return q5 ? _mm256_or_si256(u, mm_r8_hbits(planes, 2 * t + h)) : u;
+}
+
+/*
  * The 8 rows' s32 sums of a block from its 4 vector sums (lane r: row
  * r). AVX2 adds s16: a Q4_0 vector sum is at most 2 * 2 * 15 * 127 =
  * 7620, so 4 fit (30480); a Q5_0 one 15748, so 2 fit.
@@ -662,7 +677,6 @@ mm_r8_rows8(int64_t nb, const uint8_t *grp, const void *xq,
 	const size_t bs = 8 * (q5 ? sizeof(struct mm_block_q5_0) :
 			       sizeof(struct mm_block_q4_0));	/* 176, 144 */
 	const size_t qo = mm_r8_qbase(q5 ? MM_TYPE_Q5_0_R8 : MM_TYPE_Q4_0_R8);
-	const __m256i m4 = _mm256_set1_epi8(0x0F);
 	__m256 acc = _mm256_setzero_ps();	/* rows 0..7 */
 	__m256 c = _mm256_setzero_ps();	/* their offset terms */
 
@@ -679,20 +693,15 @@ mm_r8_rows8(int64_t nb, const uint8_t *grp, const void *xq,
 		mm_pf_ahead(blk, bs);
 		/* vector t: elements 4t..4t+3 (low nibbles), 16 + 4t.. (high) */
 #define MM_R8X(e) _mm256_set1_epi32((int)mm_u32_at((const uint8_t *)x0->qs + (e)))
-#define MM_R8H(n) (q5 ? mm_r8_hbits(qh, n) : _mm256_setzero_si256())
 #define MM_R8T(t) ({						\
 	const __m256i v_ = _mm256_loadu_si256(				\
 		(const __m256i *)(blk + qo + 32 * (t)));		\
-	mm_q4_pair(_mm256_or_si256(_mm256_and_si256(v_, m4), MM_R8H(2 * (t))), \
-		   MM_R8X(4 * (t)),					\
-		   _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v_, 4), m4), \
-				   MM_R8H(2 * (t) + 1)),		\
-		   MM_R8X(16 + 4 * (t)));				\
+	mm_q4_pair(mm_r8_vals(v_, qh, t, 0, q5), MM_R8X(4 * (t)),	\
+		   mm_r8_vals(v_, qh, t, 1, q5), MM_R8X(16 + 4 * (t)));	\
 })
 		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_r8_sum(
 			MM_R8T(0), MM_R8T(1), MM_R8T(2), MM_R8T(3), q5)), s8, acc);
 #undef MM_R8T
-#undef MM_R8H
 #undef MM_R8X
 	}
 	/* - dw * dx * 8 * sum(x) (Q5_0: 16 * sum(x)) */
@@ -1247,8 +1256,7 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 				} else {
 					/* vector j's lanes are the rows' elements
 					 * 4j.. (low nibbles) and 16 + 4j.. (high):
-					 * u[j] is the transposed form out[2 * j] */
-					const __m256i m4 = _mm256_set1_epi8(0x0F);
+					 * the u8 form's out[2 * j], out[2 * (j + 4)] */
 					const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)(blk + MM_R8_PLANES)) :
 								_mm256_setzero_si256();
 					__m256i *o8 = (__m256i *)MM_PK_W8(pk, g, b, 0);
@@ -1256,17 +1264,13 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 #pragma GCC unroll 4
 					for (int j = 0; j < 4; j++) {
 						const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * j));
-						__m256i lo = _mm256_and_si256(q, m4);
-						__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
 
-						if (q5) {
-							lo = _mm256_or_si256(lo, mm_r8_hbits(qh, 2 * j));
-							hi = _mm256_or_si256(hi, mm_r8_hbits(qh, 2 * j + 1));
-						}
 						/* q - 8 (16), as W's u8 side (VNNI: + the
 						 * offset) */
-						_mm256_store_si256(o8 + 2 * j, mm_pk_u8_w(lo, t));
-						_mm256_store_si256(o8 + 2 * (j + 4), mm_pk_u8_w(hi, t));
+						_mm256_store_si256(o8 + 2 * j,
+								   mm_pk_u8_w(mm_r8_vals(q, qh, j, 0, q5), t));
+						_mm256_store_si256(o8 + 2 * (j + 4),
+								   mm_pk_u8_w(mm_r8_vals(q, qh, j, 1, q5), t));
 					}
 #ifndef MM_VNNI
 					mm_pk_u8_sums(o8, MM_PK_ROWS(pk->ws, g, b),

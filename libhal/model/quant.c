@@ -323,11 +323,19 @@ static void mm_quantize_q8_0_avx2(const float *x, struct mm_block_q8_0 *y,
 }
 #endif
 
+#if defined(__x86_64__)
+/* The CPU runs mm_quantize_q8_0_avx2() */
+static int mm_q8_0_avx2_ok(void)
+{
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+}
+#endif
+
 static void mm_quantize_q8_0(const float *x, struct mm_block_q8_0 *y,
 			     int64_t n)
 {
 #if defined(__x86_64__)
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+	if (mm_q8_0_avx2_ok()) {
 		mm_quantize_q8_0_avx2(x, y, n, NULL);
 		return;
 	}
@@ -1051,8 +1059,7 @@ void mm_quantize_act(enum mm_type wt, const float *x, void *xq, int64_t k)
 
 #if defined(__x86_64__)
 	/* decode quantizes x before each matvec job: one pass for both */
-	if (at == MM_TYPE_Q8_0 && mm_act_has_sums(wt) &&
-	    __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+	if (at == MM_TYPE_Q8_0 && mm_act_has_sums(wt) && mm_q8_0_avx2_ok()) {
 		mm_quantize_q8_0_avx2(x, xq, k, (float *)((uint8_t *)xq +
 				      mm_q4_0_act_sums_off(k)));
 		return;
