@@ -896,7 +896,8 @@ _Static_assert(MM_GEMM_MC % (8 * MM_PK_RG) == 0 && MM_PK_RG == 2,
  * float. */
 static inline int mm_pk_u8(enum mm_type t)
 {
-	if (t == MM_TYPE_Q4_0 || t == MM_TYPE_Q4_0_R8 || t == MM_TYPE_Q4_K)
+	if (t == MM_TYPE_Q4_0 || t == MM_TYPE_Q4_0_R8 || t == MM_TYPE_Q4_K ||
+	    t == MM_TYPE_Q4_K_R8)
 		return 1;
 #ifdef MM_VNNI
 	if (t == MM_TYPE_Q8_0 || t == MM_TYPE_Q6_K)
@@ -1142,6 +1143,72 @@ mm_pk_wblock(enum mm_type t, const uint8_t *row, int64_t sb, float *d,
 }
 
 /*
+ * The 8 rows' 6-bit scales and mins of a Q4_K_R8 group-block, a byte each
+ * in a row's lane: s[0] scales 0-3, s[1] scales 4-7, s[2] mins 0-3, s[3]
+ * mins 4-7 (ggml's masks on the 3 scale vectors, all rows at once).
+ */
+static inline __attribute__((always_inline)) void
+mm_q4k_r8_scales(const uint8_t *blk, __m256i s[4])
+{
+	const __m256i k1 = _mm256_set1_epi32(0x3f3f3f3f);
+	const __m256i k2 = _mm256_set1_epi32(0x0f0f0f0f);
+	const __m256i k3 = _mm256_set1_epi32(0x03030303);
+	const __m256i u0 = _mm256_loadu_si256((const __m256i *)(blk + MM_R8_KSCALES));
+	const __m256i u1 = _mm256_loadu_si256((const __m256i *)(blk + MM_R8_KSCALES + 32));
+	const __m256i u2 = _mm256_loadu_si256((const __m256i *)(blk + MM_R8_KSCALES + 64));
+
+	s[0] = _mm256_and_si256(u0, k1);
+	s[1] = _mm256_or_si256(_mm256_and_si256(u2, k2), _mm256_slli_epi32(
+		_mm256_and_si256(_mm256_srli_epi32(u0, 6), k3), 4));
+	s[2] = _mm256_and_si256(u1, k1);
+	s[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), k2),
+			       _mm256_slli_epi32(_mm256_and_si256(
+				       _mm256_srli_epi32(u1, 6), k3), 4));
+}
+
+/*
+ * Sub-block j of the 8 rows of a Q4_K_R8 group-block (quant.h) in the
+ * u8 form, as MM_PK_TR() makes it from mm_pk_wblock()'s rows: the quant
+ * vector of bytes 4t..4t+3 is already rows 0-7 x elements 4t..4t+3 of the
+ * sub-block (out[2 * t]); the rows' scales and mins come from
+ * mm_q4k_r8_scales(), a lane each.
+ */
+static inline __attribute__((always_inline)) void
+mm_pk_q4k_r8(const uint8_t *blk, int j, __m256i *o8, float *wd, float *wm)
+{
+	const uint8_t *qs = blk + mm_r8_qbase(MM_TYPE_Q4_K_R8) + 256 * (j / 2);
+	const __m128i sh = _mm_cvtsi32_si128(8 * (j % 4));
+	const __m256i ff = _mm256_set1_epi32(0xff);
+	__m256i sm[4];
+	__m256 d, m;
+
+	mm_q4k_r8_scales(blk, sm);
+	d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk)),
+			  _mm256_cvtepi32_ps(_mm256_and_si256(
+				  _mm256_srl_epi32(sm[j / 4], sh), ff)));
+	m = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16))),
+			  _mm256_cvtepi32_ps(_mm256_and_si256(
+				  _mm256_srl_epi32(sm[2 + j / 4], sh), ff)));
+#ifndef MM_VNNI
+	/* q - 8: 8 * d moves into the min (MM_PK_TR()) */
+	m = _mm256_sub_ps(m, _mm256_mul_ps(_mm256_set1_ps(8), d));
+#endif
+	_mm256_storeu_ps(wd, d);
+	_mm256_storeu_ps(wm, m);
+#pragma GCC unroll 8
+	for (int t = 0; t < 8; t++) {
+		const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * t));
+		__m256i q = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v,
+					     _mm256_set1_epi8(0x0F));
+
+#ifndef MM_VNNI
+		q = _mm256_sub_epi8(q, _mm256_set1_epi8(8));
+#endif
+		_mm256_store_si256(o8 + 2 * t, q);
+	}
+}
+
+/*
  * Prefetch W row r's bytes of the panel [b, b + kb) (of a full group of a
  * Q4_0_R8 or Q5_0_R8 layout, an eighth of the group's): the 64 rows of a call are 64 streams
  * a row apart, more than the hardware prefetcher follows.
@@ -1194,7 +1261,7 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 			mm_pk_tr8(v, (__m256i *)pk->w[g][b][0]);	\
 			break;						\
 		}							\
-		if (t == MM_TYPE_Q4_K) {				\
+		if (mm_stored_type(t) == MM_TYPE_Q4_K) {		\
 			for (int r_ = 0; r_ < 8; r_++) {		\
 				v[r_] = _mm256_sub_epi8(v[r_], _mm256_set1_epi8(8)); \
 				wm[r_] -= 8 * wd[r_];			\
@@ -1233,7 +1300,18 @@ mm_pk_pack_w(struct mm_pk *pk, enum mm_type t, const uint8_t *w, size_t ws,
 			float *wd = MM_PK_ROWS(pk->wd, g, b),
 			      *wm = MM_PK_ROWS(pk->wm, g, b);
 
-			if (t != mm_stored_type(t) && full) {
+			if (t == MM_TYPE_Q4_K_R8 && full) {
+				__m256i *o8 = (__m256i *)MM_PK_W8(pk, g, b, 0);
+
+				mm_pk_q4k_r8(w + (size_t)g * 8 * ws +
+					     (size_t)(b0 + b) / 8 * 8 *
+					     sizeof(struct mm_block_q4_k),
+					     (int)((b0 + b) % 8), o8, wd, wm);
+#ifndef MM_VNNI
+				mm_pk_u8_sums(o8, MM_PK_ROWS(pk->ws, g, b),
+					      _mm256_set1_epi16(-128), _mm256_set1_epi16(-128));
+#endif
+			} else if (t != mm_stored_type(t) && full) {
 				/* block b0 + b of the group's 8 rows in the
 				 * layout (quant.h): 8 f16 scales, Q5_0's high-bit
 				 * planes, the quant vectors (Q8_0: the rows) */
@@ -1805,6 +1883,7 @@ MM_DEF_GEMM(mm_avx2_gemm_q4_0_r8, MM_TYPE_Q4_0_R8, 0)
 MM_DEF_GEMM(mm_avx2_gemm_q5_0, MM_TYPE_Q5_0, 0)
 MM_DEF_GEMM(mm_avx2_gemm_q5_0_r8, MM_TYPE_Q5_0_R8, 0)
 MM_DEF_GEMM(mm_avx2_gemm_q4_k, MM_TYPE_Q4_K, 1)
+MM_DEF_GEMM(mm_avx2_gemm_q4_k_r8, MM_TYPE_Q4_K_R8, 1)
 MM_DEF_GEMM(mm_avx2_gemm_q6_k, MM_TYPE_Q6_K, 0)
 #ifndef MM_VNNI
 MM_DEF_GEMM(mm_avx2_gemm_q8_0_r8, MM_TYPE_Q8_0_R8, 0)
@@ -1840,7 +1919,7 @@ static void mm_avx2_gemv_q4_k(int64_t k, const void *w, size_t ws,
 	for (int64_t r = 0; r < nr; r++) {
 		const struct mm_block_q4_k *b =
 			(const void *)((const uint8_t *)w + r * ws);
-		__m256 acc = _mm256_setzero_ps();
+		__m128 acc = _mm_setzero_ps();
 
 		for (int64_t i = 0; i < nb; i++) {
 			/* d and dmin of the block times dx */
@@ -1888,13 +1967,127 @@ static void mm_avx2_gemv_q4_k(int64_t k, const void *w, size_t ws,
 				q4 += 32;
 				q8 += 64;
 			}
-			acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd),
-					      _mm256_cvtepi32_ps(sumi), acc);
-			acc = _mm256_fnmadd_ps(_mm256_broadcastss_ps(
-				_mm_movehdup_ps(dd)), _mm256_cvtepi32_ps(prod), acc);
+			/* the block's exact sums (scales, mins) of the row,
+			 * then the float steps of mm_q4k_r8_rows8() */
+			const __m256i h = _mm256_hadd_epi32(sumi, prod);
+			__m128i s2 = _mm_add_epi32(_mm256_castsi256_si128(h),
+						   _mm256_extracti128_si256(h, 1));
+			const __m128 f = _mm_cvtepi32_ps(_mm_hadd_epi32(s2, s2));
+
+			acc = _mm_fmadd_ss(dd, f, acc);
+			acc = _mm_fnmadd_ss(_mm_movehdup_ps(dd), _mm_movehdup_ps(f), acc);
 		}
-		y[r] = mm_hsum(acc);
+		y[r] = _mm_cvtss_f32(acc);
 	}
+}
+
+/*
+ * 8 rows of Q4_K_R8 (quant.h), a row per 32-bit lane as in mm_r8_rows8():
+ * per super-block the 8 rows' 6-bit scales and mins are unpacked at once
+ * from the 3 scale vectors (ggml's masks, on vectors); per 32-element
+ * sub-block the products of 8 quant vectors with 4 bytes of x broadcast
+ * add up in s16 (8 * 2 * 15 * 127 < 32768) and one vpmaddwd applies the
+ * rows' scales; the mins meet x's 32-element sums (Q8_K's bsums in pairs)
+ * in 4 vpmaddwd. Per row the sums are the exact integers of
+ * mm_avx2_gemv_q4_k(), and the float steps the same, so the same bits.
+ */
+static inline __attribute__((always_inline)) void
+mm_q4k_r8_rows8(int64_t nb, const uint8_t *grp,
+		const struct mm_block_q8_k *x, float *y)
+{
+	const size_t bs = 8 * sizeof(struct mm_block_q4_k);	/* 1152 */
+	const __m256i m4 = _mm256_set1_epi8(0xF);
+	const __m256i lo16 = _mm256_set1_epi32(0x00ff00ff);
+	/* dwords of x's sub-block sums: (0 | 2 << 16) in the low lane and
+	 * (4 | 6 << 16) in the high one; (1 | 3), (5 | 7) */
+	const __m256i even = _mm256_setr_epi8(0, 1, 4, 5, 0, 1, 4, 5, 0, 1, 4, 5,
+					      0, 1, 4, 5, 0, 1, 4, 5, 0, 1, 4, 5,
+					      0, 1, 4, 5, 0, 1, 4, 5);
+	const __m256i odd = _mm256_add_epi8(even, _mm256_set1_epi8(2));
+	__m256 acc = _mm256_setzero_ps();
+
+	for (int64_t i = 0; i < nb; i++) {
+		const uint8_t *blk = grp + i * bs;
+		const uint8_t *qs = blk + mm_r8_qbase(MM_TYPE_Q4_K_R8);
+		const __m256 dx = _mm256_set1_ps(x[i].d);
+		const __m256 dv = _mm256_mul_ps(_mm256_cvtph_ps(
+			_mm_loadu_si128((const __m128i *)blk)), dx);
+		const __m256 mv = _mm256_mul_ps(_mm256_cvtph_ps(
+			_mm_loadu_si128((const __m128i *)(blk + 16))), dx);
+		__m256i sc[4];	/* scales 0-3, 4-7, mins 0-3, 4-7 */
+
+		mm_q4k_r8_scales(blk, sc);
+		const __m256i mn03 = sc[2], mn47 = sc[3];
+		/* x's 32-element sums s0..s3 (low lane), s4..s7 (high), twice */
+		const __m256i xs = _mm256_hadd_epi16(
+			_mm256_loadu_si256((const __m256i *)x[i].bsums),
+			_mm256_loadu_si256((const __m256i *)x[i].bsums));
+		const __m256i xe = _mm256_shuffle_epi8(xs, even);
+		const __m256i xo = _mm256_shuffle_epi8(xs, odd);
+		/* sum_j min_j * s_j, per lane */
+		const __m256i p = _mm256_add_epi32(
+			_mm256_add_epi32(
+				_mm256_madd_epi16(_mm256_and_si256(mn03, lo16),
+						  _mm256_permute2x128_si256(xe, xe, 0x00)),
+				_mm256_madd_epi16(_mm256_srli_epi16(mn03, 8),
+						  _mm256_permute2x128_si256(xo, xo, 0x00))),
+			_mm256_add_epi32(
+				_mm256_madd_epi16(_mm256_and_si256(mn47, lo16),
+						  _mm256_permute2x128_si256(xe, xe, 0x11)),
+				_mm256_madd_epi16(_mm256_srli_epi16(mn47, 8),
+						  _mm256_permute2x128_si256(xo, xo, 0x11))));
+		__m256i sumi = _mm256_setzero_si256();
+
+#pragma GCC unroll 4
+		for (int jp = 0; jp < 4; jp++) {
+			/* sub-blocks 2 jp (low nibbles) and 2 jp + 1 (high) */
+			const int8_t *xl = x[i].qs + 64 * jp;
+			__m256i pl = _mm256_setzero_si256(), ph = pl;
+
+			mm_pf_ahead(blk + 288 * jp, 288);
+#pragma GCC unroll 8
+			for (int t = 0; t < 8; t++) {
+				const __m256i v = _mm256_loadu_si256(
+					(const __m256i *)(qs + 32 * (8 * jp + t)));
+
+				pl = _mm256_add_epi16(pl, _mm256_maddubs_epi16(
+					_mm256_and_si256(v, m4),
+					_mm256_set1_epi32((int)mm_u32_at((const uint8_t *)xl + 4 * t))));
+				ph = _mm256_add_epi16(ph, _mm256_maddubs_epi16(
+					_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+					_mm256_set1_epi32((int)mm_u32_at((const uint8_t *)xl + 32 + 4 * t))));
+			}
+			/* scale 2 jp and 2 jp + 1 of each lane, as s16 pairs */
+#define MM_K_SC(s) _mm256_shuffle_epi8(sc[(s) / 4], _mm256_setr_epi8(	\
+		(s) % 4, -128, (s) % 4, -128, 4 + (s) % 4, -128, 4 + (s) % 4, -128, \
+		8 + (s) % 4, -128, 8 + (s) % 4, -128, 12 + (s) % 4, -128, 12 + (s) % 4, -128, \
+		(s) % 4, -128, (s) % 4, -128, 4 + (s) % 4, -128, 4 + (s) % 4, -128, \
+		8 + (s) % 4, -128, 8 + (s) % 4, -128, 12 + (s) % 4, -128, 12 + (s) % 4, -128))
+			sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(
+				_mm256_madd_epi16(pl, MM_K_SC(2 * jp)),
+				_mm256_madd_epi16(ph, MM_K_SC(2 * jp + 1))));
+#undef MM_K_SC
+		}
+		acc = _mm256_fmadd_ps(dv, _mm256_cvtepi32_ps(sumi), acc);
+		acc = _mm256_fnmadd_ps(mv, _mm256_cvtepi32_ps(p), acc);
+	}
+	_mm256_storeu_ps(y, acc);
+}
+
+/* Q4_K_R8 decode: 8-row groups, then the rows past the last full group,
+ * which are Q4_K rows. */
+static void mm_avx2_gemv_q4_k_r8(int64_t k, const void *w, size_t ws,
+				 const void *xq, float *y, int64_t nr)
+{
+	const int64_t nb = k / MM_QK_K;
+	int64_t r = 0;
+
+	mm_pf_start(w, nr * ws);
+	for (; r + 8 <= nr; r += 8)
+		mm_q4k_r8_rows8(nb, (const uint8_t *)w + r * ws, xq, y + r);
+	if (r < nr)
+		mm_avx2_gemv_q4_k(k, (const uint8_t *)w + r * ws, ws, xq, y + r,
+				  nr - r);
 }
 
 /* ---- Q6_K x Q8_K ------------------------------------------------------ */
@@ -2001,6 +2194,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q5_0] = mm_avx2_gemv_q5_0,
 		[MM_TYPE_Q5_0_R8] = mm_avx2_gemv_q5_0_r8,
 		[MM_TYPE_Q4_K] = mm_avx2_gemv_q4_k,
+		[MM_TYPE_Q4_K_R8] = mm_avx2_gemv_q4_k_r8,
 		[MM_TYPE_Q6_K] = mm_avx2_gemv_q6_k,
 #ifndef MM_VNNI
 		[MM_TYPE_Q8_0_R8] = mm_avx2_gemv_q8_0_r8,
@@ -2013,6 +2207,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q5_0] = mm_avx2_gemm_q5_0,
 		[MM_TYPE_Q5_0_R8] = mm_avx2_gemm_q5_0_r8,
 		[MM_TYPE_Q4_K] = mm_avx2_gemm_q4_k,
+		[MM_TYPE_Q4_K_R8] = mm_avx2_gemm_q4_k_r8,
 		[MM_TYPE_Q6_K] = mm_avx2_gemm_q6_k,
 #ifndef MM_VNNI
 		[MM_TYPE_Q8_0_R8] = mm_avx2_gemm_q8_0_r8,
@@ -2034,6 +2229,7 @@ const struct mm_kernels MM_KERNELS_NAME = {
 		[MM_TYPE_Q5_0_R8] = mm_avx2_xprep_q8_0_u8,
 #endif
 		[MM_TYPE_Q4_K] = mm_avx2_xprep_q8_k_u8,
+		[MM_TYPE_Q4_K_R8] = mm_avx2_xprep_q8_k_u8,
 #ifdef MM_VNNI
 		[MM_TYPE_Q6_K] = mm_vnni_xprep_q6_k,
 #else

@@ -119,6 +119,7 @@ const char *mm_type_name(enum mm_type t)
 	case MM_TYPE_Q4_0_R8: return "q4_0_r8";
 	case MM_TYPE_Q5_0_R8: return "q5_0_r8";
 	case MM_TYPE_Q8_0_R8: return "q8_0_r8";
+	case MM_TYPE_Q4_K_R8: return "q4_K_r8";
 	case MM_TYPE_Q4_1: return "q4_1";
 	case MM_TYPE_Q5_0: return "q5_0";
 	case MM_TYPE_Q8_0: return "q8_0";
@@ -139,6 +140,7 @@ size_t mm_type_block_elems(enum mm_type t)
 	case MM_TYPE_Q8_0_R8:
 		return MM_QK;
 	case MM_TYPE_Q4_K: case MM_TYPE_Q6_K: case MM_TYPE_Q8_K:
+	case MM_TYPE_Q4_K_R8:
 		return MM_QK_K;
 	}
 	return 0;
@@ -156,7 +158,8 @@ size_t mm_type_block_bytes(enum mm_type t)
 		return sizeof(struct mm_block_q5_0);
 	case MM_TYPE_Q8_0: case MM_TYPE_Q8_0_R8:
 		return sizeof(struct mm_block_q8_0);
-	case MM_TYPE_Q4_K: return sizeof(struct mm_block_q4_k);
+	case MM_TYPE_Q4_K: case MM_TYPE_Q4_K_R8:
+		return sizeof(struct mm_block_q4_k);
 	case MM_TYPE_Q6_K: return sizeof(struct mm_block_q6_k);
 	case MM_TYPE_Q8_K: return sizeof(struct mm_block_q8_k);
 	}
@@ -889,6 +892,7 @@ void mm_quantize_row(enum mm_type t, const float *x, void *y, int64_t n)
 	case MM_TYPE_Q6_K: mm_quantize_q6_k(x, y, n); break;
 	case MM_TYPE_Q8_K: mm_quantize_q8_k(x, y, n); break;
 	case MM_TYPE_Q4_0_R8: case MM_TYPE_Q5_0_R8: case MM_TYPE_Q8_0_R8:
+	case MM_TYPE_Q4_K_R8:
 		abort();	/* caller bug: a layout of 8-row groups */
 	}
 }
@@ -1020,6 +1024,7 @@ void mm_dequantize_row(enum mm_type t, const void *vx, float *y, int64_t n)
 		break;
 	}
 	case MM_TYPE_Q4_0_R8: case MM_TYPE_Q5_0_R8: case MM_TYPE_Q8_0_R8:
+	case MM_TYPE_Q4_K_R8:
 		abort();	/* caller bug: a layout of 8-row groups */
 	}
 }
@@ -1538,9 +1543,11 @@ enum mm_type mm_repack_type(const struct mm_ctx *ctx, enum mm_type t,
 {
 	const enum mm_type to = t == MM_TYPE_Q4_0 ? MM_TYPE_Q4_0_R8 :
 				t == MM_TYPE_Q5_0 ? MM_TYPE_Q5_0_R8 :
-				t == MM_TYPE_Q8_0 ? MM_TYPE_Q8_0_R8 : t;
+				t == MM_TYPE_Q8_0 ? MM_TYPE_Q8_0_R8 :
+				t == MM_TYPE_Q4_K ? MM_TYPE_Q4_K_R8 : t;
 
-	if (to != t && m >= 8 && k > 0 && k % MM_QK == 0 && ctx->kern->gemv[to])
+	if (to != t && m >= 8 && k > 0 &&
+	    k % (int64_t)mm_type_block_elems(t) == 0 && ctx->kern->gemv[to])
 		return to;
 	return t;
 }
@@ -1559,6 +1566,16 @@ static void mm_r8_put(enum mm_type t, uint8_t *o, int r, const uint8_t *b)
 	uint8_t *q = o + mm_r8_qbase(t);
 
 	memcpy(o + 2 * r, b, 2);	/* d */
+	if (t == MM_TYPE_Q4_K_R8) {
+		const struct mm_block_q4_k *k4 = (const void *)b;
+
+		memcpy(o + 16 + 2 * r, &k4->dmin, 2);
+		for (int j = 0; j < MM_K_SCALE_SIZE; j += 4)
+			memcpy(o + MM_R8_KSCALES + mm_r8_qbyte(r, j), k4->scales + j, 4);
+		for (int j = 0; j < MM_QK_K / 2; j += 4)
+			memcpy(q + mm_r8_qbyte(r, j), k4->qs + j, 4);
+		return;
+	}
 	if (t == MM_TYPE_Q8_0_R8) {
 		memcpy(q + MM_QK * r, b + bs - MM_QK, MM_QK);
 		return;
@@ -1587,6 +1604,16 @@ static void mm_r8_get(enum mm_type t, const uint8_t *o, int r, uint8_t *b)
 	const uint8_t *q = o + mm_r8_qbase(t);
 
 	memcpy(b, o + 2 * r, 2);
+	if (t == MM_TYPE_Q4_K_R8) {
+		struct mm_block_q4_k *k4 = (void *)b;
+
+		memcpy(&k4->dmin, o + 16 + 2 * r, 2);
+		for (int j = 0; j < MM_K_SCALE_SIZE; j += 4)
+			memcpy(k4->scales + j, o + MM_R8_KSCALES + mm_r8_qbyte(r, j), 4);
+		for (int j = 0; j < MM_QK_K / 2; j += 4)
+			memcpy(k4->qs + j, q + mm_r8_qbyte(r, j), 4);
+		return;
+	}
 	if (t == MM_TYPE_Q8_0_R8) {
 		memcpy(b + bs - MM_QK, q + MM_QK * r, MM_QK);
 		return;
@@ -1607,6 +1634,7 @@ int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 	      int64_t k)
 {
 	const size_t bs = mm_type_block_bytes(from);
+	const int64_t be = (int64_t)mm_type_block_elems(from);
 	size_t ws;
 	uint8_t *tmp;
 
@@ -1614,9 +1642,10 @@ int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 		return 0;
 	if (!(from == MM_TYPE_Q4_0 && to == MM_TYPE_Q4_0_R8) &&
 	    !(from == MM_TYPE_Q5_0 && to == MM_TYPE_Q5_0_R8) &&
-	    !(from == MM_TYPE_Q8_0 && to == MM_TYPE_Q8_0_R8))
+	    !(from == MM_TYPE_Q8_0 && to == MM_TYPE_Q8_0_R8) &&
+	    !(from == MM_TYPE_Q4_K && to == MM_TYPE_Q4_K_R8))
 		return -EINVAL;
-	if (m < 0 || k <= 0 || k % MM_QK)
+	if (m < 0 || k <= 0 || k % be)
 		return -EINVAL;
 	ws = mm_row_bytes(from, k);
 	tmp = malloc(8 * ws);
@@ -1626,7 +1655,7 @@ int mm_repack(enum mm_type from, enum mm_type to, void *W, int64_t m,
 		uint8_t *grp = (uint8_t *)W + (size_t)g * ws;
 
 		memcpy(tmp, grp, 8 * ws);
-		for (int64_t i = 0; i < k / MM_QK; i++)
+		for (int64_t i = 0; i < k / be; i++)
 			for (int r = 0; r < 8; r++)
 				mm_r8_put(to, grp + (size_t)i * 8 * bs, r,
 					  tmp + r * ws + i * bs);
@@ -1640,6 +1669,7 @@ void mm_layout_row(enum mm_type t, const void *W, int64_t m, int64_t k,
 {
 	const enum mm_type st = mm_stored_type(t);
 	const size_t bs = mm_type_block_bytes(st), ws = mm_row_bytes(st, k);
+	const int64_t be = (int64_t)mm_type_block_elems(st);
 	const uint8_t *grp = (const uint8_t *)W + (size_t)(r / 8) * 8 * ws;
 
 	if (t == st || r >= m / 8 * 8) {	/* a row as stored */
@@ -1647,15 +1677,16 @@ void mm_layout_row(enum mm_type t, const void *W, int64_t m, int64_t k,
 		return;
 	}
 	/* block i of the row, put back together from the group-block */
-	for (int64_t i = 0; i < k / MM_QK; i++) {
+	for (int64_t i = 0; i < k / be; i++) {
 		union {
 			struct mm_block_q4_0 q4;
 			struct mm_block_q5_0 q5;
 			struct mm_block_q8_0 q8;
+			struct mm_block_q4_k q4k;
 		} b;
 
 		mm_r8_get(t, grp + (size_t)i * 8 * bs, (int)(r % 8), (uint8_t *)&b);
-		mm_dequantize_row(st, &b, y + i * MM_QK, MM_QK);
+		mm_dequantize_row(st, &b, y + i * be, be);
 	}
 }
 

@@ -68,6 +68,13 @@ enum mm_type {
 	 * the 8 rows' f16 scales, then their 32 quants in row order 0-7
 	 * (272 bytes), so a group is read as one stream. */
 	MM_TYPE_Q8_0_R8 = 33,
+	/* Not a file type either: Q4_K weights rearranged the same way.
+	 * Per full group of 8 rows and 256-element super-block (1152
+	 * bytes): the 8 rows' f16 d, their f16 dmin, their 12 packed scale
+	 * bytes as 3 vectors of 32 bytes (vector c: bytes 4c..4c+3 of rows
+	 * 0-7), then their 128 nibble bytes as 32 vectors (vector t: bytes
+	 * 4t..4t+3 of rows 0-7). Rows past the last full group stay Q4_K. */
+	MM_TYPE_Q4_K_R8 = 34,
 };
 
 #define MM_QK 32	/* elements per Q4_0/Q4_1/Q5_0/Q8_0 block */
@@ -203,8 +210,9 @@ void mm_matmul_n(struct mm_ctx *ctx, const struct mm_mv *mv, int nmv,
 		 const float *X, int64_t k, int64_t n);
 /*
  * The layout ctx's kernels multiply fastest for a matrix of type t with m
- * rows of k (MM_TYPE_Q4_0_R8 for Q4_0 and MM_TYPE_Q5_0_R8 for Q5_0 with at
- * least 8 rows on x86; MM_TYPE_Q8_0_R8 for Q8_0 with the AVX2 set), or t
+ * rows of k (MM_TYPE_Q4_0_R8 for Q4_0, MM_TYPE_Q5_0_R8 for Q5_0 and
+ * MM_TYPE_Q4_K_R8 for Q4_K with at least 8 rows on x86; MM_TYPE_Q8_0_R8
+ * for Q8_0 with the AVX2 set), or t
  * itself. A matrix in that layout is used by mm_matvec*()/mm_matmul*()
  * of this kernel set only; its rows are read by mm_layout_row(), not
  * mm_dequantize_row().

@@ -35,7 +35,7 @@ typedef void (*mm_gemm_fn)(int64_t k, const void *w, size_t ws,
 #define MM_GEMM_NC 72			/* X rows per chunk */
 #define MM_GEMM_SCRATCH (80 << 10)	/* per-thread gemm scratch bytes */
 
-#define MM_NTYPES 34
+#define MM_NTYPES 35
 
 /* Blocks per k panel of a gemm: panels of equal size, at most max blocks
  * (k = 576, max 16: 9 + 9, not 16 + 2). */
@@ -95,12 +95,14 @@ static inline void mm_q4k_scale_min(int j, const uint8_t *q, uint8_t *d,
 }
 
 /* The file type a weight layout is made from (Q4_0_R8: Q4_0, Q5_0_R8:
- * Q5_0, Q8_0_R8: Q8_0); a file type itself. Activations, block sizes and unpacking follow it. */
+ * Q5_0, Q8_0_R8: Q8_0, Q4_K_R8: Q4_K); a file type itself. Activations,
+ * block sizes and unpacking follow it. */
 static inline enum mm_type mm_stored_type(enum mm_type t)
 {
 	return t == MM_TYPE_Q4_0_R8 ? MM_TYPE_Q4_0 :
 	       t == MM_TYPE_Q5_0_R8 ? MM_TYPE_Q5_0 :
-	       t == MM_TYPE_Q8_0_R8 ? MM_TYPE_Q8_0 : t;
+	       t == MM_TYPE_Q8_0_R8 ? MM_TYPE_Q8_0 :
+	       t == MM_TYPE_Q4_K_R8 ? MM_TYPE_Q4_K : t;
 }
 
 /* Activation rows for wt carry the sums above (Q4_0, Q5_0, their layouts) */
@@ -122,20 +124,26 @@ static inline int mm_q5_0_q(const struct mm_block_q5_0 *b, int j)
 
 /*
  * A group-block of an 8-row layout (quant.h): the 8 rows' f16 scales at
- * 0, Q5_0_R8's high-bit planes (32 bytes) at MM_R8_PLANES, the quants at
- * mm_r8_qbase(). The SIMD kernels and mm_repack() read these.
+ * 0, Q5_0_R8's high-bit planes (32 bytes) at MM_R8_PLANES, Q4_K_R8's
+ * dmin at 16 and its packed 6-bit scales (96 bytes) at MM_R8_KSCALES,
+ * the quants at mm_r8_qbase(). The SIMD kernels and mm_repack() read
+ * these.
  */
 #define MM_R8_PLANES 16
+#define MM_R8_KSCALES 32
 static inline size_t mm_r8_qbase(enum mm_type t)
 {
-	return t == MM_TYPE_Q5_0_R8 ? MM_R8_PLANES + 32 : 16;
+	return t == MM_TYPE_Q5_0_R8 ? MM_R8_PLANES + 32 :
+	       t == MM_TYPE_Q4_K_R8 ? MM_R8_KSCALES + 96 : 16;
 }
 
 /*
- * Where row r (0..7) of a Q4_0_R8 or Q5_0_R8 group-block keeps its file
- * block's parts (quant.h). Nibble byte j (0..15) of its qs, which holds
- * elements j and j + 16, lies at this offset in the 128 quant bytes: the
- * 8 rows' bytes 4t..4t+3 make the 32 bytes at 32 * t, row r's at 4 * r.
+ * Where row r (0..7) of a Q4_0_R8, Q5_0_R8 or Q4_K_R8 group-block keeps
+ * its file block's parts (quant.h). Nibble byte j of its qs (Q4_0: 0..15,
+ * holding elements j and j + 16; Q4_K: 0..127) lies at this offset from
+ * the quants: the 8 rows' bytes 4t..4t+3 make the 32 bytes at 32 * t,
+ * row r's at 4 * r. Q4_K's scale byte j (0..11) lies there from
+ * MM_R8_KSCALES.
  */
 static inline int mm_r8_qbyte(int r, int j)
 {

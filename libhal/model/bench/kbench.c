@@ -16,7 +16,7 @@
  *    (what the hand-off and the start of each call cost a read alone);
  *  - prefill matmul: 2*m*k*n int8 ops / s over the dot peak, timed in
  *    alternate rounds.
- * q4_0_r8, q5_0_r8, q8_0_r8 rows: those weights in the layout the model
+ * q4_0_r8, q5_0_r8, q8_0_r8, q4_K_r8 rows: those weights in the layout the model
  * loader makes for the x86 kernels (mm_repack(); q8_0_r8: AVX2 set only),
  * the same bytes rearranged.
  * Each bar ratio is best / best over the same rounds: the machines are
@@ -304,8 +304,8 @@ static void fill_weights(enum mm_type t, uint8_t *w, size_t rows, size_t rb)
 }
 
 /* W for type t: random rows of the stored type, repacked in place for
- * Q4_0_R8, Q5_0_R8 and Q8_0_R8 (the load-time layouts, one matrix of m
- * rows at a time). */
+ * Q4_0_R8, Q5_0_R8, Q8_0_R8 and Q4_K_R8 (the load-time layouts, one
+ * matrix of m rows at a time). */
 static void make_weights(enum mm_type t, uint8_t *w, size_t copies,
 			 int64_t m, int64_t k)
 {
@@ -323,7 +323,7 @@ static void make_weights(enum mm_type t, uint8_t *w, size_t copies,
 static int has_layout(const struct mm_ctx *ctx, enum mm_type t)
 {
 	return t == mm_stored_type(t) ||
-	       mm_repack_type(ctx, mm_stored_type(t), 64, 64) == t;
+	       mm_repack_type(ctx, mm_stored_type(t), 64, 256) == t;
 }
 
 static int warm_only;	/* -w: one W copy (cache-warm; kernel compute rate) */
@@ -502,6 +502,9 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q4_K, 4096, 4096, "attn 4096x4096" },
 		{ MM_TYPE_Q4_K, 14336, 4096, "ffn_up 14336x4096" },
 		{ MM_TYPE_Q4_K, 1536, 768, "small 1536x768" },
+		{ MM_TYPE_Q4_K_R8, 4096, 4096, "attn 4096x4096" },
+		{ MM_TYPE_Q4_K_R8, 14336, 4096, "ffn_up 14336x4096" },
+		{ MM_TYPE_Q4_K_R8, 1536, 768, "small 1536x768" },
 		{ MM_TYPE_Q6_K, 4096, 4096, "attn 4096x4096" },
 		{ MM_TYPE_Q6_K, 14336, 4096, "ffn_up 14336x4096" },
 		{ MM_TYPE_Q6_K, 576, 1536, "small ffn_down 576x1536" },
@@ -537,6 +540,7 @@ int main(int argc, char **argv)
 		{ MM_TYPE_Q5_0, 4096, 4096, 256 },
 		{ MM_TYPE_Q5_0_R8, 4096, 4096, 256 },
 		{ MM_TYPE_Q4_K, 4096, 4096, 256 },
+		{ MM_TYPE_Q4_K_R8, 4096, 4096, 256 },
 		{ MM_TYPE_Q6_K, 4096, 4096, 256 },
 	};
 	printf("\nprefill matmul (Y = X.W^T)  peak: %s\n", pk_name);

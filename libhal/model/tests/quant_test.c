@@ -741,8 +741,8 @@ static void test_matmul_n(void)
 }
 
 /*
- * to (Q4_0_R8, Q5_0_R8, Q8_0_R8), the load-time layout of from (Q4_0,
- * Q5_0, Q8_0): on each kernel set that has it, a repacked matrix gives
+ * to (Q4_0_R8, Q5_0_R8, Q8_0_R8, Q4_K_R8), the load-time layout of from
+ * (Q4_0, Q5_0, Q8_0, Q4_K): on each kernel set that has it, a repacked matrix gives
  * the bits of the rows it came from, in matvec, matmul, matvec_n (mixed
  * with another type on one x: Q8_0, for Q8_0 Q4_0) and matmul_n, for row
  * counts with and without a tail past the last group of 8, 1-3 threads;
@@ -757,7 +757,10 @@ static void test_repack(enum mm_type from, enum mm_type to, int vnni)
 	/* the mixed-in matrix's type (11 rows, as stored) */
 	const enum mm_type ot = from == MM_TYPE_Q8_0 ? MM_TYPE_Q4_0 : MM_TYPE_Q8_0;
 	static const int64_t ms[] = { 8, 13, 29, 64, 70, 136 };
-	static const int64_t ks[] = { 32, 96, 576 };
+	static const int64_t ks_32[] = { 32, 96, 576 }, ks_256[] = { 256, 768 };
+	const int kq = from == MM_TYPE_Q4_K;	/* k in 256-element blocks */
+	const int64_t *ks = kq ? ks_256 : ks_32;
+	const size_t nks = kq ? 2 : 3;
 	const int64_t nmax = 70;
 	struct mm_ctx *sc;
 	int refused = 1;
@@ -774,6 +777,9 @@ static void test_repack(enum mm_type from, enum mm_type to, int vnni)
 	refused &= mm_repack(MM_TYPE_Q5_0, MM_TYPE_Q4_0_R8, NULL, 8, 32) == -EINVAL;
 	refused &= mm_repack(MM_TYPE_Q8_0, MM_TYPE_Q4_0_R8, NULL, 8, 32) == -EINVAL;
 	refused &= mm_repack(MM_TYPE_Q4_0, MM_TYPE_Q8_0_R8, NULL, 8, 32) == -EINVAL;
+	refused &= mm_repack(MM_TYPE_Q4_K, MM_TYPE_Q4_0_R8, NULL, 8, 256) == -EINVAL;
+	refused &= mm_repack(MM_TYPE_Q4_0, MM_TYPE_Q4_K_R8, NULL, 8, 256) == -EINVAL;
+	refused &= mm_repack(MM_TYPE_Q4_K, MM_TYPE_Q4_K_R8, NULL, 8, 128) == -EINVAL;
 	refused &= !mm_type_valid(to);
 	mm_ctx_destroy(sc);
 	for (size_t s = 0; s < sizeof(sets) / sizeof(sets[0]); s++) {
@@ -805,8 +811,9 @@ static void test_repack(enum mm_type from, enum mm_type to, int vnni)
 			}
 			good &= mm_repack_type(ctx, from, 7, 32) == from;
 			good &= mm_repack_type(ctx, MM_TYPE_Q4_1, 64, 32) == MM_TYPE_Q4_1;
-			good &= mm_repack_type(ctx, MM_TYPE_Q4_K, 64, 256) == MM_TYPE_Q4_K;
-			for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++) {
+			good &= mm_repack_type(ctx, MM_TYPE_Q6_K, 64, 256) == MM_TYPE_Q6_K;
+			good &= mm_repack_type(ctx, MM_TYPE_Q4_K, 64, 96) == MM_TYPE_Q4_K;
+			for (size_t ki = 0; ki < nks; ki++) {
 				const int64_t k = ks[ki];
 				const size_t rb = mm_row_bytes(from, k);
 				const size_t rq = mm_row_bytes(ot, k);
@@ -1033,6 +1040,7 @@ int main(void)
 	test_repack(MM_TYPE_Q4_0, MM_TYPE_Q4_0_R8, 1);
 	test_repack(MM_TYPE_Q5_0, MM_TYPE_Q5_0_R8, 1);
 	test_repack(MM_TYPE_Q8_0, MM_TYPE_Q8_0_R8, 0);
+	test_repack(MM_TYPE_Q4_K, MM_TYPE_Q4_K_R8, 1);
 	printf("1..%d\n", t_num);
 	printf("RESULT quant %d %d\n", t_pass, t_fail);
 	return t_fail ? 1 : 0;
