@@ -61,11 +61,11 @@ struct mmhal_model_params {
 	int n_threads;	/* <= 0: online CPUs */
 	int kv_type;	/* enum mmhal_kv_type */
 	int use_mmap;	/* 1: map the file (weights in place); 0: read it */
-	/* 1 (default): Q4_0 matrices are rearranged in place at load into
-	 * the layout the CPU's kernels read fastest (x86: 8 rows
-	 * interleaved), on the mapping's copy-on-write pages, so the file
-	 * is not changed and no second copy is made; 0: all weights are
-	 * used as stored. */
+	/* 1 (default): Q4_0, Q5_0, Q4_K (and with the AVX2 kernels Q8_0)
+	 * matrices are rearranged in place at load into the layout the
+	 * CPU's kernels read fastest (x86: 8 rows interleaved), on the
+	 * mapping's copy-on-write pages, so the file is not changed and no
+	 * second copy is made; 0: all weights are used as stored. */
 	int repack;
 };
 

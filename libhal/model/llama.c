@@ -546,8 +546,9 @@ static void mm_llama_repack_fn(int64_t b, int64_t e, void *arg)
 
 /*
  * Rearranges the matrices that the kernel set reads faster in another
- * layout (Q4_0 -> Q4_0_R8 and Q5_0 -> Q5_0_R8 on x86, Q8_0 -> Q8_0_R8
- * with the AVX2 set: 8 rows' scales and quants together, see quant.h) in
+ * layout (Q4_0 -> Q4_0_R8, Q5_0 -> Q5_0_R8, Q4_K -> Q4_K_R8 on x86,
+ * Q8_0 -> Q8_0_R8 with the AVX2 set: 8 rows' scales and quants together,
+ * see quant.h) in
  * place, a share of them on each thread. A mapped file is MAP_PRIVATE:
  * the pages from the first of them to the last are made writable for the
  * rewrite, which copies the ones written (the file is not changed; the
