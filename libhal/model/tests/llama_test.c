@@ -48,7 +48,7 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 50
+#define N_TESTS 53
 
 /* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
  * at F32, for the attention kernel's other head groupings */
@@ -426,7 +426,7 @@ static int maps_read_only(const char *fn)
 }
 
 /*
- * params.repack: the Q4_0, Q5_0 or Q8_0 model (t) gives the same logits
+ * params.repack: the Q4_0, Q5_0, Q8_0 or Q4_K model (t) gives the same logits
  * bit for bit with its matrices rearranged at load and as stored, mapped
  * and read, over a prefill and 4 decode steps (the tied token_embd is
  * rearranged too, so its rows are looked up in the layout); the kernel
@@ -787,6 +787,7 @@ int main(void)
 	test_repack(1);
 	test_repack(2);
 	test_repack(Q5);
+	test_repack(3);
 	test_load_misc();
 	test_sampler();
 	test_chat();
