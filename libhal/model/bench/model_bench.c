@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * model_bench.c - SmolLM2-135M-shaped model end to end: prefill tokens/s
- * for a 256-token prompt, decode tokens/s (mean and median token),
- * decode against the memory bandwidth roofline measured in the same run,
+ * for a 256-token prompt, decode tokens/s (mean and median token; each
+ * step picks its token with the library's greedy sampler, as a caller
+ * would), decode against the memory bandwidth roofline measured in the
+ * same run,
  * peak RSS against file size + KV cache.
  *
  *   model_bench DIR [-t threads] [-p prompt_tokens] [-n decode_tokens]
@@ -279,6 +281,8 @@ static int run_model(void *vres, const void *varg)
 	const struct run_arg *a = varg;
 	struct run_res *res = vres;
 	struct mmhal_model_params p = mmhal_model_default_params();
+	struct mmhal_sampler_params sp = mmhal_sampler_default_params();
+	struct mmhal_sampler *greedy = NULL;
 	struct mmhal_model *m;
 	char err[256];
 	int32_t *prompt, tok;
@@ -300,7 +304,9 @@ static int run_model(void *vres, const void *varg)
 	prompt = malloc(sizeof(int32_t) * a->n_prompt);
 	lg = malloc(sizeof(float) * res->info.n_vocab);
 	tt = malloc(sizeof(double) * a->n_decode);
-	if (!prompt || !lg || !tt) {
+	/* each token picked as a caller would: the library's greedy sampler */
+	sp.temperature = 0;
+	if (!prompt || !lg || !tt || mmhal_sampler_create(&sp, &greedy)) {
 		fprintf(stderr, "model_bench: out of memory\n");
 		free(prompt);
 		free(lg);
@@ -322,10 +328,7 @@ static int run_model(void *vres, const void *varg)
 	for (int i = 0; i < a->n_decode && !r; i++) {
 		const double ti = now_s();
 
-		tok = 0;
-		for (int v = 1; v < res->info.n_vocab; v++)
-			if (lg[v] > lg[tok])
-				tok = v;
+		tok = mmhal_sampler_sample(greedy, lg, res->info.n_vocab, NULL, 0);
 		if (i < 8)
 			res->first[i] = tok;
 		r = mmhal_model_eval(m, &tok, 1, lg);
@@ -340,6 +343,7 @@ static int run_model(void *vres, const void *varg)
 	mmhal_model_stats(m, &res->st);
 	if (r)
 		fprintf(stderr, "model_bench: eval: %s\n", mmhal_model_error(m));
+	mmhal_sampler_free(greedy);
 	free(prompt);
 	free(lg);
 	free(tt);

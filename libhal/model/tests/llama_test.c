@@ -48,7 +48,7 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 53
+#define N_TESTS 54
 
 /* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
  * at F32, for the attention kernel's other head groupings */
@@ -572,6 +572,41 @@ static void test_sampler(void)
 	mmhal_sampler_create(&p, &s);
 	ok(s && mmhal_sampler_sample(s, lg, 300, NULL, 0) == argmax(lg, 300),
 	   "temperature 0: greedy = argmax (%d)", argmax(lg, 300));
+	{
+		/* the blocked scan against the plain one: sizes around its
+		 * 64-logit blocks and a 49152 vocabulary; few distinct values
+		 * (ties: the first wins), the largest in the last block or
+		 * the tail, NaN (never larger; at 0 it stays the pick), -inf */
+		enum { NV = 49152 };
+		static const int ns[] = { 1, 2, 63, 64, 65, 66, 127, 129, 300, NV };
+		float *v = malloc(sizeof(float) * NV);
+		int bad = -1;
+
+		for (int c = 0; c < 60 && bad < 0 && v; c++) {
+			const int n = ns[c % 10];
+
+			for (int i = 0; i < n; i++) {
+				st = st * 6364136223846793005ull + 1442695040888963407ull;
+				v[i] = c % 3 ? (float)((st >> 40) % 7) : (float)(st >> 40);
+			}
+			if (c % 4 == 1)
+				v[n - 1] = 1e30f;
+			if (c % 5 == 2)
+				v[(n - 1) / 2] = NAN;
+			if (c % 6 == 3)
+				v[0] = NAN;
+			if (c % 7 == 4)
+				v[n / 3] = INFINITY;
+			if (c % 8 == 5)
+				for (int i = 0; i < n; i++)
+					v[i] = -INFINITY;
+			if (mmhal_sampler_sample(s, v, n, NULL, 0) != argmax(v, n))
+				bad = c;
+		}
+		ok(v && bad < 0, "greedy = a plain scan: 60 vectors of 1-49152 logits, ties, NaN, inf (first bad %d)",
+		   bad);
+		free(v);
+	}
 	mmhal_sampler_free(s);
 
 	p = mmhal_sampler_default_params();
