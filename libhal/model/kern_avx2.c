@@ -1209,9 +1209,9 @@ mm_pk_q4k_r8(const uint8_t *blk, int j, __m256i *o8, float *wd, float *wm)
 }
 
 /*
- * Prefetch W row r's bytes of the panel [b, b + kb) (of a full group of a
- * Q4_0_R8 or Q5_0_R8 layout, an eighth of the group's): the 64 rows of a call are 64 streams
- * a row apart, more than the hardware prefetcher follows.
+ * Prefetch W row r's bytes of the panel [b, b + kb) (of a full group of
+ * an 8-row layout, an eighth of the group's): the 64 rows of a call are
+ * 64 streams a row apart, more than the hardware prefetcher follows.
  */
 static inline __attribute__((always_inline)) void
 mm_pk_pf_row(enum mm_type t, const uint8_t *w, size_t ws, int mr, int r,
@@ -1898,7 +1898,9 @@ MM_DEF_GEMM(mm_avx2_gemm_q8_0_r8, MM_TYPE_Q8_0_R8, 0)
  * both 128-bit lanes; from there one vpshufb with a constant mask makes
  * each 32-element scale vector (s16) and the mins paired with the 16
  * bsums of x. Measured in cache on Zen 3: 1.5x ggml's form (vpbroadcastw
- * per scale, vphaddw of bsums).
+ * per scale, vphaddw of bsums). On x86 the loader rearranges Q4_K into
+ * Q4_K_R8 (below, twice the speed in cache); this kernel then runs the
+ * rows past its last full group.
  */
 static void mm_avx2_gemv_q4_k(int64_t k, const void *w, size_t ws,
 			      const void *xq, float *y, int64_t nr)
@@ -1970,8 +1972,8 @@ static void mm_avx2_gemv_q4_k(int64_t k, const void *w, size_t ws,
 			/* the block's exact sums (scales, mins) of the row,
 			 * then the float steps of mm_q4k_r8_rows8() */
 			const __m256i h = _mm256_hadd_epi32(sumi, prod);
-			__m128i s2 = _mm_add_epi32(_mm256_castsi256_si128(h),
-						   _mm256_extracti128_si256(h, 1));
+			const __m128i s2 = _mm_add_epi32(_mm256_castsi256_si128(h),
+							 _mm256_extracti128_si256(h, 1));
 			const __m128 f = _mm_cvtepi32_ps(_mm_hadd_epi32(s2, s2));
 
 			acc = _mm_fmadd_ss(dd, f, acc);
