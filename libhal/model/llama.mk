@@ -96,14 +96,19 @@ llama-bench: $(LLAMA_BENCH) $(LLAMA_MMGGUF)
 # script); it reads the objects the library is made of.
 LLAMA_PF_KERN := $(filter %/kern_avx2.o %/kern_avx512.o,$(LLAMA_OPT_OBJS))
 LLAMA_PF_FUNCS := mm_avx2_gemv_q8_0 mm_avx2_gemv_q4_0 mm_avx2_gemv_q4_0_r8 \
-	mm_avx2_gemv_q4_1 mm_avx2_gemv_q5_0 mm_avx2_gemv_q4_k mm_avx2_gemv_q6_k \
+	mm_avx2_gemv_q4_1 mm_avx2_gemv_q5_0 mm_avx2_gemv_q5_0_r8 \
+	mm_avx2_gemv_q4_k mm_avx2_gemv_q4_k_r8 mm_avx2_gemv_q6_k \
 	mm_avx2_gemm_q8_0 mm_avx2_gemm_q4_0 mm_avx2_gemm_q4_0_r8 mm_avx2_gemm_q5_0 \
-	mm_avx2_gemm_q4_k mm_avx2_gemm_q6_k
+	mm_avx2_gemm_q5_0_r8 mm_avx2_gemm_q4_k mm_avx2_gemm_q4_k_r8 \
+	mm_avx2_gemm_q6_k
+# the layout only the AVX2 set has
+LLAMA_PF_AVX2 := mm_avx2_gemv_q8_0_r8 mm_avx2_gemm_q8_0_r8
 
 llama-check-prefetch: $(LLAMA_PF_KERN) $(LLAMA_O)/opt/llama.o
 ifeq ($(shell uname -m),x86_64)
 	$(LLAMA_DIR)/tests/prefetch_check.sh \
 		$(foreach o,$(LLAMA_PF_KERN),$(foreach f,$(LLAMA_PF_FUNCS),$(o):$(f))) \
+		$(foreach o,$(filter %/kern_avx2.o,$(LLAMA_PF_KERN)),$(foreach f,$(LLAMA_PF_AVX2),$(o):$(f))) \
 		$(LLAMA_O)/opt/llama.o:mm_attn_h_avx2
 else
 	@echo "RESULT prefetch 0 0"
