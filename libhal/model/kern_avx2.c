@@ -622,10 +622,11 @@ static inline __m256i mm_r8_hbits(__m256i planes, const int n)
 }
 
 /*
- * Quant vector t (v) of a Q4_0_R8 or Q5_0_R8 group-block as unsigned
- * values q (0..15, 0..31): h = 0 its low nibbles (the rows' elements
- * 4t..4t+3), h = 1 its high ones (16 + 4t..), with Q5_0's bit 4 from its
- * planes (q5). The decode loop and the prefill packer both read it so.
+ * Quant vector t (v) of a Q4_0_R8, Q5_0_R8 or Q4_K_R8 group-block as
+ * unsigned values q (0..15, 0..31): h = 0 its low nibbles (Q4_0: the
+ * rows' elements 4t..4t+3), h = 1 its high ones (16 + 4t..), with Q5_0's
+ * bit 4 from its planes (q5). The decode loops and the prefill packer
+ * all read it so.
  */
 static inline __m256i mm_r8_vals(__m256i v, __m256i planes, const int t,
 				 const int h, const int q5)
@@ -1186,7 +1187,7 @@ mm_pk_q4k_r8(const uint8_t *blk, int j, __m256i *o8, float *wd, float *wm)
 	d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk)),
 			  _mm256_cvtepi32_ps(_mm256_and_si256(
 				  _mm256_srl_epi32(sm[j / 4], sh), ff)));
-	m = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + 16))),
+	m = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(blk + MM_R8_KDMIN))),
 			  _mm256_cvtepi32_ps(_mm256_and_si256(
 				  _mm256_srl_epi32(sm[2 + j / 4], sh), ff)));
 #ifndef MM_VNNI
@@ -1197,9 +1198,8 @@ mm_pk_q4k_r8(const uint8_t *blk, int j, __m256i *o8, float *wd, float *wm)
 	_mm256_storeu_ps(wm, m);
 #pragma GCC unroll 8
 	for (int t = 0; t < 8; t++) {
-		const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * t));
-		__m256i q = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v,
-					     _mm256_set1_epi8(0x0F));
+		__m256i q = mm_r8_vals(_mm256_loadu_si256((const __m256i *)(qs + 32 * t)),
+				       _mm256_setzero_si256(), t, j & 1, 0);
 
 #ifndef MM_VNNI
 		q = _mm256_sub_epi8(q, _mm256_set1_epi8(8));
@@ -1998,7 +1998,6 @@ mm_q4k_r8_rows8(int64_t nb, const uint8_t *grp,
 		const struct mm_block_q8_k *x, float *y)
 {
 	const size_t bs = 8 * sizeof(struct mm_block_q4_k);	/* 1152 */
-	const __m256i m4 = _mm256_set1_epi8(0xF);
 	const __m256i lo16 = _mm256_set1_epi32(0x00ff00ff);
 	/* dwords of x's sub-block sums: (0 | 2 << 16) in the low lane and
 	 * (4 | 6 << 16) in the high one; (1 | 3), (5 | 7) */
@@ -2015,7 +2014,7 @@ mm_q4k_r8_rows8(int64_t nb, const uint8_t *grp,
 		const __m256 dv = _mm256_mul_ps(_mm256_cvtph_ps(
 			_mm_loadu_si128((const __m128i *)blk)), dx);
 		const __m256 mv = _mm256_mul_ps(_mm256_cvtph_ps(
-			_mm_loadu_si128((const __m128i *)(blk + 16))), dx);
+			_mm_loadu_si128((const __m128i *)(blk + MM_R8_KDMIN))), dx);
 		__m256i sc[4];	/* scales 0-3, 4-7, mins 0-3, 4-7 */
 
 		mm_q4k_r8_scales(blk, sc);
@@ -2046,17 +2045,17 @@ mm_q4k_r8_rows8(int64_t nb, const uint8_t *grp,
 			const int8_t *xl = x[i].qs + 64 * jp;
 			__m256i pl = _mm256_setzero_si256(), ph = pl;
 
-			mm_pf_ahead(blk + 288 * jp, 288);
+			mm_pf_ahead(blk + bs / 4 * jp, bs / 4);
 #pragma GCC unroll 8
 			for (int t = 0; t < 8; t++) {
 				const __m256i v = _mm256_loadu_si256(
 					(const __m256i *)(qs + 32 * (8 * jp + t)));
 
 				pl = _mm256_add_epi16(pl, _mm256_maddubs_epi16(
-					_mm256_and_si256(v, m4),
+					mm_r8_vals(v, _mm256_setzero_si256(), t, 0, 0),
 					_mm256_set1_epi32((int)mm_u32_at((const uint8_t *)xl + 4 * t))));
 				ph = _mm256_add_epi16(ph, _mm256_maddubs_epi16(
-					_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+					mm_r8_vals(v, _mm256_setzero_si256(), t, 1, 0),
 					_mm256_set1_epi32((int)mm_u32_at((const uint8_t *)xl + 32 + 4 * t))));
 			}
 			/* scale 2 jp and 2 jp + 1 of each lane, as s16 pairs */

@@ -1569,7 +1569,7 @@ static void mm_r8_put(enum mm_type t, uint8_t *o, int r, const uint8_t *b)
 	if (t == MM_TYPE_Q4_K_R8) {
 		const struct mm_block_q4_k *k4 = (const void *)b;
 
-		memcpy(o + 16 + 2 * r, &k4->dmin, 2);
+		memcpy(o + MM_R8_KDMIN + 2 * r, &k4->dmin, 2);
 		for (int j = 0; j < MM_K_SCALE_SIZE; j += 4)
 			memcpy(o + MM_R8_KSCALES + mm_r8_qbyte(r, j), k4->scales + j, 4);
 		for (int j = 0; j < MM_QK_K / 2; j += 4)
@@ -1607,7 +1607,7 @@ static void mm_r8_get(enum mm_type t, const uint8_t *o, int r, uint8_t *b)
 	if (t == MM_TYPE_Q4_K_R8) {
 		struct mm_block_q4_k *k4 = (void *)b;
 
-		memcpy(&k4->dmin, o + 16 + 2 * r, 2);
+		memcpy(&k4->dmin, o + MM_R8_KDMIN + 2 * r, 2);
 		for (int j = 0; j < MM_K_SCALE_SIZE; j += 4)
 			memcpy(k4->scales + j, o + MM_R8_KSCALES + mm_r8_qbyte(r, j), 4);
 		for (int j = 0; j < MM_QK_K / 2; j += 4)

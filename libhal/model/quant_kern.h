@@ -125,11 +125,13 @@ static inline int mm_q5_0_q(const struct mm_block_q5_0 *b, int j)
 /*
  * A group-block of an 8-row layout (quant.h): the 8 rows' f16 scales at
  * 0, Q5_0_R8's high-bit planes (32 bytes) at MM_R8_PLANES, Q4_K_R8's
- * dmin at 16 and its packed 6-bit scales (96 bytes) at MM_R8_KSCALES,
+ * dmin at MM_R8_KDMIN and its packed 6-bit scales (96 bytes) at
+ * MM_R8_KSCALES,
  * the quants at mm_r8_qbase(). The SIMD kernels and mm_repack() read
  * these.
  */
 #define MM_R8_PLANES 16
+#define MM_R8_KDMIN 16
 #define MM_R8_KSCALES 32
 static inline size_t mm_r8_qbase(enum mm_type t)
 {
