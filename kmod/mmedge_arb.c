@@ -25,7 +25,11 @@
 #include <linux/minmax.h>
 #include <linux/time64.h>
 
+#include <linux/mmedge.h>
+
 #include "mmedge_arb.h"
+
+static_assert(MMEDGE_ARB_CAP_MAX == MMEDGE_RATE_CAP_MAX);
 
 /* vtime advances by bytes * SCALE / weight: weight 10000 moves 1 per byte. */
 #define MMEDGE_ARB_SCALE	MMEDGE_WEIGHT_MAX
@@ -41,13 +45,16 @@ void mmedge_arb_init(struct mmedge_arb *arb, u64 burst_ns)
  * mmedge_arb_check_config() - validate a channel's arbitration settings
  * @weight: MMEDGE_WEIGHT_MIN..MMEDGE_WEIGHT_MAX
  * @class: enum mmedge_arb_class
- * @cap: bytes per second, 0 for none; a latency channel must have one
+ * @cap: bytes per second, 0 for none, at most MMEDGE_ARB_CAP_MAX; a
+ *	latency channel must have one
  *
  * Return: 0 or -EINVAL.
  */
 int mmedge_arb_check_config(u32 weight, u32 class, u64 cap)
 {
 	if (weight < MMEDGE_WEIGHT_MIN || weight > MMEDGE_WEIGHT_MAX)
+		return -EINVAL;
+	if (cap > MMEDGE_ARB_CAP_MAX)
 		return -EINVAL;
 	if (class != MMEDGE_ARB_BEST_EFFORT && class != MMEDGE_ARB_LATENCY)
 		return -EINVAL;
@@ -67,15 +74,28 @@ static s64 mmedge_arb_burst(const struct mmedge_arb *arb,
 static void mmedge_arb_refill(const struct mmedge_arb *arb,
 			      struct mmedge_arb_chan *ch, u64 now_ns)
 {
-	u64 add;
+	u64 need, dt;
+	s64 burst;
 
 	if (!ch->cap || now_ns <= ch->refill_ns)
 		return;
-	add = mul_u64_u64_div_u64(ch->cap, now_ns - ch->refill_ns,
-				  NSEC_PER_SEC);
-	ch->budget = min_t(s64, ch->budget + (s64)min_t(u64, add, S64_MAX / 2),
-			   mmedge_arb_burst(arb, ch));
+	burst = mmedge_arb_burst(arb, ch);
+	dt = now_ns - ch->refill_ns;
 	ch->refill_ns = now_ns;
+	if (ch->budget >= burst) {
+		ch->budget = burst;
+		return;
+	}
+	/*
+	 * Past the time that fills the bucket the budget is simply full; below
+	 * it cap x dt / NSEC_PER_SEC is less than @need, so the product never
+	 * overflows, however long the channel was idle.
+	 */
+	need = burst - ch->budget;
+	if (dt >= div64_u64(need * NSEC_PER_SEC + ch->cap - 1, ch->cap))
+		ch->budget = burst;
+	else
+		ch->budget += mul_u64_u64_div_u64(ch->cap, dt, NSEC_PER_SEC);
 }
 
 /**

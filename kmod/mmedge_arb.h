@@ -14,6 +14,12 @@
 #define MMEDGE_WEIGHT_MIN	1
 #define MMEDGE_WEIGHT_DEFAULT	100
 #define MMEDGE_WEIGHT_MAX	10000
+/*
+ * The largest rate cap, bytes/s: the fastest modelled bus. It keeps every
+ * cap x time / NSEC_PER_SEC product of the token bucket far below 2^64
+ * (mul_u64_u64_div_u64() traps when its quotient does not fit).
+ */
+#define MMEDGE_ARB_CAP_MAX	(100ULL * 1000 * 1000 * 1000)
 
 enum mmedge_arb_class {
 	MMEDGE_ARB_BEST_EFFORT = 0,

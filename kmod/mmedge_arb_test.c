@@ -270,6 +270,37 @@ static void mmedge_arb_test_check_config(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mmedge_arb_check_config(100, 2, 0), -EINVAL);
 	/* Latency without a cap could starve everyone else. */
 	KUNIT_EXPECT_EQ(test, mmedge_arb_check_config(100, 1, 0), -EINVAL);
+	/* An unbounded cap would overflow the token bucket's arithmetic. */
+	KUNIT_EXPECT_EQ(test, mmedge_arb_check_config(100, 0, MMEDGE_ARB_CAP_MAX), 0);
+	KUNIT_EXPECT_EQ(test, mmedge_arb_check_config(100, 1, MMEDGE_ARB_CAP_MAX), 0);
+	KUNIT_EXPECT_EQ(test, mmedge_arb_check_config(100, 0, MMEDGE_ARB_CAP_MAX + 1),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, mmedge_arb_check_config(100, 1, 1ULL << 63), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mmedge_arb_check_config(100, 0, U64_MAX), -EINVAL);
+}
+
+/*
+ * The largest cap after a long idle time: the refill's cap x time product
+ * stays in range (a quotient past 2^64 traps in mul_u64_u64_div_u64()).
+ */
+static void mmedge_arb_test_cap_max_idle(struct kunit *test)
+{
+	struct mmedge_arb arb;
+	struct mmedge_arb_chan ch = {
+		.weight = MMEDGE_WEIGHT_DEFAULT,
+		.class = MMEDGE_ARB_LATENCY,
+		.cap = MMEDGE_ARB_CAP_MAX,
+	};
+	u64 wait;
+
+	mmedge_arb_init(&arb, 2 * NSEC_PER_MSEC);
+	mmedge_arb_add(&arb, &ch, 0);
+	mmedge_arb_set_backlogged(&arb, &ch, true);
+	mmedge_arb_charge(&arb, &ch, 1 << 20);
+	/* Ten years idle. */
+	KUNIT_EXPECT_PTR_EQ(test, mmedge_arb_pick(&arb, 10ULL * 365 * 86400 *
+						  NSEC_PER_SEC, &wait), &ch);
+	KUNIT_EXPECT_EQ(test, ch.budget, (s64)(MMEDGE_ARB_CAP_MAX / 500));
 }
 
 static void mmedge_arb_test_adapt_bounds(struct kunit *test)
@@ -304,6 +335,7 @@ static struct kunit_case mmedge_arb_cases[] = {
 	KUNIT_CASE(mmedge_arb_test_latency_first),
 	KUNIT_CASE(mmedge_arb_test_cap_wait),
 	KUNIT_CASE(mmedge_arb_test_check_config),
+	KUNIT_CASE(mmedge_arb_test_cap_max_idle),
 	KUNIT_CASE(mmedge_arb_test_adapt_bounds),
 	{}
 };

@@ -102,7 +102,13 @@ struct mmedge_caps {
 
 #define MMEDGE_BUF_FLAGS_VALID		(MMEDGE_BUF_CACHE_MASK | MMEDGE_BUF_CONTIG)
 
-/* File flags accepted in mmedge_buf_alloc.fd_flags (from <fcntl.h>). */
+/*
+ * File flags accepted in mmedge_buf_alloc.fd_flags. O_CLOEXEC and O_ACCMODE
+ * come from <fcntl.h> in userspace and <linux/fcntl.h> in the kernel; this
+ * header includes neither, since <linux/fcntl.h> and the C library's
+ * <fcntl.h> cannot both be included (they both define struct flock), as
+ * <linux/dma-heap.h> does for DMA_HEAP_VALID_FD_FLAGS.
+ */
 #define MMEDGE_BUF_FD_FLAGS_VALID	(O_CLOEXEC | O_ACCMODE)
 
 /**
@@ -383,6 +389,9 @@ struct mmedge_src_config {
 #define MMEDGE_WEIGHT_DEFAULT		100
 #define MMEDGE_WEIGHT_MAX		10000
 
+/* The largest rate cap, bytes/s (100 GB/s); a larger one is -EINVAL. */
+#define MMEDGE_RATE_CAP_MAX		100000000000ULL
+
 /* mmedge_chan_create.overrun: a frame is due and no buffer is queued */
 #define MMEDGE_OVERRUN_DROP_NEWEST	0	/* the new frame is dropped */
 #define MMEDGE_OVERRUN_DROP_OLDEST	1	/* the oldest filled buffer is reused */
@@ -396,7 +405,7 @@ struct mmedge_src_config {
  * @weight: MMEDGE_WEIGHT_MIN..MAX; 0 means MMEDGE_WEIGHT_DEFAULT. Above
  *	the default needs CAP_SYS_NICE.
  * @class: MMEDGE_CLASS_*; LATENCY needs CAP_SYS_NICE and a @cap.
- * @cap: rate cap in bytes per second; 0 = none.
+ * @cap: rate cap in bytes per second, at most MMEDGE_RATE_CAP_MAX; 0 = none.
  * @segment: bytes per arbitration segment; 0 = the instance default
  *	(4096); 64..1 MiB, a multiple of 64.
  * @overrun: capture: MMEDGE_OVERRUN_*; feed and copy: must be zero (jobs
@@ -450,7 +459,7 @@ struct mmedge_chan_create {
  * @set: in: MMEDGE_CHAN_SET_* bits: the fields to change; 0 only reads.
  * @weight: in/out: the weight; takes effect from the next segment.
  * @class: in/out: MMEDGE_CLASS_*.
- * @cap: in/out: bytes per second, 0 = none.
+ * @cap: in/out: bytes per second, at most MMEDGE_RATE_CAP_MAX; 0 = none.
  * @reserved: must be zero.
  *
  * Out: the channel's settings after the change.
@@ -574,6 +583,13 @@ struct mmedge_timestamps {
  * reading the buffer (NPU, GPU) sees the stamp without a syscall. A copy
  * channel writes it into the destination at ALIGN(bytesused, 64); a feed
  * channel writes none (the buffer is the device's input).
+ *
+ * Byte order: the CPU's own, like every other structure in this file. The
+ * record is written by the CPU of the SoC whose devices read it; a reader
+ * that is unsure checks @magic, whose bytes read "EDGEMETA" in memory on a
+ * little-endian CPU and "ATEMEGDE" on a big-endian one. (IMU samples are
+ * different: their format is fixed little-endian, see struct
+ * mmedge_imu_sample.)
  */
 struct mmedge_frame_meta {
 	__u64 magic;
