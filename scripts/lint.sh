@@ -45,6 +45,16 @@ for f in kmod/*.c kmod/*.h uapi/linux/*.h; do
 	result $rc "checkpatch --strict $f"
 done
 
+# The uapi header stands alone in userspace (no include it relies on the
+# user to make first), before or after the C library's <fcntl.h>.
+for pre in "" "#include <fcntl.h>"; do
+	printf '%s\n#include <linux/mmedge.h>\n#include <fcntl.h>\nunsigned long long x = MMEDGE_BUF_FD_FLAGS_VALID;\n' \
+		"$pre" > "$OUT/uapi-alone.c"
+	gcc -std=gnu11 -Wall -Wextra -Werror -pedantic -Iuapi -c "$OUT/uapi-alone.c" \
+		-o "$OUT/uapi-alone.o"
+	result $? "uapi header compiles alone in userspace${pre:+ after <fcntl.h>}"
+done
+
 for f in dts/*.dts; do
 	[ -e "$f" ] || continue
 	dtc -@ -q -I dts -O dtb -o "$OUT/$(basename "$f" .dts).dtbo" "$f"

@@ -7,6 +7,11 @@
 #   scripts/vm.sh check   run the kselftests and the device tests
 #   scripts/vm.sh demo    load the module and show what it does
 #   scripts/vm.sh run SCRIPT [ARGS...]   any guest script (bash, host root)
+#   scripts/vm.sh debug   the hostile kselftests in the debug kernel
+#
+# VM_KERNEL=debug (implied by "debug") boots the debug kernel that
+# scripts/debug-kernel.sh builds once per machine (KASAN, lockdep, DMA-API
+# debug, debug objects, kmemleak, UBSAN) instead of Debian's.
 #
 # The initramfs holds busybox and the kernel's modules (vgem, vivid,
 # virtio/9p and their dependencies, modprobe-able). The host's root is
@@ -14,8 +19,9 @@
 # it, so host-built binaries run with their libraries against the guest
 # kernel. Results come back through a second, writable 9p share.
 #
-# check fails on any failing test, on a WARNING/BUG/Oops in the guest's
-# dmesg, or on a timeout. It prints "RESULT vm <passed> <failed> <skipped>" last.
+# check and debug fail on any failing test, on a WARNING/BUG/Oops, a KASAN,
+# UBSAN, lockdep, debug-objects or DMA-API report in the guest's dmesg, or
+# on a timeout. It prints "RESULT vm <passed> <failed> <skipped>" last.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,13 +34,25 @@ mode=${1:-check}
 shift || true
 
 "$ROOT/scripts/deps.sh" || exit 1
-ABI=$("$ROOT/scripts/kabi.sh")
-KROOT="$OUT/kernel/root"
-KVER="$ABI-amd64"
-VMLINUZ="$KROOT/boot/vmlinuz-$KVER"
+[ "$mode" = debug ] && VM_KERNEL=debug
+if [ "${VM_KERNEL:-debian}" = debug ]; then
+	KTREE=$("$ROOT/scripts/debug-kernel.sh") || exit 1
+	KVER=$(cat "$KTREE/include/config/kernel.release")
+	VMLINUZ="$KTREE/arch/x86/boot/bzImage"
+	KROOT="$KTREE/modroot"
+	VM="$OUT/vm-debug"
+	# KASAN's shadow and kmemleak's pool need room.
+	MEM=${VM_MEM:-3072}
+else
+	ABI=$("$ROOT/scripts/kabi.sh")
+	KROOT="$OUT/kernel/root"
+	KVER="$ABI-amd64"
+	VMLINUZ="$KROOT/boot/vmlinuz-$KVER"
+fi
 MODS="$KROOT/lib/modules/$KVER"
 
-# Modules the guest needs, with all their dependencies.
+# Modules the guest needs, with all their dependencies (those built into
+# the kernel are skipped).
 WANT="virtio_pci 9pnet_virtio 9p vgem vivid"
 # Of those, loaded by init before the host root can be mounted.
 BOOT_MODS="virtio_pci 9pnet_virtio 9p"
@@ -53,6 +71,10 @@ build_initramfs() {
 	local files="" order="" line
 	for m in $WANT; do
 		line=$(grep -E "/${m//_/[_-]}\.ko(\.xz|\.zst)?:" "$MODS/modules.dep")
+		if [ -z "$line" ] &&
+		   grep -qE "/${m//_/[_-]}\.ko$" "$MODS/modules.builtin"; then
+			continue
+		fi
 		if [ -z "$line" ]; then
 			echo "vm: module $m not found in $MODS" >&2
 			return 1
@@ -68,6 +90,7 @@ build_initramfs() {
 	depmod -b "$rootfs" "$KVER"
 	for m in $BOOT_MODS; do
 		line=$(grep -E "/${m//_/[_-]}\.ko(\.xz|\.zst)?:" "$MODS/modules.dep")
+		[ -n "$line" ] || continue
 		# modules.dep lists dependencies so that the last loads first.
 		for d in $(echo "${line#*:}" | tr ' ' '\n' | tac) "${line%%:*}"; do
 			case " $order " in *" $d "*) ;; *) order="$order $d";; esac
@@ -91,15 +114,18 @@ mount -t 9p -o trans=virtio,version=9p2000.L results /tmp/results || echo "init:
 case "$ROOT" in /tmp/*) mkdir -p /proj && mount --bind "/host$ROOT" /proj ;; esac
 for d in dev proc sys tmp; do mount --rbind /\$d /host/\$d; done
 case "$ROOT" in /tmp/*) mkdir -p "/host$ROOT" && mount --bind /proj "/host$ROOT" ;; esac
-# The host's modprobe finds this kernel's modules.
-mount --bind /lib/modules/$KVER /host/lib/modules/$KVER 2>/dev/null ||
-	echo "init: /lib/modules/$KVER missing on the host root"
+# The host's modprobe finds this kernel's modules (a tmpfs gives the
+# mount point, so the host needs no directory for this kernel).
+mount -t tmpfs tmpfs /host/lib/modules
+mkdir -p /host/lib/modules/$KVER
+mount --bind /lib/modules/$KVER /host/lib/modules/$KVER
 script=\$(cat /tmp/results/.script)
 chroot /host /bin/bash -c "cd '$ROOT' && exec /bin/bash \$script" </dev/console >/dev/console 2>&1
 echo \$? > /tmp/results/.rc
 dmesg > /tmp/results/dmesg.txt
 sync
-poweroff -f
+# With -no-reboot QEMU exits on reset; a kernel without ACPI cannot power off.
+reboot -f
 INIT
 	chmod +x "$rootfs/init"
 	(cd "$rootfs" && find . | cpio -o -H newc --quiet | gzip -1) > "$VM/initrd.gz"
@@ -141,10 +167,28 @@ cpu=max
 
 case "$mode" in
 check) script="$ROOT/scripts/guest-check.sh" ;;
+debug) script="$ROOT/scripts/guest-debug.sh" ;;
 demo) script="$ROOT/scripts/guest-demo.sh" ;;
 run) script="$1"; shift ;;
-*) echo "usage: $0 check|demo|run SCRIPT [ARGS]" >&2; exit 2 ;;
+*) echo "usage: $0 check|debug|demo|run SCRIPT [ARGS]" >&2; exit 2 ;;
 esac
+
+stage=vm
+if [ "$mode" = debug ]; then
+	stage=vm-debug
+	# The module, built against the debug tree from a copy of kmod/.
+	kd="$OUT/kmod-debug"
+	mkdir -p "$kd/src"
+	rsync -a --delete "$ROOT/kmod/" "$kd/src/kmod/"
+	rsync -a --delete "$ROOT/uapi/" "$kd/src/uapi/"
+	if ! make -s -C "$KTREE" M="$kd/src/kmod" CONFIG_MMEDGE=m W=1 modules \
+		> "$kd/build.log" 2>&1; then
+		cat "$kd/build.log" >&2
+		echo "RESULT $stage 0 1"
+		exit 1
+	fi
+	cp "$kd/src/kmod/mmedge.ko" "$kd/mmedge.ko"
+fi
 
 RES="$VM/results-$mode"
 [ "$mode" = run ] && RES="$VM/results-run-$$"
@@ -164,7 +208,7 @@ timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 \
 	-virtfs local,path="$RES",mount_tag=results,security_model=none,multidevs=remap \
 	</dev/null > "$console" 2>&1 &
 qpid=$!
-if [ "$mode" != check ]; then
+if [ "$mode" != check ] && [ "$mode" != debug ]; then
 	tail -n +1 --pid=$qpid -f "$console" | grep -v -E '^(SeaBIOS|iPXE|Booting|$)' &
 fi
 wait $qpid
@@ -184,14 +228,14 @@ if [ ! -f "$RES/.rc" ]; then
 	fail=1
 fi
 if [ -f "$RES/dmesg.txt" ] &&
-   grep -E -n 'WARNING:|BUG:|Oops|general protection|Call Trace:|kernel BUG|UBSAN|KASAN|refcount_t:|list_(add|del) corruption' \
+   grep -E -n 'WARNING:|BUG:|Oops|general protection|Call Trace:|kernel BUG|UBSAN|KASAN|refcount_t:|list_(add|del) corruption|ODEBUG:|DMA-API:|lockdep|possible (circular|recursive)|INFO: task .* blocked' \
 	"$RES/dmesg.txt" > "$VM/dmesg-bad.txt"; then
 	echo "vm: kernel reported a problem (full log: $RES/dmesg.txt):" >&2
 	head -n 40 "$VM/dmesg-bad.txt" >&2
 	fail=1
 fi
 
-if [ "$mode" != check ]; then
+if [ "$mode" != check ] && [ "$mode" != debug ]; then
 	rc=$(cat "$RES/.rc" 2>/dev/null || echo 1)
 	[ "$fail" = 0 ] && [ "$rc" = 0 ] && exit 0
 	exit 1
@@ -222,5 +266,5 @@ for tap in "$RES"/*.tap; do
 done
 [ "$fail" = 1 ] && failed=$((failed + 1))
 [ "$passed" = 0 ] && [ "$failed" = 0 ] && { echo "vm: no test ran" >&2; failed=1; }
-echo "RESULT vm $passed $failed $skipped"
+echo "RESULT $stage $passed $failed $skipped"
 [ "$failed" = 0 ]

@@ -1,0 +1,68 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build (once per machine) the debug kernel that the hostile kselftest
+# stage boots: Debian's linux-source, allnoconfig + scripts/debug-kernel.config
+# (KASAN, lockdep, DMA-API debug, debug objects, kmemleak, failslab,
+# UBSAN). The tree is built in place in a cache outside the clone, keyed by
+# the linux-source package version and the hash of the config fragment and
+# this script, so every later run (any clone) reuses it. Out-of-tree
+# modules build against that tree (make -C <tree> M=...).
+#
+# Prints the tree's path on stdout. MMEDGE_CACHE overrides the cache root
+# (default /var/cache/mmedge).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${MMEDGE_CACHE:-/var/cache/mmedge}
+FRAG="$ROOT/scripts/debug-kernel.config"
+JOBS=${JOBS:-$(nproc)}
+
+tarball=$(ls /usr/src/linux-source-*.tar.xz 2>/dev/null | sort -V | tail -n1)
+if [ -z "$tarball" ]; then
+	echo "debug-kernel: no /usr/src/linux-source-*.tar.xz; run scripts/deps.sh" >&2
+	exit 1
+fi
+pkg=$(dpkg-query -S "$tarball" | cut -d: -f1)
+ver=$(dpkg-query -W -f='${Version}' "$pkg")
+hash=$(cat "$FRAG" "$0" | sha256sum | cut -c1-12)
+tree="$CACHE/linux-$ver-$hash"
+
+if [ -f "$tree/.mmedge-done" ]; then
+	echo "$tree"
+	exit 0
+fi
+
+mkdir -p "$CACHE"
+# One builder at a time per key.
+exec 9> "$CACHE/.lock-$ver-$hash"
+flock 9
+if [ -f "$tree/.mmedge-done" ]; then
+	echo "$tree"
+	exit 0
+fi
+
+echo "debug-kernel: building $pkg $ver ($hash) in $tree; first run only" >&2
+s=$(date +%s)
+rm -rf "$tree"
+mkdir -p "$tree"
+tar -C "$tree" -xJf "$tarball" --strip-components=1
+cd "$tree"
+make -s allnoconfig >&2
+scripts/kconfig/merge_config.sh -m .config "$FRAG" >/dev/null
+make -s olddefconfig >&2
+# Every line of the fragment must have survived the dependency solver.
+missing=0
+while IFS= read -r line; do
+	case "$line" in CONFIG_*) ;; *) continue ;; esac
+	if ! grep -qxF "$line" .config; then
+		echo "debug-kernel: $line did not take (dependencies?)" >&2
+		missing=1
+	fi
+done < "$FRAG"
+[ "$missing" = 0 ] || exit 1
+nice -n 5 make -s -j"$JOBS" bzImage modules >&2
+mkdir -p modroot
+make -s INSTALL_MOD_PATH="$tree/modroot" modules_install >&2
+touch .mmedge-done
+echo "debug-kernel: built in $(( $(date +%s) - s )) s" >&2
+echo "$tree"
