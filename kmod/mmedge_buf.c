@@ -12,9 +12,21 @@
  *
  * Lifetime: the dma-buf owns the buffer. The buffer holds a reference on
  * the file context that allocated it (for the per-file memory cap), which
- * holds the instance; the dma-buf holds the module. So a buffer outlives
- * the file and even the unbind of its device, and the module cannot be
- * unloaded while one exists.
+ * holds the instance, and one on the DMA owner of the device it was
+ * allocated for (see struct mmedge_dma_owner); the dma-buf holds the
+ * module. So a buffer outlives the file and even the unbind of its
+ * device, and the module cannot be unloaded while one exists.
+ *
+ * Locking, per buffer:
+ *  - @map_lock serializes vmap and vunmap; vmap() allocates under it.
+ *  - @lock protects the attachment list, each attachment's mapped state
+ *    and the published kernel mapping. Nothing allocates, sleeps on
+ *    another lock or waits for a fence while holding it: only list and
+ *    flag updates and cache maintenance run under it, so the engine may
+ *    take it inside a fence signalling section (mmedge_buf_written()).
+ *  Order: dmabuf->lock (dma-buf core) -> @map_lock -> @lock. DMA mapping
+ *  and unmapping (which may allocate IOVA or bounce slots) run outside
+ *  @lock.
  */
 
 #include <linux/dma-buf.h>
@@ -23,8 +35,13 @@
 #include <linux/file.h>
 #include <linux/highmem.h>
 #include <linux/iosys-map.h>
+#include <linux/kref.h>
+#include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/of.h>
+#include <linux/of_reserved_mem.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -33,6 +50,7 @@
 #include <asm/set_memory.h>
 #endif
 
+#include "mmedge_buf.h"
 #include "mmedge_drv.h"
 #include "mmedge_uapi.h"
 
@@ -40,29 +58,73 @@
 static const unsigned int mmedge_orders[] = { 8, 4, 0 };
 
 /**
+ * struct mmedge_dma_owner - what buffers need of the device they were
+ *	allocated for, kept until the last of them is gone
+ * @ref: one reference for the driver's binding to @dev, one per buffer
+ *	and per import.
+ * @dev: the platform device (referenced).
+ * @rmem: its reserved-memory region (CMA) was assigned to it by
+ *	of_reserved_mem_device_init().
+ * @bound: the driver is bound to @dev and holds a reference.
+ * @node: entry in mmedge_dma_owners.
+ *
+ * Unbinding the platform device cannot wait for userspace to drop its
+ * buffers, and contiguous buffers must be freed with dma_free_pages() on
+ * the device and the region they came from: releasing the region at
+ * unbind would hand CMA pages back to the buddy allocator. So the region
+ * and the device reference belong to this object, which the binding and
+ * every buffer and import reference: the region is released and the
+ * device put when the driver is unbound and the last buffer is freed. A
+ * new bind of the same device while old buffers live reuses the object
+ * (the region is still assigned; assigning it again would let the old
+ * buffers' release take the new binding's region away).
+ */
+struct mmedge_dma_owner {
+	struct kref ref;
+	struct device *dev;
+	bool rmem;
+	bool bound;
+	struct list_head node;
+};
+
+/* Protects mmedge_dma_owners and the @bound flags. */
+static DEFINE_MUTEX(mmedge_dma_owners_lock);
+static LIST_HEAD(mmedge_dma_owners);
+
+/**
  * struct mmedge_buf - one buffer
  * @mf: the file context it was allocated through (referenced).
  * @mdev: the instance.
- * @dma_dev: device for contiguous allocation (referenced).
+ * @owner: DMA owner of the device for contiguous allocation and cache
+ *	cleaning (referenced).
+ * @dma_dev: @owner's device.
  * @dmabuf: the exported dma-buf; it owns this structure.
  * @id: unique per instance.
  * @size: bytes, page aligned.
  * @charged: bytes charged to the caps (the contiguous block may be larger).
  * @flags: MMEDGE_BUF_* from the allocation.
  * @cache: MMEDGE_BUF_CACHE_*.
- * @pages: every page of the buffer, for mmap and vmap.
- * @npages: entries in @pages.
- * @sgt: CPU-side description: one entry per allocated block.
+ * @pages: every page of the buffer, for mmap and vmap; NULL until
+ *	allocated.
+ * @npages: pages of the buffer (entries of @pages).
+ * @sgt: CPU-side description: one entry per allocated block; @sgt.sgl is
+ *	NULL until the blocks are allocated.
+ * @contig_page: first page of the contiguous block, NULL if none.
  * @contig_dma: DMA address of the contiguous block (for freeing).
  * @contig_alloc: bytes of the contiguous block.
- * @lock: see below.
- * @attachments: struct mmedge_attachment list.
- * @vaddr: kernel mapping while @vmap_count > 0.
- * @vmap_count: vmap users.
+ * @memtype_set: the pages' memory type was (maybe partly) changed and
+ *	must be restored before they are freed.
+ * @map_lock: see the file comment.
+ * @vmap_count: vmap users; under @map_lock.
+ * @lock: see the file comment.
+ * @attachments: struct mmedge_attachment list; under @lock.
+ * @vaddr: kernel mapping while @vmap_count > 0; written under both
+ *	locks, read under either.
  */
 struct mmedge_buf {
 	struct mmedge_file *mf;
 	struct mmedge_dev *mdev;
+	struct mmedge_dma_owner *owner;
 	struct device *dma_dev;
 	struct dma_buf *dmabuf;
 	u64 id;
@@ -73,35 +135,47 @@ struct mmedge_buf {
 	struct page **pages;
 	unsigned long npages;
 	struct sg_table sgt;
+	struct page *contig_page;
 	dma_addr_t contig_dma;
 	size_t contig_alloc;
+	bool memtype_set;
 
-	/* Protects @attachments, @vaddr and @vmap_count. */
+	/* Serializes vmap and vunmap; may be held across vmap(). */
+	struct mutex map_lock;
+	unsigned int vmap_count;
+
+	/* Attachments, mapped state, @vaddr; no allocation or wait under it. */
 	struct mutex lock;
 	struct list_head attachments;
 	void *vaddr;
-	unsigned int vmap_count;
 };
 
 /**
  * struct mmedge_attachment - one importer's view of a buffer
  * @dev: the importer's device.
- * @sgt: copy of the buffer's table, mapped for @dev while @mapped.
+ * @sgt: the buffer's blocks cut to @dev's segment limits, mapped for @dev
+ *	while @mapped.
  * @dir: direction of the current mapping.
- * @mapped: the table is DMA-mapped for @dev.
+ * @busy: a mapping exists or is being made (one per attachment).
+ * @mapped: the table is DMA-mapped for @dev; under mmedge_buf.lock.
+ * @split: the mapping kept one DMA segment per CPU entry (nothing
+ *	merged), so ranges can be synced entry by entry.
  * @node: entry in mmedge_buf.attachments.
  */
 struct mmedge_attachment {
 	struct device *dev;
 	struct sg_table sgt;
 	enum dma_data_direction dir;
+	bool busy;
 	bool mapped;
+	bool split;
 	struct list_head node;
 };
 
 /**
  * struct mmedge_import - a foreign dma-buf registered with a file
  * @dmabuf: the buffer (referenced).
+ * @owner: DMA owner of the device it is attached to (referenced).
  * @attach: mmedge's attachment to it.
  * @sgt: its mapping for the mmedge device.
  * @id: the import id (xarray index).
@@ -109,6 +183,7 @@ struct mmedge_attachment {
  */
 struct mmedge_import {
 	struct dma_buf *dmabuf;
+	struct mmedge_dma_owner *owner;
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;
 	u32 id;
@@ -120,6 +195,127 @@ static const struct dma_buf_ops mmedge_dmabuf_ops;
 static bool mmedge_is_ours(struct dma_buf *dmabuf)
 {
 	return dmabuf->ops == &mmedge_dmabuf_ops;
+}
+
+static struct mmedge_dma_owner *mmedge_dma_owner_find(struct device *dev)
+{
+	struct mmedge_dma_owner *o;
+
+	lockdep_assert_held(&mmedge_dma_owners_lock);
+
+	list_for_each_entry(o, &mmedge_dma_owners, node)
+		if (o->dev == dev)
+			return o;
+	return NULL;
+}
+
+/**
+ * mmedge_dma_owner_bind() - the driver binds to @dev: take its DMA owner
+ * @dev: the platform device
+ *
+ * Creates the owner (assigning the device's reserved-memory region, if
+ * the device tree names one) or, while buffers of an earlier binding
+ * live, takes the existing one. Undone by mmedge_dma_owner_unbind().
+ *
+ * Return: 0, -ENOMEM, -EBUSY if the device is bound already, or the error
+ * of of_reserved_mem_device_init().
+ */
+int mmedge_dma_owner_bind(struct device *dev)
+{
+	struct mmedge_dma_owner *o;
+	int ret = 0;
+
+	mutex_lock(&mmedge_dma_owners_lock);
+	o = mmedge_dma_owner_find(dev);
+	if (o) {
+		if (WARN_ON(o->bound)) {
+			ret = -EBUSY;
+			goto out;
+		}
+		kref_get(&o->ref);
+		o->bound = true;
+		goto out;
+	}
+
+	o = kzalloc(sizeof(*o), GFP_KERNEL);
+	if (!o) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* A reusable (CMA) memory-region backs contiguous buffers. */
+	if (IS_ENABLED(CONFIG_OF_RESERVED_MEM) && dev->of_node) {
+		ret = of_reserved_mem_device_init(dev);
+		if (ret && ret != -ENODEV) {
+			kfree(o);
+			goto out;
+		}
+		o->rmem = !ret;
+		ret = 0;
+	}
+	kref_init(&o->ref);
+	o->dev = get_device(dev);
+	o->bound = true;
+	list_add(&o->node, &mmedge_dma_owners);
+out:
+	mutex_unlock(&mmedge_dma_owners_lock);
+	return ret;
+}
+
+static void mmedge_dma_owner_release(struct kref *ref)
+	__releases(&mmedge_dma_owners_lock)
+{
+	struct mmedge_dma_owner *o = container_of(ref, struct mmedge_dma_owner,
+						  ref);
+
+	list_del(&o->node);
+	mutex_unlock(&mmedge_dma_owners_lock);
+	if (o->rmem)
+		of_reserved_mem_device_release(o->dev);
+	put_device(o->dev);
+	kfree(o);
+}
+
+static void mmedge_dma_owner_put(struct mmedge_dma_owner *o)
+{
+	kref_put_mutex(&o->ref, mmedge_dma_owner_release,
+		       &mmedge_dma_owners_lock);
+}
+
+/* A reference for a buffer or an import; NULL if @dev is not bound. */
+static struct mmedge_dma_owner *mmedge_dma_owner_get(struct device *dev)
+{
+	struct mmedge_dma_owner *o;
+
+	mutex_lock(&mmedge_dma_owners_lock);
+	o = mmedge_dma_owner_find(dev);
+	if (o && o->bound)
+		kref_get(&o->ref);
+	else
+		o = NULL;
+	mutex_unlock(&mmedge_dma_owners_lock);
+	return o;
+}
+
+/**
+ * mmedge_dma_owner_unbind() - the driver unbinds from @dev
+ * @dev: the platform device
+ *
+ * Drops the binding's reference: the reserved-memory region and the
+ * device reference go once no buffer or import of @dev is left.
+ */
+void mmedge_dma_owner_unbind(struct device *dev)
+{
+	struct mmedge_dma_owner *o;
+
+	mutex_lock(&mmedge_dma_owners_lock);
+	o = mmedge_dma_owner_find(dev);
+	if (WARN_ON(!o || !o->bound)) {
+		mutex_unlock(&mmedge_dma_owners_lock);
+		return;
+	}
+	o->bound = false;
+	mutex_unlock(&mmedge_dma_owners_lock);
+	mmedge_dma_owner_put(o);
 }
 
 static pgprot_t mmedge_buf_prot(const struct mmedge_buf *buf, pgprot_t prot)
@@ -140,13 +336,13 @@ static bool mmedge_buf_cpu_cached(const struct mmedge_buf *buf)
 }
 
 /* Set the memory type of the pages to match the buffer's CPU mappings. */
-static int mmedge_buf_set_memtype(struct mmedge_buf *buf, bool restore)
+static int mmedge_buf_set_memtype(struct mmedge_buf *buf)
 {
 #ifdef CONFIG_X86
 	if (mmedge_buf_cpu_cached(buf))
 		return 0;
-	if (restore)
-		return set_pages_array_wb(buf->pages, buf->npages);
+	/* A failure may leave some pages changed: restore them all. */
+	buf->memtype_set = true;
 	if (buf->cache == MMEDGE_BUF_CACHE_WC)
 		return set_pages_array_wc(buf->pages, buf->npages);
 	return set_pages_array_uc(buf->pages, buf->npages);
@@ -155,23 +351,36 @@ static int mmedge_buf_set_memtype(struct mmedge_buf *buf, bool restore)
 #endif
 }
 
+static void mmedge_buf_restore_memtype(struct mmedge_buf *buf)
+{
+#ifdef CONFIG_X86
+	if (buf->memtype_set &&
+	    set_pages_array_wb(buf->pages, buf->npages))
+		dev_warn(&buf->mdev->dev,
+			 "buffer %llu: cannot restore page caching\n", buf->id);
+#endif
+	buf->memtype_set = false;
+}
+
+/* Free what was allocated, and only that: allocation may have stopped anywhere. */
 static void mmedge_buf_free_pages(struct mmedge_buf *buf)
 {
 	struct scatterlist *sg;
 	unsigned int i;
 
-	if (buf->flags & MMEDGE_BUF_CONTIG) {
-		if (buf->npages)
-			dma_free_pages(buf->dma_dev, buf->contig_alloc,
-				       buf->pages[0], buf->contig_dma,
-				       DMA_BIDIRECTIONAL);
+	mmedge_buf_restore_memtype(buf);
+	if (buf->contig_page) {
+		dma_free_pages(buf->dma_dev, buf->contig_alloc,
+			       buf->contig_page, buf->contig_dma,
+			       DMA_BIDIRECTIONAL);
+		buf->contig_page = NULL;
 	} else if (buf->sgt.sgl) {
 		for_each_sgtable_sg(&buf->sgt, sg, i)
-			if (sg_page(sg))
-				__free_pages(sg_page(sg), get_order(sg->length));
+			__free_pages(sg_page(sg), get_order(sg->length));
 	}
 	sg_free_table(&buf->sgt);
 	kvfree(buf->pages);
+	buf->pages = NULL;
 }
 
 static int mmedge_buf_alloc_contig(struct mmedge_buf *buf)
@@ -186,15 +395,15 @@ static int mmedge_buf_alloc_contig(struct mmedge_buf *buf)
 			       GFP_KERNEL | __GFP_ACCOUNT | __GFP_NOWARN);
 	if (!page)
 		return -ENOMEM;
-	for (i = 0; i < buf->npages; i++)
-		buf->pages[i] = page + i;
 	ret = sg_alloc_table(&buf->sgt, 1, GFP_KERNEL);
 	if (ret) {
 		dma_free_pages(buf->dma_dev, buf->contig_alloc, page,
 			       buf->contig_dma, DMA_BIDIRECTIONAL);
-		buf->npages = 0;
 		return ret;
 	}
+	buf->contig_page = page;
+	for (i = 0; i < buf->npages; i++)
+		buf->pages[i] = nth_page(page, i);
 	sg_set_page(buf->sgt.sgl, page, buf->size, 0);
 	return 0;
 }
@@ -260,28 +469,95 @@ out:
 	return ret;
 }
 
+/*
+ * The pages were zeroed through the cached linear map. A write-combined
+ * or uncached buffer is only ever accessed around the CPU caches, so the
+ * zeroes must reach memory now, and no line may stay behind: clean and
+ * invalidate the caches for the whole buffer, as the system dma-heap
+ * does for its uncached buffers. (On x86 set_pages_array_*() flushes as
+ * well; DMA there is coherent and this costs little.)
+ */
+static int mmedge_buf_clean(struct mmedge_buf *buf)
+{
+	int ret;
+
+	if (mmedge_buf_cpu_cached(buf))
+		return 0;
+	if (buf->contig_page) {
+		/* Memory from dma_alloc_pages() is synced, not mapped. */
+		dma_sync_single_for_device(buf->dma_dev, buf->contig_dma,
+					   buf->contig_alloc, DMA_BIDIRECTIONAL);
+		dma_sync_single_for_cpu(buf->dma_dev, buf->contig_dma,
+					buf->contig_alloc, DMA_BIDIRECTIONAL);
+		return 0;
+	}
+	ret = dma_map_sgtable(buf->dma_dev, &buf->sgt, DMA_BIDIRECTIONAL, 0);
+	if (ret)
+		return ret;
+	dma_unmap_sgtable(buf->dma_dev, &buf->sgt, DMA_BIDIRECTIONAL, 0);
+	return 0;
+}
+
+/* Entries of @buf's blocks cut to the limits of @dev; fills @sgt if set. */
+static unsigned int mmedge_attach_split(struct mmedge_buf *buf,
+					struct device *dev,
+					struct sg_table *sgt)
+{
+	u64 max_seg = dma_get_max_seg_size(dev);
+	u64 boundary = dma_get_seg_boundary(dev);
+	struct scatterlist *src, *dst = sgt ? sgt->sgl : NULL;
+	unsigned int i, n = 0;
+
+	for_each_sgtable_sg(&buf->sgt, src, i) {
+		u64 off = 0;
+
+		while (off < src->length) {
+			/*
+			 * The boundary applies to bus addresses; cut at the
+			 * physical ones (the same without an IOMMU; an IOMMU
+			 * keeps its own segments within the limits).
+			 */
+			u64 addr = page_to_phys(sg_page(src)) + src->offset + off;
+			u64 len = mmedge_seg_len(addr, src->length - off,
+						 max_seg, boundary, PAGE_SIZE);
+
+			if (dst) {
+				u64 pos = src->offset + off;
+
+				sg_set_page(dst, nth_page(sg_page(src),
+							  pos >> PAGE_SHIFT),
+					    len, offset_in_page(pos));
+				dst = sg_next(dst);
+			}
+			off += len;
+			n++;
+		}
+	}
+	return n;
+}
+
 static int mmedge_attach(struct dma_buf *dmabuf,
 			 struct dma_buf_attachment *attachment)
 {
 	struct mmedge_buf *buf = dmabuf->priv;
 	struct mmedge_attachment *a;
-	struct scatterlist *src, *dst;
-	unsigned int i;
 	int ret;
 
 	a = kzalloc(sizeof(*a), GFP_KERNEL);
 	if (!a)
 		return -ENOMEM;
-	ret = sg_alloc_table(&a->sgt, buf->sgt.orig_nents, GFP_KERNEL);
+	/*
+	 * The importer's own table, within its segment size and boundary
+	 * (as drm_prime builds them); the CPU side keeps whole blocks.
+	 */
+	ret = sg_alloc_table(&a->sgt,
+			     mmedge_attach_split(buf, attachment->dev, NULL),
+			     GFP_KERNEL);
 	if (ret) {
 		kfree(a);
 		return ret;
 	}
-	dst = a->sgt.sgl;
-	for_each_sgtable_sg(&buf->sgt, src, i) {
-		sg_set_page(dst, sg_page(src), src->length, src->offset);
-		dst = sg_next(dst);
-	}
+	mmedge_attach_split(buf, attachment->dev, &a->sgt);
 	a->dev = attachment->dev;
 	INIT_LIST_HEAD(&a->node);
 	attachment->priv = a;
@@ -301,27 +577,54 @@ static void mmedge_detach(struct dma_buf *dmabuf,
 	mutex_lock(&buf->lock);
 	list_del(&a->node);
 	mutex_unlock(&buf->lock);
+	WARN_ON(a->busy);
 	sg_free_table(&a->sgt);
 	kfree(a);
 }
 
+/*
+ * Importers' mappings do the CPU cache maintenance (no
+ * DMA_ATTR_SKIP_CPU_SYNC), for every cache mode. For write-combined and
+ * uncached buffers it finds no dirty line (mmedge_buf_clean()), but it
+ * is still needed: a mapping may bounce through swiotlb, and skipping the
+ * sync would leave the bounce slot unfilled (iommu-dma zeroes it) at
+ * map time and the device's data in it at unmap time; unmapping also
+ * drops lines that speculation pulled in through the cached linear map.
+ */
 static struct sg_table *mmedge_map_dma_buf(struct dma_buf_attachment *attachment,
 					   enum dma_data_direction dir)
 {
 	struct mmedge_buf *buf = attachment->dmabuf->priv;
 	struct mmedge_attachment *a = attachment->priv;
-	unsigned long attrs = 0;
+	struct scatterlist *sg;
+	unsigned int i;
+	bool split;
 	int ret;
 
-	/* No CPU cache lines to clean for write-combined/uncached pages. */
-	if (!mmedge_buf_cpu_cached(buf))
-		attrs |= DMA_ATTR_SKIP_CPU_SYNC;
-	ret = dma_map_sgtable(a->dev, &a->sgt, dir, attrs);
-	if (ret)
+	/* One table per attachment: one mapping at a time. */
+	mutex_lock(&buf->lock);
+	if (a->busy) {
+		mutex_unlock(&buf->lock);
+		return ERR_PTR(-EBUSY);
+	}
+	a->busy = true;
+	mutex_unlock(&buf->lock);
+
+	ret = dma_map_sgtable(a->dev, &a->sgt, dir, 0);
+	if (ret) {
+		mutex_lock(&buf->lock);
+		a->busy = false;
+		mutex_unlock(&buf->lock);
 		return ERR_PTR(ret);
+	}
+	split = a->sgt.nents == a->sgt.orig_nents;
+	for_each_sgtable_dma_sg(&a->sgt, sg, i)
+		if (sg_dma_len(sg) != sg->length)
+			split = false;
 
 	mutex_lock(&buf->lock);
 	a->dir = dir;
+	a->split = split;
 	a->mapped = true;
 	mutex_unlock(&buf->lock);
 	return &a->sgt;
@@ -333,14 +636,58 @@ static void mmedge_unmap_dma_buf(struct dma_buf_attachment *attachment,
 {
 	struct mmedge_buf *buf = attachment->dmabuf->priv;
 	struct mmedge_attachment *a = attachment->priv;
-	unsigned long attrs = 0;
 
-	if (!mmedge_buf_cpu_cached(buf))
-		attrs |= DMA_ATTR_SKIP_CPU_SYNC;
 	mutex_lock(&buf->lock);
 	a->mapped = false;
 	mutex_unlock(&buf->lock);
-	dma_unmap_sgtable(a->dev, sgt, dir, attrs);
+	dma_unmap_sgtable(a->dev, sgt, dir, 0);
+	mutex_lock(&buf->lock);
+	a->busy = false;
+	mutex_unlock(&buf->lock);
+}
+
+/*
+ * Cache maintenance of [off, off + len) for one attachment, in the
+ * direction it was mapped with (the DMA API wants the mapping's). While
+ * the mapping kept one DMA segment per CPU entry, segment i is entry i
+ * and each entry's part of the range is synced alone. Once an IOMMU
+ * merged entries, a DMA segment's start says nothing about the pages
+ * behind the rest of it, and dma_sync_sg_*() must be given the whole
+ * list it mapped: the whole table is synced.
+ */
+static u64 mmedge_att_sync(struct mmedge_buf *buf, struct mmedge_attachment *a,
+			   u64 off, u64 len, bool for_cpu)
+{
+	struct scatterlist *sg;
+	u64 start = 0, synced = 0;
+	unsigned int i;
+
+	if (!a->split) {
+		if (for_cpu)
+			dma_sync_sgtable_for_cpu(a->dev, &a->sgt, a->dir);
+		else
+			dma_sync_sgtable_for_device(a->dev, &a->sgt, a->dir);
+		return buf->size;
+	}
+	for_each_sgtable_sg(&a->sgt, sg, i) {
+		struct mmedge_range r;
+
+		if (start >= off + len)
+			break;
+		r = mmedge_range_clip(start, sg->length, off, len);
+		start += sg->length;
+		if (!r.len)
+			continue;
+		if (for_cpu)
+			dma_sync_single_range_for_cpu(a->dev, sg_dma_address(sg),
+						      r.off, r.len, a->dir);
+		else
+			dma_sync_single_range_for_device(a->dev,
+							 sg_dma_address(sg),
+							 r.off, r.len, a->dir);
+		synced += r.len;
+	}
+	return synced;
 }
 
 /*
@@ -349,7 +696,7 @@ static void mmedge_unmap_dma_buf(struct dma_buf_attachment *attachment,
  * bytes that maintenance was asked for.
  */
 static u64 mmedge_buf_sync_range(struct mmedge_buf *buf, u64 off, u64 len,
-				 enum dma_data_direction dir, bool for_cpu)
+				 bool for_cpu)
 {
 	struct mmedge_attachment *a;
 	u64 synced = 0;
@@ -363,32 +710,57 @@ static u64 mmedge_buf_sync_range(struct mmedge_buf *buf, u64 off, u64 len,
 			flush_kernel_vmap_range(buf->vaddr + off, len);
 	}
 
-	list_for_each_entry(a, &buf->attachments, node) {
-		struct scatterlist *sg;
-		u64 seg_start = 0;
-		unsigned int i;
-
-		if (!a->mapped)
-			continue;
-		for_each_sgtable_dma_sg(&a->sgt, sg, i) {
-			struct mmedge_range r;
-
-			r = mmedge_range_clip(seg_start, sg_dma_len(sg), off, len);
-			seg_start += sg_dma_len(sg);
-			if (!r.len)
-				continue;
-			if (for_cpu)
-				dma_sync_single_range_for_cpu(a->dev,
-							      sg_dma_address(sg),
-							      r.off, r.len, dir);
-			else
-				dma_sync_single_range_for_device(a->dev,
-								 sg_dma_address(sg),
-								 r.off, r.len, dir);
-			synced += r.len;
-		}
-	}
+	/*
+	 * For the devices, mappings a device only writes go last: on some
+	 * CPUs their sync invalidates, which must not drop lines the CPU
+	 * wrote before another mapping's sync cleaned them.
+	 */
+	list_for_each_entry(a, &buf->attachments, node)
+		if (a->mapped && (for_cpu || a->dir != DMA_FROM_DEVICE))
+			synced += mmedge_att_sync(buf, a, off, len, for_cpu);
+	if (!for_cpu)
+		list_for_each_entry(a, &buf->attachments, node)
+			if (a->mapped && a->dir == DMA_FROM_DEVICE)
+				synced += mmedge_att_sync(buf, a, off, len,
+							  false);
 	return synced;
+}
+
+/**
+ * mmedge_buf_written() - the CPU wrote part of a buffer through its vmap
+ * @dmabuf: the buffer; nothing is done unless it is an mmedge buffer
+ * @off: first byte written
+ * @len: bytes written
+ *
+ * Makes the bytes visible to every device that has the buffer mapped:
+ * cleans the kernel mapping's and the mappings' CPU cache lines (and
+ * fills bounce buffers). The engine calls it after writing a buffer and
+ * before signalling its fence; it takes only the buffer's @lock, under
+ * which nothing allocates or waits, so it may run inside
+ * dma_fence_begin_signalling(). A range outside the buffer is clipped.
+ */
+void mmedge_buf_written(struct dma_buf *dmabuf, u64 off, u64 len)
+{
+	struct mmedge_buf *buf;
+
+	if (!mmedge_is_ours(dmabuf))
+		return;
+	buf = dmabuf->priv;
+	if (WARN_ON_ONCE(off >= buf->size))
+		return;
+	len = min_t(u64, len, buf->size - off);
+	if (!len)
+		return;
+	if (!mmedge_buf_cpu_cached(buf)) {
+		/*
+		 * Drain the write-combining buffers: the stores reach memory
+		 * before the fence that follows tells a device to read.
+		 */
+		wmb();
+	}
+	mutex_lock(&buf->lock);
+	mmedge_buf_sync_range(buf, off, len, false);
+	mutex_unlock(&buf->lock);
 }
 
 static int mmedge_begin_cpu_access(struct dma_buf *dmabuf,
@@ -397,7 +769,7 @@ static int mmedge_begin_cpu_access(struct dma_buf *dmabuf,
 	struct mmedge_buf *buf = dmabuf->priv;
 
 	mutex_lock(&buf->lock);
-	mmedge_buf_sync_range(buf, 0, buf->size, dir, true);
+	mmedge_buf_sync_range(buf, 0, buf->size, true);
 	mutex_unlock(&buf->lock);
 	return 0;
 }
@@ -408,7 +780,7 @@ static int mmedge_end_cpu_access(struct dma_buf *dmabuf,
 	struct mmedge_buf *buf = dmabuf->priv;
 
 	mutex_lock(&buf->lock);
-	mmedge_buf_sync_range(buf, 0, buf->size, dir, false);
+	mmedge_buf_sync_range(buf, 0, buf->size, false);
 	mutex_unlock(&buf->lock);
 	return 0;
 }
@@ -423,7 +795,7 @@ static int mmedge_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 	int ret;
 
 	/* dma_buf_mmap_internal() checked that the range fits the buffer. */
-	if (pgoff + npages > buf->npages)
+	if (pgoff > buf->npages || npages > buf->npages - pgoff)
 		return -EINVAL;
 
 	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
@@ -444,47 +816,52 @@ static int mmedge_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
 	struct mmedge_buf *buf = dmabuf->priv;
 	void *vaddr;
 
-	mutex_lock(&buf->lock);
+	mutex_lock(&buf->map_lock);
 	if (!buf->vmap_count) {
 		vaddr = vmap(buf->pages, buf->npages, VM_MAP,
 			     mmedge_buf_prot(buf, PAGE_KERNEL));
 		if (!vaddr) {
-			mutex_unlock(&buf->lock);
+			mutex_unlock(&buf->map_lock);
 			return -ENOMEM;
 		}
+		mutex_lock(&buf->lock);
 		buf->vaddr = vaddr;
+		mutex_unlock(&buf->lock);
 	}
 	buf->vmap_count++;
 	iosys_map_set_vaddr(map, buf->vaddr);
-	mutex_unlock(&buf->lock);
+	mutex_unlock(&buf->map_lock);
 	return 0;
 }
 
 static void mmedge_vunmap(struct dma_buf *dmabuf, struct iosys_map *map)
 {
 	struct mmedge_buf *buf = dmabuf->priv;
+	void *vaddr = NULL;
 
-	mutex_lock(&buf->lock);
+	mutex_lock(&buf->map_lock);
 	if (!WARN_ON(!buf->vmap_count) && !--buf->vmap_count) {
-		vunmap(buf->vaddr);
+		mutex_lock(&buf->lock);
+		vaddr = buf->vaddr;
 		buf->vaddr = NULL;
+		mutex_unlock(&buf->lock);
+		vunmap(vaddr);
 	}
-	mutex_unlock(&buf->lock);
+	mutex_unlock(&buf->map_lock);
 	iosys_map_clear(map);
 }
 
+/* Undo whatever part of mmedge_ioctl_buf_alloc() was done. */
 static void mmedge_buf_destroy(struct mmedge_buf *buf)
 {
-	struct mmedge_dev *mdev = buf->mdev;
-
-	if (buf->npages && mmedge_buf_set_memtype(buf, true))
-		dev_warn(&mdev->dev, "buffer %llu: cannot restore page caching\n",
-			 buf->id);
 	mmedge_buf_free_pages(buf);
 	mmedge_uncharge(&buf->mf->mem_used, buf->charged);
 	mmedge_uncharge(&mmedge_mem_used, buf->charged);
-	put_device(buf->dma_dev);
+	if (buf->owner)
+		mmedge_dma_owner_put(buf->owner);
 	mmedge_file_put(buf->mf);
+	mutex_destroy(&buf->lock);
+	mutex_destroy(&buf->map_lock);
 	kfree(buf);
 }
 
@@ -494,6 +871,7 @@ static void mmedge_release(struct dma_buf *dmabuf)
 	struct mmedge_dev *mdev = buf->mdev;
 
 	WARN_ON(buf->vmap_count);
+	WARN_ON(!list_empty(&buf->attachments));
 	atomic_dec(&mdev->nr_bufs);
 	atomic64_sub(buf->size, &mdev->buf_bytes);
 	mmedge_buf_destroy(buf);
@@ -545,6 +923,12 @@ int mmedge_ioctl_buf_alloc(struct mmedge_file *mf, void *data,
 	buf = kzalloc(sizeof(*buf), GFP_KERNEL_ACCOUNT);
 	if (!buf)
 		return -ENOMEM;
+	buf->owner = mmedge_dma_owner_get(mdev->dma_dev);
+	if (!buf->owner) {
+		kfree(buf);
+		return -ENODEV;
+	}
+	mutex_init(&buf->map_lock);
 	mutex_init(&buf->lock);
 	INIT_LIST_HEAD(&buf->attachments);
 	buf->size = size;
@@ -552,11 +936,15 @@ int mmedge_ioctl_buf_alloc(struct mmedge_file *mf, void *data,
 	buf->flags = a->flags;
 	buf->cache = a->flags & MMEDGE_BUF_CACHE_MASK;
 	buf->mdev = mdev;
-	buf->dma_dev = get_device(mdev->dma_dev);
+	buf->dma_dev = buf->owner->dev;
 	mmedge_file_get(mf);
 	buf->mf = mf;
 
-	/* Charge first, so a refused request touches no memory. */
+	/*
+	 * Charge first, so a refused request touches no memory. From here
+	 * on mmedge_buf_destroy() undoes exactly what was done: it frees
+	 * only what the pointers below say was allocated.
+	 */
 	buf->charged = (a->flags & MMEDGE_BUF_CONTIG) ?
 		       PAGE_SIZE << get_order(size) : size;
 	ret = mmedge_charge(&mf->mem_used, buf->charged, mmedge_file_mem_limit());
@@ -578,11 +966,12 @@ int mmedge_ioctl_buf_alloc(struct mmedge_file *mf, void *data,
 		ret = mmedge_buf_alloc_contig(buf);
 	else
 		ret = mmedge_buf_alloc_sg(buf);
-	if (ret) {
-		buf->npages = 0;
+	if (ret)
 		goto err_destroy;
-	}
-	ret = mmedge_buf_set_memtype(buf, false);
+	ret = mmedge_buf_clean(buf);
+	if (ret)
+		goto err_destroy;
+	ret = mmedge_buf_set_memtype(buf);
 	if (ret)
 		goto err_destroy;
 
@@ -718,7 +1107,6 @@ int mmedge_ioctl_buf_sync(struct mmedge_file *mf, void *data,
 			  struct mmedge_ioctl_ctx *ctx)
 {
 	struct mmedge_buf_sync *s = data;
-	enum dma_data_direction dir;
 	struct mmedge_buf *buf;
 	struct dma_buf *dmabuf;
 	bool write;
@@ -737,19 +1125,11 @@ int mmedge_ioctl_buf_sync(struct mmedge_file *mf, void *data,
 	if (ret)
 		goto out;
 
+	/*
+	 * The access mode decides which fences a START waits for; each
+	 * mapping is synced in the direction it was mapped with.
+	 */
 	write = s->flags & MMEDGE_BUF_SYNC_WRITE;
-	switch (s->flags & MMEDGE_BUF_SYNC_RW) {
-	case MMEDGE_BUF_SYNC_READ:
-		dir = DMA_FROM_DEVICE;
-		break;
-	case MMEDGE_BUF_SYNC_WRITE:
-		dir = DMA_TO_DEVICE;
-		break;
-	default:
-		dir = DMA_BIDIRECTIONAL;
-		break;
-	}
-
 	if (!(s->flags & MMEDGE_BUF_SYNC_END)) {
 		t = dma_resv_wait_timeout(dmabuf->resv, dma_resv_usage_rw(write),
 					  true, MAX_SCHEDULE_TIMEOUT);
@@ -760,7 +1140,7 @@ int mmedge_ioctl_buf_sync(struct mmedge_file *mf, void *data,
 	}
 
 	mutex_lock(&buf->lock);
-	s->synced = mmedge_buf_sync_range(buf, s->offset, s->len, dir,
+	s->synced = mmedge_buf_sync_range(buf, s->offset, s->len,
 					  !(s->flags & MMEDGE_BUF_SYNC_END));
 	mutex_unlock(&buf->lock);
 out:
@@ -774,6 +1154,7 @@ static void mmedge_import_free(struct mmedge_dev *mdev,
 	dma_buf_unmap_attachment(imp->attach, imp->sgt, DMA_BIDIRECTIONAL);
 	dma_buf_detach(imp->dmabuf, imp->attach);
 	dma_buf_put(imp->dmabuf);
+	mmedge_dma_owner_put(imp->owner);
 	atomic_dec(&mdev->nr_imports);
 	kfree(imp);
 }
@@ -814,6 +1195,13 @@ int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
 		goto err_put;
 	}
 	imp->dmabuf = dmabuf;
+	/* The attachment is for the device: keep it until the import ends. */
+	imp->owner = mmedge_dma_owner_get(mdev->dma_dev);
+	if (!imp->owner) {
+		ret = -ENODEV;
+		kfree(imp);
+		goto err_put;
+	}
 
 	mutex_lock(&mf->imports_lock);
 	if (mmedge_find_import(mf, dmabuf)) {
@@ -821,7 +1209,7 @@ int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
 		goto err_unlock;
 	}
 
-	imp->attach = dma_buf_attach(dmabuf, mdev->dma_dev);
+	imp->attach = dma_buf_attach(dmabuf, imp->owner->dev);
 	if (IS_ERR(imp->attach)) {
 		ret = PTR_ERR(imp->attach);
 		goto err_unlock;
@@ -854,6 +1242,7 @@ err_detach:
 	dma_buf_detach(dmabuf, imp->attach);
 err_unlock:
 	mutex_unlock(&mf->imports_lock);
+	mmedge_dma_owner_put(imp->owner);
 	kfree(imp);
 err_put:
 	dma_buf_put(dmabuf);

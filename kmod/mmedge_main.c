@@ -15,12 +15,12 @@
 #include <linux/idr.h>
 #include <linux/module.h>
 #include <linux/of.h>
-#include <linux/of_reserved_mem.h>
 #include <linux/platform_device.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/mmedge.h>
 
+#include "mmedge_buf.h"
 #include "mmedge_drv.h"
 #include "mmedge_nl.h"
 
@@ -317,14 +317,15 @@ static int mmedge_probe(struct platform_device *pdev)
 		goto err_free_id;
 	}
 
-	/* A reusable (CMA) memory-region backs contiguous buffers. */
-	if (IS_ENABLED(CONFIG_OF_RESERVED_MEM) && pdev->dev.of_node) {
-		ret = of_reserved_mem_device_init(&pdev->dev);
-		if (ret && ret != -ENODEV) {
-			dev_err(&pdev->dev, "cannot use memory-region: %d\n",
-				ret);
-			goto err_free_id;
-		}
+	/*
+	 * The device's DMA owner holds its memory-region (CMA), if any,
+	 * for contiguous buffers, and outlives this binding for as long as
+	 * buffers do (mmedge_buf.c).
+	 */
+	ret = mmedge_dma_owner_bind(&pdev->dev);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot use memory-region: %d\n", ret);
+		goto err_free_id;
 	}
 
 	/* From here on put_device() frees mdev and its id. */
@@ -370,7 +371,7 @@ static int mmedge_probe(struct platform_device *pdev)
 err_stop_engine:
 	mmedge_engine_fini(&mdev->eng);
 err_put_device:
-	of_reserved_mem_device_release(&pdev->dev);
+	mmedge_dma_owner_unbind(&pdev->dev);
 	put_device(&mdev->dev);
 	return ret;
 
@@ -402,7 +403,11 @@ static int mmedge_remove(struct platform_device *pdev)
 
 	cdev_device_del(&mdev->cdev, &mdev->dev);
 	mmedge_engine_fini(&mdev->eng);
-	of_reserved_mem_device_release(&pdev->dev);
+	/*
+	 * Buffers and imports keep the device and its memory-region until
+	 * they are freed; the binding's share goes now.
+	 */
+	mmedge_dma_owner_unbind(&pdev->dev);
 	put_device(&mdev->dev);
 	return 0;
 }
