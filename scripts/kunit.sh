@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Run mmedge's KUnit suites on UML with the kernel's own kunit tool.
+# Run mmedge's KUnit suites on UML with the kernel's own kunit tool, with
+# KASAN, UBSAN and lockdep on (kmod/.kunitconfig).
 # kmod/ is placed into the linux-source tree as drivers/misc/mmedge (with
 # its Kconfig) and uapi/linux/mmedge.h as include/uapi/linux/mmedge.h.
 # Prints "RESULT kunit <passed> <failed>" last; exits non-zero on failure.
@@ -52,6 +53,16 @@ awk '
 	END { printf "RESULT kunit %d %d %d\n", p, f, k }
 ' "$log" | tee "$OUT/kunit.result"
 read -r _ _ passed failed _ < <(tail -n1 "$OUT/kunit.result")
+# The UML kernel runs with KASAN, UBSAN and lockdep (.kunitconfig): a report
+# outside any test case's verdict still fails the stage.
+if grep -E -n 'BUG: KASAN|UBSAN:|WARNING:|possible (circular|recursive) locking' \
+	"$log" > "$OUT/kunit-splats.txt"; then
+	echo "kunit: kernel reports in $log:" >&2
+	head -n 20 "$OUT/kunit-splats.txt" >&2
+	failed=$((failed + 1))
+	echo "RESULT kunit $passed $failed"
+	exit 1
+fi
 if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then
 	echo "kunit: failed (kunit.py exit $rc); log: $log" >&2
 	tail -n 40 "$log" >&2
