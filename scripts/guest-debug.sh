@@ -1,0 +1,121 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs inside the VM booted with the debug kernel (KASAN, lockdep, DMA-API
+# debug, kmemleak, UBSAN), chrooted in the host's root, cwd = the project:
+# the hostile kselftests, the ioctl fuzzer and the device kselftests
+# against mmedge.ko built for that kernel. Each writes TAP to
+# /tmp/results/NAME.tap and its exit code to NAME.rc, which scripts/vm.sh
+# reads back on the host (and fails on any splat in the guest's dmesg).
+# Last, the module is unloaded and kmemleak reports what is left
+# (kmemleak.tap).
+set -u
+RES=/tmp/results
+B=build
+export MMEDGE_KO=${MMEDGE_KO:-$PWD/build/kmod-debug/mmedge.ko}
+KMEMLEAK=/sys/kernel/debug/kmemleak
+FUZZ_SEEDS=${FUZZ_SEEDS:-1..4}
+FUZZ_SEQS=${FUZZ_SEQS:-200}
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+FUZZ_THREADS=${FUZZ_THREADS:-4}
+
+echo "guest: $(uname -r), $(nproc) CPUs, module $MMEDGE_KO"
+
+run() {
+	local name=$1
+	shift
+	echo "guest: running $name"
+	timeout -k 5 "${TEST_TIMEOUT:-900}" "$@" > "$RES/$name.tap" 2>&1
+	echo $? > "$RES/$name.rc"
+}
+
+if ! insmod "$MMEDGE_KO"; then
+	echo "not ok 1 insmod mmedge.ko" > "$RES/load.tap"
+	echo 1 > "$RES/load.rc"
+	exit 1
+fi
+echo "ok 1 insmod mmedge.ko" > "$RES/load.tap"
+echo 0 > "$RES/load.rc"
+
+# Importers and exporters: vgem (fences, imports), vivid (V4L2).
+modprobe vgem || echo "guest: modprobe vgem failed"
+modprobe vivid n_devs=1 || echo "guest: modprobe vivid failed"
+
+# kmemleak: forget what boot and module loading left, so that the final
+# report holds only what was allocated while the tests ran.
+if [ -w "$KMEMLEAK" ]; then
+	echo scan > "$KMEMLEAK"
+	echo clear > "$KMEMLEAK"
+fi
+
+run mmedge_hostile "$B/selftests/mmedge_hostile_test"
+run mmedge_fuzz "$B/selftests/mmedge_fuzz" -s "$FUZZ_SEEDS" -n "$FUZZ_SEQS" \
+	-t "$FUZZ_SECONDS" -j "$FUZZ_THREADS"
+run mmedge_chan_selftest "$B/selftests/mmedge_chan_test"
+run mmedge_dir_selftest "$B/selftests/mmedge_dir_test"
+# The buffer test reloads vivid and mmedge (from MMEDGE_KO).
+run mmedge_buf_selftest "$B/selftests/mmedge_buf_test"
+# Last: it unloads and reloads the module.
+run mmedge_selftest "$B/selftests/mmedge_test"
+
+# Leak report: scan twice (kmemleak reports an object unreferenced in two
+# scans and older than 5 s), once with the module loaded, so that its
+# frames have names, once after unloading it.
+kmemleak_scan() {
+	sleep 6
+	echo scan > "$KMEMLEAK"
+	sleep 1
+	echo scan > "$KMEMLEAK"
+	cat "$KMEMLEAK" > "$1"
+}
+
+if [ -w "$KMEMLEAK" ]; then
+	kmemleak_scan "$RES/kmemleak-loaded.txt"
+fi
+
+if grep -q "^mmedge " /proc/modules && rmmod mmedge; then
+	echo "ok 1 rmmod mmedge" > "$RES/unload.tap"
+	echo 0 > "$RES/unload.rc"
+else
+	echo "not ok 1 rmmod mmedge" > "$RES/unload.tap"
+	echo 1 > "$RES/unload.rc"
+fi
+modprobe -r vivid vgem 2>/dev/null
+
+if [ -w "$KMEMLEAK" ]; then
+	kmemleak_scan "$RES/kmemleak.txt"
+	# Each object once: the report after unloading, then what only the
+	# report with the module loaded had.
+	cat "$RES/kmemleak-loaded.txt" >> "$RES/kmemleak.txt"
+	# A leak counts if its backtrace has a frame of mmedge, dma-buf,
+	# sync_file, dma-fence, dma-resv or vgem/vivid (their users here), or
+	# a frame without a symbol (code of the unloaded module). Others
+	# (9p, the chroot's shell, the kernel's own caches) are not this
+	# project's: the debug kernel reports some of those on its own, so
+	# they are listed as comments, not counted.
+	awk '
+		function flush() {
+			if (!obj || seen[obj]++) { obj = ""; rel = 0; return }
+			if (rel) { n++; print "# leak: " obj > "/dev/stderr" }
+			else other++
+			obj = ""; rel = 0
+		}
+		/^unreferenced object/ { flush(); obj = $3; next }
+		obj && /\[<[0-9a-f]+>\]/ {
+			if ($0 ~ /mmedge|dma_buf|dma-buf|sync_file|dma_fence|dma_resv|vgem|vivid|vb2_/ ||
+			    $0 ~ /\] 0x[0-9a-f]+$/) rel = 1
+		}
+		END {
+			flush()
+			if (n) printf "not ok 1 kmemleak: %d leaks\n", n
+			else printf "ok 1 kmemleak: no leaks\n"
+			printf "# %d other unreferenced objects (not in mmedge, dma-buf, sync_file or dma-fence code)\n", other
+		}' "$RES/kmemleak.txt" > "$RES/kmemleak.tap" 2> "$RES/kmemleak-counted.txt"
+	cat "$RES/kmemleak-counted.txt" >> "$RES/kmemleak.tap"
+	grep -q "^ok 1" "$RES/kmemleak.tap"
+	echo $? > "$RES/kmemleak.rc"
+else
+	echo "ok 1 # SKIP kmemleak: $KMEMLEAK not available" > "$RES/kmemleak.tap"
+	echo 0 > "$RES/kmemleak.rc"
+fi
+exit 0
