@@ -54,9 +54,11 @@ awk '
 ' "$log" | tee "$OUT/kunit.result"
 read -r _ _ passed failed _ < <(tail -n1 "$OUT/kunit.result")
 # The UML kernel runs with KASAN, UBSAN and lockdep (.kunitconfig): a report
-# outside any test case's verdict still fails the stage.
+# outside any test case's verdict still fails the stage. UML's PCI-over-
+# virtio, which kunit.py turns on for every UML build, warns at boot that
+# no device ID is configured: that one is not ours.
 if grep -E -n 'BUG: KASAN|UBSAN:|WARNING:|possible (circular|recursive) locking' \
-	"$log" > "$OUT/kunit-splats.txt"; then
+	"$log" | grep -v 'arch/um/drivers/virt-pci.c' > "$OUT/kunit-splats.txt"; then
 	echo "kunit: kernel reports in $log:" >&2
 	head -n 20 "$OUT/kunit-splats.txt" >&2
 	failed=$((failed + 1))
