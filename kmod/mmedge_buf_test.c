@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * KUnit tests for mmedge's buffer argument checks, range clipping and
- * memory accounting.
+ * KUnit tests for mmedge's buffer argument checks, range clipping, the
+ * cutting of blocks to an importer's segment limits and memory
+ * accounting.
  */
 
 #include <kunit/test.h>
 #include <linux/fcntl.h>
 #include <linux/sizes.h>
 
+#include "mmedge_buf.h"
 #include "mmedge_uapi.h"
 
 #define MIB	SZ_1M
@@ -193,6 +195,80 @@ static void mmedge_test_range_clip_sum(struct kunit *test)
 	}
 }
 
+static void mmedge_test_seg_len(struct kunit *test)
+{
+	/* No limits: the whole block. */
+	KUNIT_EXPECT_EQ(test, mmedge_seg_len(0, MIB, 0, U64_MAX, 4096), MIB);
+	KUNIT_EXPECT_EQ(test, mmedge_seg_len(0, MIB, U32_MAX, U64_MAX, 4096),
+			MIB);
+	/* The default 64 KiB segment. */
+	KUNIT_EXPECT_EQ(test, mmedge_seg_len(0, MIB, SZ_64K, U64_MAX, 4096),
+			SZ_64K);
+	/* A limit that is not a page multiple rounds down to pages... */
+	KUNIT_EXPECT_EQ(test, mmedge_seg_len(0, MIB, SZ_64K - 1, U64_MAX, 4096),
+			SZ_64K - 4096);
+	/* ...unless it is below a page. */
+	KUNIT_EXPECT_EQ(test, mmedge_seg_len(0, MIB, 512, U64_MAX, 4096), 512);
+	/* Less left than the limit. */
+	KUNIT_EXPECT_EQ(test, mmedge_seg_len(0, 8192, SZ_64K, U64_MAX, 4096),
+			8192);
+	/* A 64 KiB boundary 4 KiB ahead. */
+	KUNIT_EXPECT_EQ(test, mmedge_seg_len(0xf000, MIB, 0, 0xffff, 4096),
+			4096);
+	/* Exactly at a boundary: a whole boundary's worth. */
+	KUNIT_EXPECT_EQ(test, mmedge_seg_len(0x10000, MIB, 0, 0xffff, 4096),
+			SZ_64K);
+	/* The default 4 GiB boundary, crossed by a block below it. */
+	KUNIT_EXPECT_EQ(test, mmedge_seg_len(0xfff00000ULL, MIB, 0, U32_MAX,
+					     4096), MIB);
+	KUNIT_EXPECT_EQ(test, mmedge_seg_len(0xfff80000ULL, MIB, 0, U32_MAX,
+					     4096), SZ_512K);
+	/* Both limits: the smaller wins. */
+	KUNIT_EXPECT_EQ(test, mmedge_seg_len(0x1e000, MIB, SZ_64K, 0x1ffff,
+					     4096), 8192);
+}
+
+/*
+ * Cutting blocks as mmedge_attach() does: the pieces cover each block
+ * exactly, none is longer than the limit or crosses a boundary.
+ */
+static void mmedge_test_seg_len_cover(struct kunit *test)
+{
+	static const u64 blocks[][2] = {	/* address, length */
+		{ 0x100000, MIB }, { 0x7f0000, SZ_64K }, { 0xfff80000ULL, MIB },
+		{ 0x3000, 4096 }, { 0x1fff00000ULL, 4 * MIB },
+	};
+	static const u64 limits[][2] = {	/* max_seg, boundary */
+		{ 0, U64_MAX }, { SZ_64K, U64_MAX }, { SZ_64K - 1, U32_MAX },
+		{ 3 * 4096, 0xffff }, { 512, 0xfff }, { MIB, 0x3ffff },
+	};
+	unsigned int b, l;
+
+	for (l = 0; l < ARRAY_SIZE(limits); l++) {
+		u64 max_seg = limits[l][0], boundary = limits[l][1];
+
+		for (b = 0; b < ARRAY_SIZE(blocks); b++) {
+			u64 addr = blocks[b][0], left = blocks[b][1];
+
+			while (left) {
+				u64 len = mmedge_seg_len(addr, left, max_seg,
+							 boundary, 4096);
+
+				KUNIT_ASSERT_GT(test, len, 0);
+				KUNIT_ASSERT_LE(test, len, left);
+				if (max_seg)
+					KUNIT_EXPECT_LE(test, len, max_seg);
+				KUNIT_EXPECT_EQ_MSG(test, addr & ~boundary,
+						    (addr + len - 1) & ~boundary,
+						    "piece at %llx +%llx",
+						    addr, len);
+				addr += len;
+				left -= len;
+			}
+		}
+	}
+}
+
 static void mmedge_test_charge(struct kunit *test)
 {
 	atomic64_t used = ATOMIC64_INIT(0);
@@ -223,6 +299,8 @@ static struct kunit_case mmedge_buf_cases[] = {
 	KUNIT_CASE(mmedge_test_import_release_check),
 	KUNIT_CASE(mmedge_test_range_clip),
 	KUNIT_CASE(mmedge_test_range_clip_sum),
+	KUNIT_CASE(mmedge_test_seg_len),
+	KUNIT_CASE(mmedge_test_seg_len_cover),
 	KUNIT_CASE(mmedge_test_charge),
 	{}
 };
