@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * mmedge: channels, the soft DMA engine, timestamps and fences.
+ *
+ * mmedge_chan.c has the channel ioctls and a channel's lifetime,
+ * mmedge_engine.c the engine thread that moves frames and signals fences,
+ * mmedge_fence.c the fence object and how fences reach reservation
+ * objects. The structures below are shared by the three.
  */
 #ifndef _MMEDGE_CHAN_H
 #define _MMEDGE_CHAN_H
@@ -8,12 +13,15 @@
 #include <linux/dma-fence.h>
 #include <linux/hrtimer.h>
 #include <linux/iosys-map.h>
+#include <linux/kref.h>
 #include <linux/kthread.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
+#include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/mmedge.h>
 
 #include "mmedge_arb.h"
@@ -21,6 +29,20 @@
 #include "mmedge_ts.h"
 
 #define MMEDGE_MAX_CHANS		64
+#define MMEDGE_SEGMENT_DEFAULT		4096
+#define MMEDGE_SEGMENT_MIN		64
+#define MMEDGE_SEGMENT_MAX		SZ_1M
+/* Channels one open file may have. */
+#define MMEDGE_MAX_FILE_CHANS		16
+/* Jobs (queued, in flight and done, not dequeued) one channel may hold. */
+#define MMEDGE_MAX_CHAN_JOBS		64
+/*
+ * The fence bound: the job at the head of a channel that makes no
+ * progress (no segment moved) for this long plus one frame period
+ * completes with -ETIMEDOUT. QBUF waits at most this long for a buffer's
+ * earlier fences.
+ */
+#define MMEDGE_JOB_TIMEOUT_MS		2000
 #define MMEDGE_BUS_MIN_BW		(1000ULL * 1000)
 #define MMEDGE_BUS_MAX_BW		(100ULL * 1000 * 1000 * 1000)
 
@@ -79,6 +101,45 @@ struct mmedge_dev;
 struct mmedge_file;
 
 /**
+ * struct mmedge_chan_perm - what the caller of mmedge_engine_apply() may do
+ * @owner: the file asking (ioctl): changing a channel of another file
+ *	needs @can_other; NULL for netlink, whose CHAN_SET needs
+ *	CAP_NET_ADMIN.
+ * @can_other: CAP_NET_ADMIN or CAP_SYS_NICE.
+ * @can_nice: CAP_SYS_NICE: raise a weight above the default, use the
+ *	latency class, raise a latency channel's cap.
+ */
+struct mmedge_chan_perm {
+	const struct mmedge_file *owner;
+	bool can_other;
+	bool can_nice;
+};
+
+/**
+ * struct mmedge_engine_events - events to send after the signalling section
+ * @drop_id: channel of each drop event.
+ * @drop_name: its name.
+ * @drop_n: frames dropped since the channel's last event.
+ * @n_drop: drop events collected.
+ * @changed: snapshot of each channel whose weight the adaptive policy
+ *	changed.
+ * @old_weight: its weight before.
+ * @n_changed: weight changes collected.
+ *
+ * The netlink events allocate, which the engine must not do while it can
+ * signal fences; it collects them here and sends them afterwards.
+ */
+struct mmedge_engine_events {
+	u32 drop_id[MMEDGE_MAX_CHANS];
+	char drop_name[MMEDGE_MAX_CHANS][MMEDGE_NAME_LEN];
+	u64 drop_n[MMEDGE_MAX_CHANS];
+	unsigned int n_drop;
+	struct mmedge_chan_info changed[MMEDGE_MAX_CHANS];
+	u32 old_weight[MMEDGE_MAX_CHANS];
+	unsigned int n_changed;
+};
+
+/**
  * struct mmedge_engine - one instance's DMA engine (the soft engine)
  * @mdev: the instance.
  * @thread: the kthread moving segments.
@@ -99,6 +160,13 @@ struct mmedge_file;
  * @arb_picks: segments the arbiter picked.
  * @dmaeng: the dmaengine back end; without a channel the soft engine's
  *	CPU copies and bus model are used.
+ * @dead: the engine was stopped (unbind): every job completed with
+ *	-ENODEV, no new one is taken (under @lock).
+ * @freeing: channels being destroyed that may still release buffers
+ *	mapped for the dmaengine back end; mmedge_engine_fini() waits for
+ *	them (on @done_wq) before releasing it.
+ * @ev: netlink events the engine thread collected under @lock, sent
+ *	once it has released the lock (engine thread only).
  */
 struct mmedge_engine {
 	struct mmedge_dev *mdev;
@@ -126,6 +194,9 @@ struct mmedge_engine {
 	u64 arb_ns;
 	u64 arb_picks;
 	struct mmedge_dmaeng dmaeng;
+	bool dead;
+	atomic_t freeing;
+	struct mmedge_engine_events *ev;
 };
 
 int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev);
@@ -137,11 +208,189 @@ int mmedge_engine_chan_info(struct mmedge_engine *eng, unsigned int pos,
 unsigned int mmedge_engine_nr_chans(struct mmedge_engine *eng);
 int mmedge_engine_apply(struct mmedge_engine *eng,
 			struct mmedge_chan_setting *st, unsigned int n,
-			bool can_nice, unsigned int *bad, const char **why);
+			const struct mmedge_chan_perm *perm, unsigned int *bad,
+			const char **why);
 u64 mmedge_engine_get_bus(struct mmedge_engine *eng);
 u64 mmedge_engine_arb_ns(struct mmedge_engine *eng);
 void mmedge_engine_set_bus(struct mmedge_engine *eng, u64 bandwidth);
 __poll_t mmedge_chan_poll(struct mmedge_file *mf, struct file *file,
 			  poll_table *wait);
+
+/**
+ * struct mmedge_qb - a job: a buffer queued on a channel
+ * @node: in the channel's staging, queued or done list.
+ * @dmabuf: the buffer (referenced).
+ * @map: its kernel mapping.
+ * @cookie: userspace's tag.
+ * @fence: signalled when the buffer is filled (feed: consumed); an
+ *	mmedge fence (struct mmedge_fence).
+ * @src: copy: the source buffer (referenced); else NULL.
+ * @src_map: its kernel mapping.
+ * @len: feed, copy: bytes to move; capture: 0.
+ * @queued_ns: when the job was queued (feed, copy: its first segment is
+ *	ready then).
+ * @crc: feed: running CRC-32 of what the sink read, then the final one.
+ * @flags: MMEDGE_FRAME_* of the frame it holds.
+ * @sequence: frame number.
+ * @bytesused: bytes of data.
+ * @ts: the frame's timestamps.
+ * @dropped: the channel's drop count when the frame completed.
+ * @att: attachment to the dmaengine back end's device, if there is one.
+ * @dsgt: the buffer mapped for it (DMA_BIDIRECTIONAL: the CPU writes the
+ *	in-band record, the DMA engine the data).
+ */
+struct mmedge_qb {
+	struct list_head node;
+	struct dma_buf *dmabuf;
+	struct iosys_map map;
+	u64 cookie;
+	struct dma_fence *fence;
+	struct dma_buf *src;
+	struct iosys_map src_map;
+	u64 len;
+	u64 queued_ns;
+	u32 crc;
+	u32 flags;
+	u64 sequence;
+	u64 bytesused;
+	struct mmedge_timestamps ts;
+	u64 dropped;
+	struct dma_buf_attachment *att;
+	struct sg_table *dsgt;
+};
+
+/**
+ * struct mmedge_chan - a channel
+ * @ref: reference count: the engine's list holds one, a QBUF in progress
+ *	another, so the channel (and @qbuf_lock) outlives a concurrent
+ *	destroy.
+ * @eng: the engine it belongs to.
+ * @mf: the file that created it (not referenced: it dies with the file).
+ * @id: channel id, unique in the instance.
+ * @name: channel name, unique in the instance.
+ * @node: in mmedge_engine.chans.
+ * @dead: destroyed, or the engine stopped: it takes no new job.
+ * @dir: MMEDGE_CHAN_*.
+ * @src: the source configuration (capture).
+ * @frame_bytes: data bytes per frame (capture).
+ * @meta_offset: where the in-band record goes.
+ * @segment: bytes per arbitration segment.
+ * @overrun: MMEDGE_OVERRUN_*.
+ * @period_ns: time between frames.
+ * @arb: the arbiter's view.
+ * @staging: jobs a QBUF is preparing (waiting for the buffer's fences);
+ *	the engine does not see them, but they hold their buffers.
+ * @queued: empty buffers, in order.
+ * @done: filled buffers waiting for dequeue.
+ * @cur: the buffer being filled.
+ * @rearm: MMEDGE_OVERRUN_DROP_OLDEST: the oldest done buffer, taken for
+ *	the pending frame and getting a new fence in @rearm_work.
+ * @rearm_work: arms @rearm's new fence outside the engine thread.
+ * @nr_jobs: jobs on @staging, @queued, @done, @cur and @rearm, and
+ *	dequeued ones until DQBUF has handed them over.
+ * @progress_ns: when the job at the head last made progress (became the
+ *	head, got its frame, moved a segment): the fence bound's clock.
+ * @cur_off: bytes of the current frame moved so far.
+ * @cur_seq: the current frame's number.
+ * @cur_sof_raw: its start-of-frame counter value.
+ * @frame_pending: a frame is due or in progress.
+ * @seg_ready_ns: when the next segment became ready (for the wait
+ *	histogram).
+ * @seq_next: number of the next frame.
+ * @drop_mark: frames were dropped since the last completed one.
+ * @streaming: the timer runs (started by the first queued buffer).
+ * @timer: paces the virtual source.
+ * @frames_due: frames the timer produced that the engine has not taken
+ *	(under mmedge_engine.irq_lock).
+ * @due_raw: counter value when the first of them became due.
+ * @due_ns: CLOCK_MONOTONIC then.
+ * @qbuf_lock: serialises fence creation and publication on the channel
+ *	(QBUF and @rearm_work); never taken by the engine thread.
+ * @fence_ctx: the channel's dma-fence context.
+ * @fence_seqno: last fence seqno (under @qbuf_lock).
+ * @bytes: stats: bytes moved.
+ * @segments: stats: segments moved.
+ * @frames: stats: frames completed.
+ * @dropped: stats: frames dropped.
+ * @errors: stats: frames completed with an error.
+ * @bw_ewma: stats: achieved bandwidth.
+ * @bw_bytes: bytes since @bw_start_ns.
+ * @bw_start_ns: start of the current bandwidth window.
+ * @wait_hist: stats: segment queue-wait histogram.
+ * @drops_reported: drops announced on netlink so far.
+ * @drop_event_ns: when the last drop event went out.
+ *
+ * Unless said otherwise, fields are under mmedge_engine.lock.
+ */
+struct mmedge_chan {
+	struct kref ref;
+	struct mmedge_engine *eng;
+	struct mmedge_file *mf;
+	u32 id;
+	char name[MMEDGE_NAME_LEN];
+	struct list_head node;
+	bool dead;
+	u32 dir;
+	struct mmedge_src_config src;
+	u64 frame_bytes;
+	u32 meta_offset;
+	u32 segment;
+	u32 overrun;
+	u64 period_ns;
+	struct mmedge_arb_chan arb;
+
+	struct list_head staging;
+	struct list_head queued;
+	struct list_head done;
+	struct mmedge_qb *cur;
+	struct mmedge_qb *rearm;
+	struct work_struct rearm_work;
+	unsigned int nr_jobs;
+	u64 progress_ns;
+	u64 cur_off;
+	u64 cur_seq;
+	u64 cur_sof_raw;
+	bool frame_pending;
+	u64 seg_ready_ns;
+	u64 seq_next;
+	bool drop_mark;
+	bool streaming;
+
+	struct hrtimer timer;
+	unsigned int frames_due;
+	u64 due_raw;
+	u64 due_ns;
+
+	/* Serialises fence seqnos and their publication (QBUF, rearm). */
+	struct mutex qbuf_lock;
+	u64 fence_ctx;
+	u64 fence_seqno;
+
+	u64 bytes;
+	u64 segments;
+	u64 frames;
+	u64 dropped;
+	u64 errors;
+	u64 bw_ewma;
+	u64 bw_bytes;
+	u64 bw_start_ns;
+	u64 wait_hist[MMEDGE_WAIT_BUCKETS];
+	u64 drops_reported;
+	u64 drop_event_ns;
+};
+
+/* mmedge_engine.c, for the channel code */
+enum hrtimer_restart mmedge_chan_timer(struct hrtimer *t);
+void mmedge_chan_info_fill(const struct mmedge_chan *ch,
+			   struct mmedge_chan_info *ci);
+void mmedge_engine_kick(struct mmedge_engine *eng);
+u64 mmedge_counter_read(const struct mmedge_engine *eng);
+
+/* mmedge_chan.c, for the engine and the fence code */
+void mmedge_chan_put(struct mmedge_chan *ch);
+void mmedge_chan_enqueue(struct mmedge_chan *ch, struct mmedge_qb *qb);
+void mmedge_qb_free(struct mmedge_qb *qb, int error);
+void mmedge_qb_free_list(struct list_head *list, int error);
+void mmedge_chan_cancel_jobs(struct mmedge_chan *ch, struct list_head *out);
 
 #endif /* _MMEDGE_CHAN_H */

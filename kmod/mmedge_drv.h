@@ -73,6 +73,8 @@ struct mmedge_dev {
  *	they end with the file.
  * @done_events: bumped when a channel of this file completes a frame or
  *	goes away; blocked dequeues wait for it to change.
+ * @nr_chans: channels of this file, at most MMEDGE_MAX_FILE_CHANS (under
+ *	mmedge_engine.lock).
  */
 struct mmedge_file {
 	struct kref ref;
@@ -84,6 +86,7 @@ struct mmedge_file {
 	struct xarray imports;
 
 	atomic_t done_events;
+	unsigned int nr_chans;
 };
 
 /**
@@ -136,7 +139,7 @@ int mmedge_ioctl_buf_release(struct mmedge_file *mf, void *data,
 void mmedge_file_release_imports(struct mmedge_file *mf);
 bool mmedge_buf_usable(struct mmedge_file *mf, struct dma_buf *dmabuf);
 
-/* mmedge_chan.c */
+/* mmedge_chan.c, mmedge_engine.c */
 int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 			     struct mmedge_ioctl_ctx *ctx);
 int mmedge_ioctl_chan_config(struct mmedge_file *mf, void *data,

@@ -300,14 +300,18 @@ static int mmedge_nl_apply(struct sk_buff *skb, struct genl_info *info,
 			   struct mmedge_chan_setting *st, unsigned int n)
 {
 	struct mmedge_dev *mdev = mmedge_nl_dev(info);
+	/* CHAN_SET needs CAP_NET_ADMIN: any channel, like CHAN_CONFIG's. */
+	struct mmedge_chan_perm perm = {
+		.can_other = true,
+		.can_nice = netlink_capable(skb, CAP_SYS_NICE),
+	};
 	const char *why = NULL;
 	unsigned int bad = 0;
 	int ret;
 
 	if (!mdev)
 		return -ENODEV;
-	ret = mmedge_engine_apply(&mdev->eng, st, n,
-				  netlink_capable(skb, CAP_SYS_NICE), &bad, &why);
+	ret = mmedge_engine_apply(&mdev->eng, st, n, &perm, &bad, &why);
 	/* why is a static string, so the extack may keep the pointer. */
 	if (ret && why && info->extack)
 		info->extack->_msg = why;

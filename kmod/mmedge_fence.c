@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmedge: the channels' dma-fences.
+ *
+ * Every job (a buffer queued on a channel) gets a fence of its channel's
+ * timeline, which the engine thread signals when the job completes (see
+ * mmedge_engine.c). A fence is its own object with its own lock, like
+ * vgem's: sync_files and reservation objects keep it after the channel,
+ * the file and the instance are gone, and it keeps the module, whose
+ * text its ops are, loaded until the last reference is dropped.
+ *
+ * Fences are created and published here, never by the engine thread:
+ * publishing allocates (the reservation object's slot, the sync_file)
+ * and takes reservation locks, which a fence signalling path must not.
+ * A job's fence is added to its buffers' reservation objects only after
+ * the buffers' earlier fences have signalled (a job must not overwrite a
+ * buffer someone still reads, nor read one someone still writes), and
+ * before the engine can see the job.
+ */
+
+#include <linux/dma-resv.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+
+#include "mmedge_chan.h"
+#include "mmedge_fence.h"
+
+static_assert(offsetof(struct mmedge_fence, base) == 0);
+
+static const char *mmedge_fence_driver_name(struct dma_fence *fence)
+{
+	return "mmedge";
+}
+
+static const char *mmedge_fence_timeline_name(struct dma_fence *fence)
+{
+	return "mmedge-chan";
+}
+
+static void mmedge_fence_release(struct dma_fence *fence)
+{
+	/* Frees the struct mmedge_fence (base is its first member). */
+	dma_fence_free(fence);
+	module_put(THIS_MODULE);
+}
+
+static const struct dma_fence_ops mmedge_fence_ops = {
+	.get_driver_name = mmedge_fence_driver_name,
+	.get_timeline_name = mmedge_fence_timeline_name,
+	.release = mmedge_fence_release,
+};
+
+/**
+ * mmedge_fence_alloc() - allocate a fence, not initialised yet
+ * @gfp: allocation flags
+ *
+ * Free it with kfree() until mmedge_fence_init(); after, with
+ * dma_fence_put().
+ *
+ * Return: the fence or NULL.
+ */
+struct mmedge_fence *mmedge_fence_alloc(gfp_t gfp)
+{
+	struct mmedge_fence *f = kzalloc(sizeof(*f), gfp);
+
+	if (f)
+		spin_lock_init(&f->lock);
+	return f;
+}
+
+/**
+ * mmedge_fence_init() - initialise a fence allocated by mmedge_fence_alloc()
+ * @f: the fence
+ * @context: its channel's fence context
+ * @seqno: its number on the channel's timeline; fences of a channel
+ *	signal in seqno order
+ *
+ * Takes a module reference, which the fence's release drops.
+ *
+ * Return: the dma_fence, with one reference.
+ */
+struct dma_fence *mmedge_fence_init(struct mmedge_fence *f, u64 context,
+				    u64 seqno)
+{
+	__module_get(THIS_MODULE);
+	dma_fence_init(&f->base, &mmedge_fence_ops, &f->lock, context, seqno);
+	return &f->base;
+}
+
+/* Lock @a and, if not NULL, @b, in the ww order. */
+static int mmedge_resv_lock2(struct dma_resv *a, struct dma_resv *b,
+			     struct ww_acquire_ctx *ctx)
+{
+	int ret;
+
+	ww_acquire_init(ctx, &reservation_ww_class);
+	ret = dma_resv_lock_interruptible(a, ctx);
+	if (ret)
+		goto err_fini;
+	while (b) {
+		ret = dma_resv_lock_interruptible(b, ctx);
+		if (!ret)
+			break;
+		dma_resv_unlock(a);
+		if (ret != -EDEADLK)
+			goto err_fini;
+		/* Wait for the contended one, then retry the other. */
+		ret = dma_resv_lock_slow_interruptible(b, ctx);
+		if (ret)
+			goto err_fini;
+		swap(a, b);
+	}
+	ww_acquire_done(ctx);
+	return 0;
+
+err_fini:
+	ww_acquire_fini(ctx);
+	return ret;
+}
+
+/**
+ * mmedge_fence_publish() - wait for a job's buffers, then add its fence
+ * @dst: the job's buffer (copy: the destination)
+ * @dst_written: the engine writes @dst (capture, copy); a feed only reads
+ *	it
+ * @src: copy: the source, which the engine only reads; else NULL
+ * @fence: the job's fence, not visible anywhere yet
+ * @timeout: jiffies to wait for the buffers' earlier fences
+ *
+ * With the reservation objects of both buffers locked, waits
+ * (interruptibly) until what the job conflicts with is done: on a buffer
+ * the engine writes every earlier fence (readers and writers), on one it
+ * only reads the writers' fences. Then adds @fence to both, as a write
+ * fence to a written buffer and as a read fence to a read one: to both or
+ * to neither.
+ *
+ * Must not be called with mmedge_engine.lock held (it allocates, locks
+ * reservation objects and waits for fences).
+ *
+ * Return: 0; -ETIMEDOUT if the earlier fences did not signal within
+ * @timeout; -ERESTARTSYS or -EINTR if a signal arrived; -ENOMEM.
+ */
+int mmedge_fence_publish(struct dma_buf *dst, bool dst_written,
+			 struct dma_buf *src, struct dma_fence *fence,
+			 long timeout)
+{
+	struct dma_resv *a = dst->resv, *b = src ? src->resv : NULL;
+	struct ww_acquire_ctx ctx;
+	long left;
+	int ret;
+
+	might_sleep();
+	if (b == a)
+		b = NULL;
+	ret = mmedge_resv_lock2(a, b, &ctx);
+	if (ret)
+		return ret;
+	left = dma_resv_wait_timeout(a, dst_written ? DMA_RESV_USAGE_READ :
+					 DMA_RESV_USAGE_WRITE, true, timeout);
+	if (left > 0 && b)
+		left = dma_resv_wait_timeout(b, DMA_RESV_USAGE_WRITE, true, left);
+	if (left <= 0) {
+		ret = left ? left : -ETIMEDOUT;
+		goto unlock;
+	}
+	ret = dma_resv_reserve_fences(a, 1);
+	if (!ret && b)
+		ret = dma_resv_reserve_fences(b, 1);
+	if (ret)
+		goto unlock;
+	dma_resv_add_fence(a, fence, dst_written ? DMA_RESV_USAGE_WRITE :
+						   DMA_RESV_USAGE_READ);
+	if (b)
+		dma_resv_add_fence(b, fence, DMA_RESV_USAGE_READ);
+unlock:
+	if (b)
+		dma_resv_unlock(b);
+	dma_resv_unlock(a);
+	ww_acquire_fini(&ctx);
+	return ret;
+}
+
+/**
+ * mmedge_chan_rearm_work() - MMEDGE_OVERRUN_DROP_OLDEST: refill a done buffer
+ * @work: mmedge_chan.rearm_work
+ *
+ * A frame is due and no buffer is queued: the engine took the oldest
+ * filled buffer off the done list (mmedge_chan.rearm). Here, outside the
+ * engine's signalling path, it gets a new fence, added to its reservation
+ * object as a write fence, and goes back to the queue; the frame it held
+ * counts as dropped. If someone still reads the buffer (an unsignalled
+ * fence in its reservation object), it is not overwritten: it goes back
+ * to the head of the done list and the new frame is dropped instead.
+ */
+void mmedge_chan_rearm_work(struct work_struct *work)
+{
+	struct mmedge_chan *ch = container_of(work, struct mmedge_chan,
+					      rearm_work);
+	struct mmedge_engine *eng = ch->eng;
+	struct dma_fence *fence = NULL;
+	struct mmedge_qb *qb, *gone = NULL;
+	struct mmedge_fence *f;
+	int ret, error = -ECANCELED;
+
+	f = mmedge_fence_alloc(GFP_KERNEL);
+	mutex_lock(&ch->qbuf_lock);
+	mutex_lock(&eng->lock);
+	qb = ch->rearm;
+	ret = ch->dead ? -ENOENT : f ? 0 : -ENOMEM;
+	mutex_unlock(&eng->lock);
+	if (!qb)
+		goto out;
+
+	if (!ret) {
+		struct dma_resv *resv = qb->dmabuf->resv;
+
+		dma_resv_lock(resv, NULL);
+		if (!dma_resv_test_signaled(resv, DMA_RESV_USAGE_READ))
+			ret = -EBUSY;
+		else
+			ret = dma_resv_reserve_fences(resv, 1);
+		if (!ret) {
+			fence = mmedge_fence_init(f, ch->fence_ctx,
+						  ++ch->fence_seqno);
+			f = NULL;
+			dma_resv_add_fence(resv, fence, DMA_RESV_USAGE_WRITE);
+		}
+		dma_resv_unlock(resv);
+	}
+
+	mutex_lock(&eng->lock);
+	ch->rearm = NULL;
+	if (fence) {
+		dma_fence_put(qb->fence);
+		qb->fence = fence;
+	}
+	if (ch->dead) {
+		gone = qb;
+		if (eng->dead)
+			error = -ENODEV;
+	} else if (fence) {
+		/* The frame it held was never dequeued: it is dropped. */
+		ch->dropped++;
+		ch->drop_mark = true;
+		mmedge_chan_enqueue(ch, qb);
+	} else {
+		list_add(&qb->node, &ch->done);
+		if (ch->frame_pending && !ch->cur) {
+			ch->dropped++;
+			ch->drop_mark = true;
+			ch->frame_pending = false;
+		}
+	}
+	mutex_unlock(&eng->lock);
+out:
+	mutex_unlock(&ch->qbuf_lock);
+	kfree(f);
+	if (gone)
+		mmedge_qb_free(gone, error);
+	else
+		mmedge_engine_kick(eng);
+}
