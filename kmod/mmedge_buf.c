@@ -479,8 +479,6 @@ out:
  */
 static int mmedge_buf_clean(struct mmedge_buf *buf)
 {
-	int ret;
-
 	if (mmedge_buf_cpu_cached(buf))
 		return 0;
 	if (buf->contig_page) {
@@ -491,9 +489,9 @@ static int mmedge_buf_clean(struct mmedge_buf *buf)
 					buf->contig_alloc, DMA_BIDIRECTIONAL);
 		return 0;
 	}
-	ret = dma_map_sgtable(buf->dma_dev, &buf->sgt, DMA_BIDIRECTIONAL, 0);
-	if (ret)
-		return ret;
+	/* Failing to map means no IOVA or bounce space: memory is short. */
+	if (dma_map_sgtable(buf->dma_dev, &buf->sgt, DMA_BIDIRECTIONAL, 0))
+		return -ENOMEM;
 	dma_unmap_sgtable(buf->dma_dev, &buf->sgt, DMA_BIDIRECTIONAL, 0);
 	return 0;
 }
