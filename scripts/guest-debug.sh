@@ -15,7 +15,7 @@ B=build
 export MMEDGE_KO=${MMEDGE_KO:-$PWD/build/kmod-debug/mmedge.ko}
 KMEMLEAK=/sys/kernel/debug/kmemleak
 FUZZ_SEEDS=${FUZZ_SEEDS:-1..4}
-FUZZ_SEQS=${FUZZ_SEQS:-200}
+FUZZ_SEQS=${FUZZ_SEQS:-1000}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 FUZZ_THREADS=${FUZZ_THREADS:-4}
 

@@ -8,8 +8,9 @@
  *                           (no freed lock) and holds the module.
  *  wc_alloc_over_cap        2: a refused write-combined allocation.
  *  cap_overflow             3: rate caps above the bus maximum refused.
- *  create_destroy_race      4: CHAN_CREATE's reply against a racing
- *                           CHAN_DESTROY of the predictable id.
+ *  create_destroy_race      4: CHAN_CREATE's reply (and its netlink
+ *                           event) against a racing CHAN_DESTROY of the
+ *                           predictable id.
  *  ranged_sync_segments     5: BUF_SYNC ranges across blocks of a buffer
  *                           another device (vgem) has mapped.
  *  write_waits_for_fences   6: QBUF of a buffer the channel writes waits
@@ -55,7 +56,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/socket.h>
+
 #include <linux/dma-buf.h>
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
 #include <linux/sync_file.h>
 #include <linux/mmedge.h>
 
@@ -480,14 +485,91 @@ static void *race_destroyer(void *p)
 	return NULL;
 }
 
+/* Attribute @type at the top level of @a..@end, or NULL. */
+static struct nlattr *nla_find(struct nlattr *a, void *end, int type)
+{
+	while ((char *)a + NLA_HDRLEN <= (char *)end && a->nla_len >= NLA_HDRLEN) {
+		if ((a->nla_type & NLA_TYPE_MASK) == type)
+			return a;
+		a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len));
+	}
+	return NULL;
+}
+
+/*
+ * A generic netlink socket in mmedge's "events" group, so that every
+ * CHAN_CREATE builds and sends its event (and reads the new channel's
+ * name and id for it); -1 if the family or group is not there.
+ */
+static int nl_events_socket(void)
+{
+	struct {
+		struct nlmsghdr n;
+		struct genlmsghdr g;
+		char buf[64];
+	} req;
+	char resp[8192];
+	struct nlattr *a, *grps, *g;
+	struct nlmsghdr *n = (struct nlmsghdr *)resp;
+	int fd, len, grp = -1;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+	if (fd < 0)
+		return -1;
+	memset(&req, 0, sizeof(req));
+	req.n.nlmsg_type = GENL_ID_CTRL;
+	req.n.nlmsg_flags = NLM_F_REQUEST;
+	req.g.cmd = CTRL_CMD_GETFAMILY;
+	req.g.version = 1;
+	a = (struct nlattr *)req.buf;
+	a->nla_type = CTRL_ATTR_FAMILY_NAME;
+	a->nla_len = NLA_HDRLEN + sizeof(MMEDGE_GENL_NAME);
+	memcpy((char *)a + NLA_HDRLEN, MMEDGE_GENL_NAME, sizeof(MMEDGE_GENL_NAME));
+	req.n.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN) + NLA_ALIGN(a->nla_len);
+	if (send(fd, &req, req.n.nlmsg_len, 0) < 0)
+		goto err;
+	len = recv(fd, resp, sizeof(resp), 0);
+	if (len < (int)NLMSG_LENGTH(GENL_HDRLEN) || n->nlmsg_type == NLMSG_ERROR)
+		goto err;
+	a = (struct nlattr *)((char *)NLMSG_DATA(n) + GENL_HDRLEN);
+	grps = nla_find(a, resp + len, CTRL_ATTR_MCAST_GROUPS);
+	if (!grps)
+		goto err;
+	for (g = (struct nlattr *)((char *)grps + NLA_HDRLEN);
+	     (char *)g < (char *)grps + grps->nla_len && g->nla_len >= NLA_HDRLEN;
+	     g = (struct nlattr *)((char *)g + NLA_ALIGN(g->nla_len))) {
+		void *gend = (char *)g + g->nla_len;
+		struct nlattr *nm = nla_find((void *)((char *)g + NLA_HDRLEN),
+					     gend, CTRL_ATTR_MCAST_GRP_NAME);
+		struct nlattr *id = nla_find((void *)((char *)g + NLA_HDRLEN),
+					     gend, CTRL_ATTR_MCAST_GRP_ID);
+
+		if (nm && id && !strcmp((char *)nm + NLA_HDRLEN,
+					MMEDGE_GENL_MCGRP_EVENTS))
+			grp = *(__u32 *)((char *)id + NLA_HDRLEN);
+	}
+	if (grp < 0 || setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &grp,
+				  sizeof(grp)))
+		goto err;
+	return fd;
+err:
+	close(fd);
+	return -1;
+}
+
 TEST_F_TIMEOUT(hostile, create_destroy_race, 60)
 {
 	struct race r = { .dev = self->dev };
 	struct race_arg args[4];
 	pthread_t th[7];
-	int i;
+	int i, nl;
 
 	BEGIN();
+
+	/* Events make CHAN_CREATE read the channel longer after creating it. */
+	nl = nl_events_socket();
+	if (nl < 0)
+		TH_LOG("no mmedge events group: CHAN_CREATE sends no event");
 
 	for (i = 0; i < 4; i++) {
 		args[i].r = &r;
@@ -503,6 +585,8 @@ TEST_F_TIMEOUT(hostile, create_destroy_race, 60)
 		pthread_join(th[i], NULL);
 	for (i = 1; i <= 64; i++)
 		chan_destroy(self->dev, i);
+	if (nl >= 0)
+		close(nl);
 	TH_LOG("creates %d destroys %d", atomic_load(&r.creates),
 	       atomic_load(&r.destroys));
 	EXPECT_LT(0, atomic_load(&r.creates));
