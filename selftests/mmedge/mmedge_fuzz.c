@@ -11,7 +11,8 @@
  * vgem dma-bufs, sync_files, the device fd itself, other files), and
  * racing operations: closing fds, destroying channels, unmapping,
  * releasing imports, opening a second device fd and closing it while
- * other threads use it, while others queue and dequeue. Blocking calls
+ * other threads use it, attempting to unload the module (which must
+ * fail while the device is open), while others queue and dequeue. Blocking calls
  * are bounded: DQBUF is non-blocking or waits at most 20 ms, and a
  * per-thread timer signal (no SA_RESTART) interrupts any operation
  * after 300 ms.
@@ -22,9 +23,9 @@
  * (split evenly between the seeds); a seed that runs out of time reports
  * the sequences it ran.
  *
- * Output is TAP: one "ok N seed S sequences K" per seed, "not ok" if a
- * thread could not run or buffers, imports or the module's references
- * stay behind after everything was closed, then
+ * Output is TAP: one "ok N seed S sequences K" per seed ("not ok" if a
+ * thread could not run, the module unloaded under open files, or buffers
+ * or imports stay behind after everything was closed), then
  * "# fuzz: sequences=K ioctls=I seconds=T". Everything is closed at the
  * end and the bus bandwidth is put back, so the module unloads after.
  */
@@ -636,6 +637,24 @@ static void op_dev2(struct thr *t)
 	}
 }
 
+/*
+ * An rmmod attempt while the device is open: it must fail (EWOULDBLOCK:
+ * our files hold the module). One that succeeds is a failure of the seed.
+ */
+static void op_rmmod(struct thr *t)
+{
+	int ret;
+
+	if (geteuid() != 0)
+		return;
+	ret = mod_delete("mmedge");
+	if (!mod_busy_errno(ret) && ret != -ENOENT) {
+		fprintf(stderr, "# delete_module(mmedge) with the device open: %d\n",
+			ret);
+		t->err = ret ? ret : -EBUSY;
+	}
+}
+
 static void op_vgem(struct thr *t)
 {
 	struct world *w = t->w;
@@ -741,8 +760,10 @@ static void one_op(struct thr *t)
 		op_poll_dev(t);
 	else if (r < 97)
 		op_dev2(t);
-	else
+	else if (r < 99 || rn(t, 4))
 		op_vgem(t);
+	else
+		op_rmmod(t);
 }
 
 static void *thread_main(void *p)
