@@ -746,11 +746,12 @@ static int mmedge_engine_thread(void *data)
 		 * A capped channel's budget refills at ns resolution; the
 		 * fence bound is checked at least every 100 ms.
 		 */
+		wait = wait ? min_t(u64, wait, NSEC_PER_SEC / 10) :
+			      NSEC_PER_SEC / 10;
 		wait_event_interruptible_hrtimeout(eng->wq,
 						   READ_ONCE(eng->kick) ||
 						   kthread_should_stop(),
-						   ns_to_ktime(wait ? wait :
-							       NSEC_PER_SEC / 10));
+						   ns_to_ktime(wait));
 	}
 	return 0;
 }
