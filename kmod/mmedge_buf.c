@@ -395,17 +395,27 @@ static int mmedge_buf_alloc_contig(struct mmedge_buf *buf)
 			       GFP_KERNEL | __GFP_ACCOUNT | __GFP_NOWARN);
 	if (!page)
 		return -ENOMEM;
-	ret = sg_alloc_table(&buf->sgt, 1, GFP_KERNEL);
-	if (ret) {
-		dma_free_pages(buf->dma_dev, buf->contig_alloc, page,
-			       buf->contig_dma, DMA_BIDIRECTIONAL);
-		return ret;
+	/*
+	 * dma_alloc_pages() registers the block with the DMA API debug code
+	 * as a mapping whose handle the driver must check.
+	 */
+	if (dma_mapping_error(buf->dma_dev, buf->contig_dma)) {
+		ret = -ENOMEM;
+		goto err_free;
 	}
+	ret = sg_alloc_table(&buf->sgt, 1, GFP_KERNEL);
+	if (ret)
+		goto err_free;
 	buf->contig_page = page;
 	for (i = 0; i < buf->npages; i++)
 		buf->pages[i] = nth_page(page, i);
 	sg_set_page(buf->sgt.sgl, page, buf->size, 0);
 	return 0;
+
+err_free:
+	dma_free_pages(buf->dma_dev, buf->contig_alloc, page, buf->contig_dma,
+		       DMA_BIDIRECTIONAL);
+	return ret;
 }
 
 static int mmedge_buf_alloc_sg(struct mmedge_buf *buf)
@@ -479,6 +489,9 @@ out:
  */
 static int mmedge_buf_clean(struct mmedge_buf *buf)
 {
+	struct scatterlist *sg;
+	unsigned int i;
+
 	if (mmedge_buf_cpu_cached(buf))
 		return 0;
 	if (buf->contig_page) {
@@ -489,10 +502,21 @@ static int mmedge_buf_clean(struct mmedge_buf *buf)
 					buf->contig_alloc, DMA_BIDIRECTIONAL);
 		return 0;
 	}
-	/* Failing to map means no IOVA or bounce space: memory is short. */
-	if (dma_map_sgtable(buf->dma_dev, &buf->sgt, DMA_BIDIRECTIONAL, 0))
-		return -ENOMEM;
-	dma_unmap_sgtable(buf->dma_dev, &buf->sgt, DMA_BIDIRECTIONAL, 0);
+	/*
+	 * Block by block: a block may be longer than the device's largest
+	 * segment, which a page mapping need not respect. Failing to map
+	 * means no IOVA or bounce space: memory is short.
+	 */
+	for_each_sgtable_sg(&buf->sgt, sg, i) {
+		dma_addr_t addr = dma_map_page(buf->dma_dev, sg_page(sg),
+					       sg->offset, sg->length,
+					       DMA_BIDIRECTIONAL);
+
+		if (dma_mapping_error(buf->dma_dev, addr))
+			return -ENOMEM;
+		dma_unmap_page(buf->dma_dev, addr, sg->length,
+			       DMA_BIDIRECTIONAL);
+	}
 	return 0;
 }
 
@@ -581,13 +605,17 @@ static void mmedge_detach(struct dma_buf *dmabuf,
 }
 
 /*
- * Importers' mappings do the CPU cache maintenance (no
- * DMA_ATTR_SKIP_CPU_SYNC), for every cache mode. For write-combined and
- * uncached buffers it finds no dirty line (mmedge_buf_clean()), but it
- * is still needed: a mapping may bounce through swiotlb, and skipping the
- * sync would leave the bounce slot unfilled (iommu-dma zeroes it) at
- * map time and the device's data in it at unmap time; unmapping also
- * drops lines that speculation pulled in through the cached linear map.
+ * Several devices may map a buffer at the same time: the use the DMA API
+ * gives DMA_ATTR_SKIP_CPU_SYNC for (Documentation/core-api/dma-attributes.rst),
+ * and without it the DMA API debug code refuses overlapping mappings.
+ * So mappings are made and removed with DMA_ATTR_SKIP_CPU_SYNC, and each
+ * one is synced explicitly right after mapping (for the device) and
+ * right before unmapping (for the CPU), for every cache mode. That is
+ * the maintenance the mapping calls would have done: a write-combined or
+ * uncached buffer has no dirty line to clean (mmedge_buf_clean()), but a
+ * mapping may bounce through swiotlb, and only these syncs fill its
+ * bounce slot and copy the device's data back; unmapping also drops
+ * lines that speculation pulled in through the cached linear map.
  */
 static struct sg_table *mmedge_map_dma_buf(struct dma_buf_attachment *attachment,
 					   enum dma_data_direction dir)
@@ -608,7 +636,7 @@ static struct sg_table *mmedge_map_dma_buf(struct dma_buf_attachment *attachment
 	a->busy = true;
 	mutex_unlock(&buf->lock);
 
-	ret = dma_map_sgtable(a->dev, &a->sgt, dir, 0);
+	ret = dma_map_sgtable(a->dev, &a->sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
 	if (ret) {
 		mutex_lock(&buf->lock);
 		a->busy = false;
@@ -619,6 +647,8 @@ static struct sg_table *mmedge_map_dma_buf(struct dma_buf_attachment *attachment
 	for_each_sgtable_dma_sg(&a->sgt, sg, i)
 		if (sg_dma_len(sg) != sg->length)
 			split = false;
+
+	dma_sync_sgtable_for_device(a->dev, &a->sgt, dir);
 
 	mutex_lock(&buf->lock);
 	a->dir = dir;
@@ -638,7 +668,8 @@ static void mmedge_unmap_dma_buf(struct dma_buf_attachment *attachment,
 	mutex_lock(&buf->lock);
 	a->mapped = false;
 	mutex_unlock(&buf->lock);
-	dma_unmap_sgtable(a->dev, sgt, dir, 0);
+	dma_sync_sgtable_for_cpu(a->dev, sgt, dir);
+	dma_unmap_sgtable(a->dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
 	mutex_lock(&buf->lock);
 	a->busy = false;
 	mutex_unlock(&buf->lock);
@@ -916,6 +947,9 @@ int mmedge_ioctl_buf_alloc(struct mmedge_file *mf, void *data,
 	if (ret)
 		return ret;
 	if (size > SIZE_MAX || (size >> PAGE_SHIFT) > UINT_MAX)
+		return -ENOMEM;
+	/* A contiguous block is one scatterlist entry: its length is 32-bit. */
+	if ((a->flags & MMEDGE_BUF_CONTIG) && size > UINT_MAX)
 		return -ENOMEM;
 
 	buf = kzalloc(sizeof(*buf), GFP_KERNEL_ACCOUNT);
