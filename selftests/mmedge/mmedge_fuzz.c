@@ -80,7 +80,7 @@ struct world {
 	_Atomic int dev[NDEV];
 	_Atomic uint64_t imp[NIMP];
 	_Atomic uint32_t vfence[NVFENCE];
-	_Atomic uint32_t chan[8];
+	_Atomic uint64_t chan[8];	/* id | dir << 32 | need << 40 */
 	int vgem;
 	int closed_fd;		/* a number known not to be open */
 	_Atomic long next_seq;	/* next sequence to run */
@@ -88,6 +88,27 @@ struct world {
 	uint64_t deadline_ns;
 	_Atomic uint64_t ioctls;
 	_Atomic long seqs_done;
+};
+
+/* Per mmedge ioctl number (_IOC_NR): calls and successes, all seeds. */
+#define NR_MAX		0x20
+static _Atomic uint64_t nr_calls[NR_MAX], nr_ok[NR_MAX];
+
+static const char *const nr_name[NR_MAX] = {
+	[_IOC_NR(MMEDGE_IOC_QUERY_CAPS)] = "QUERY_CAPS",
+	[_IOC_NR(MMEDGE_IOC_BUF_ALLOC)] = "BUF_ALLOC",
+	[_IOC_NR(MMEDGE_IOC_BUF_INFO)] = "BUF_INFO",
+	[_IOC_NR(MMEDGE_IOC_BUF_SYNC)] = "BUF_SYNC",
+	[_IOC_NR(MMEDGE_IOC_BUF_IMPORT)] = "BUF_IMPORT",
+	[_IOC_NR(MMEDGE_IOC_BUF_RELEASE)] = "BUF_RELEASE",
+	[_IOC_NR(MMEDGE_IOC_CHAN_CREATE)] = "CHAN_CREATE",
+	[_IOC_NR(MMEDGE_IOC_CHAN_CONFIG)] = "CHAN_CONFIG",
+	[_IOC_NR(MMEDGE_IOC_CHAN_DESTROY)] = "CHAN_DESTROY",
+	[_IOC_NR(MMEDGE_IOC_QBUF)] = "QBUF",
+	[_IOC_NR(MMEDGE_IOC_DQBUF)] = "DQBUF",
+	[_IOC_NR(MMEDGE_IOC_CHAN_STATS)] = "CHAN_STATS",
+	[_IOC_NR(MMEDGE_IOC_BUS_CONFIG)] = "BUS_CONFIG",
+	[_IOC_NR(MMEDGE_IOC_XTS)] = "XTS",
 };
 
 struct thr {
@@ -198,6 +219,11 @@ static int fz_ioctl(struct thr *t, int fd, unsigned long cmd, void *arg)
 
 	t->ioctls++;
 	ret = ioctl(fd, cmd, arg);
+	if (_IOC_TYPE(cmd) == MMEDGE_IOC_MAGIC && _IOC_NR(cmd) < NR_MAX) {
+		atomic_fetch_add(&nr_calls[_IOC_NR(cmd)], 1);
+		if (ret >= 0)
+			atomic_fetch_add(&nr_ok[_IOC_NR(cmd)], 1);
+	}
 	return ret < 0 ? -errno : ret;
 }
 
@@ -244,7 +270,7 @@ static void slot_put(_Atomic int *slots, unsigned int i, int fd)
 static uint32_t pick_chan(struct thr *t)
 {
 	if (chance(t, 80))
-		return atomic_load(&t->w->chan[rn(t, 8)]);
+		return (uint32_t)atomic_load(&t->w->chan[rn(t, 8)]);
 	return chance(t, 80) ? 1 + rn(t, 64) : (uint32_t)boundary(t);
 }
 
@@ -258,8 +284,8 @@ static struct mmedge_src_config rand_src(struct thr *t)
 		s.type = MMEDGE_SRC_CAMERA;
 		s.fourcc = chance(t, 70) ? MMEDGE_FMT_GREY :
 			   chance(t, 50) ? MMEDGE_FMT_RGB24 : MMEDGE_FMT_NV12;
-		s.width = 16 << rn(t, 3);
-		s.height = 16 << rn(t, 3);
+		s.width = 16 << rn(t, chance(t, 80) ? 2 : 4);
+		s.height = 16 << rn(t, chance(t, 80) ? 2 : 4);
 		s.rate_num = 10 + rn(t, 231);
 		s.rate_den = 1;
 		break;
@@ -383,7 +409,10 @@ static void op_chan_create(struct thr *t)
 	if (chance(t, 20))
 		mutate(t, &c, sizeof(c));
 	if (!fz_ioctl(t, pick_dev(t), MMEDGE_IOC_CHAN_CREATE, &c))
-		atomic_store(&t->w->chan[rn(t, 8)], c.id);
+		atomic_store(&t->w->chan[rn(t, 8)], c.id |
+			     (uint64_t)(c.dir & 0xff) << 32 |
+			     (uint64_t)(c.meta_offset +
+					sizeof(struct mmedge_frame_meta)) << 40);
 }
 
 static void op_chan_config(struct thr *t)
@@ -412,16 +441,57 @@ static void op_chan_destroy(struct thr *t)
 	fz_ioctl(t, pick_dev(t), MMEDGE_IOC_CHAN_DESTROY, &d);
 }
 
+/*
+ * A QBUF that the channel's direction and the buffers' sizes allow (it
+ * may still meet a busy, closed or replaced buffer); 0 if no channel.
+ */
+static int qbuf_fit(struct thr *t, struct mmedge_qbuf *q)
+{
+	uint64_t c = atomic_load(&t->w->chan[rn(t, 8)]);
+	unsigned int i = rn(t, NBUF), k = rn(t, NBUF), n;
+	size_t size = atomic_load(&t->w->buf_size[i]);
+	size_t need = c >> 40, ssize;
+
+	if (!(uint32_t)c)
+		return 0;
+	for (n = 0; n < NBUF && size < need; n++) {
+		i = (i + 1) % NBUF;
+		size = atomic_load(&t->w->buf_size[i]);
+	}
+	q->chan = (uint32_t)c;
+	q->fd = atomic_load(&t->w->buf[i]);
+	switch ((c >> 32) & 0xff) {
+	case MMEDGE_CHAN_CAPTURE:
+		break;
+	case MMEDGE_CHAN_FEED:
+		q->bytesused = size ? 1 + rn(t, size) : 1;
+		break;
+	default:
+		if (k == i)
+			k = (k + 1) % NBUF;
+		ssize = atomic_load(&t->w->buf_size[k]);
+		q->flags |= MMEDGE_QBUF_SRC;
+		q->src_fd = atomic_load(&t->w->buf[k]);
+		/* The destination holds ALIGN(bytesused, 64) + the record. */
+		n = size > 256 + 64 ? size - 256 - 64 : 1;
+		q->bytesused = 1 + rn(t, ssize && ssize < n ? ssize : n);
+		break;
+	}
+	return 1;
+}
+
 static void op_qbuf(struct thr *t)
 {
 	struct mmedge_qbuf q;
 	int ret;
 
 	memset(&q, 0, sizeof(q));
-	q.chan = pick_chan(t);
-	q.fd = pick_fd(t);
 	q.flags = chance(t, 50) ? MMEDGE_QBUF_FENCE : 0;
 	q.cookie = rnd(t);
+	if (chance(t, 60) && qbuf_fit(t, &q))
+		goto go;
+	q.chan = pick_chan(t);
+	q.fd = pick_fd(t);
 	if (chance(t, 40)) {
 		/* A feed or copy job. */
 		q.bytesused = 1 + rn(t, 8192);
@@ -430,6 +500,7 @@ static void op_qbuf(struct thr *t)
 			q.src_fd = pick_fd(t);
 		}
 	}
+go:
 	if (chance(t, 15))
 		mutate(t, &q, sizeof(q));
 	arm(t, 300);
@@ -991,6 +1062,20 @@ int main(int argc, char **argv)
 		failed += bad;
 		free(w);
 		free(tt);
+	}
+	/* What got through, so a run shows it reached the deep paths. */
+	for (opt = 0; opt < NR_MAX; opt++) {
+		char nm[16];
+
+		if (!atomic_load(&nr_calls[opt]))
+			continue;
+		if (nr_name[opt])
+			snprintf(nm, sizeof(nm), "%s", nr_name[opt]);
+		else
+			snprintf(nm, sizeof(nm), "nr 0x%02x", opt);
+		printf("# %s: calls %" PRIu64 " succeeded %" PRIu64 "\n", nm,
+		       (uint64_t)atomic_load(&nr_calls[opt]),
+		       (uint64_t)atomic_load(&nr_ok[opt]));
 	}
 	printf("# fuzz: sequences=%ld ioctls=%" PRIu64 " seconds=%.1f\n",
 	       total_seqs, total_ioctls, (now_ns() - t_start) / 1e9);
