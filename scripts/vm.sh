@@ -228,7 +228,7 @@ if [ ! -f "$RES/.rc" ]; then
 	fail=1
 fi
 if [ -f "$RES/dmesg.txt" ] &&
-   grep -E -n 'WARNING:|BUG:|Oops|general protection|Call Trace:|kernel BUG|UBSAN|KASAN|refcount_t:|list_(add|del) corruption|ODEBUG:|DMA-API:|lockdep|possible (circular|recursive)|INFO: task .* blocked' \
+   grep -E -n 'WARNING:|BUG:|Oops|general protection|Call Trace:|kernel BUG|UBSAN|KASAN|refcount_t:|list_(add|del) corruption|ODEBUG:|possible (circular|recursive) locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked' \
 	"$RES/dmesg.txt" > "$VM/dmesg-bad.txt"; then
 	echo "vm: kernel reported a problem (full log: $RES/dmesg.txt):" >&2
 	head -n 40 "$VM/dmesg-bad.txt" >&2

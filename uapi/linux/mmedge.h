@@ -203,8 +203,9 @@ struct mmedge_buf_info {
  * @offset: in: first byte.
  * @len: in: bytes, > 0; @offset + @len <= buffer size.
  * @synced: out: bytes cache maintenance was asked for: the range clipped
- *	to each DMA segment, summed over every mapped attachment (0 for a
- *	buffer no device has mapped).
+ *	to each scatterlist entry of an attachment, summed over every mapped
+ *	attachment; the whole buffer for a mapping whose entries an IOMMU
+ *	merged (0 for a buffer no device has mapped).
  * @reserved: must be zero.
  *
  * Like DMA_BUF_IOCTL_SYNC, but only [@offset, @offset + @len) is made
