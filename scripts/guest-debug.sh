@@ -41,6 +41,10 @@ fi
 echo "ok 1 insmod mmedge.ko" > "$RES/load.tap"
 echo 0 > "$RES/load.rc"
 
+# DMA-API debug prints only its first error unless told otherwise.
+[ -w /sys/kernel/debug/dma-api/all_errors ] &&
+	echo 1 > /sys/kernel/debug/dma-api/all_errors
+
 # Importers and exporters: vgem (fences, imports), vivid (V4L2).
 modprobe vgem || echo "guest: modprobe vgem failed"
 modprobe vivid n_devs=1 || echo "guest: modprobe vivid failed"
