@@ -597,10 +597,12 @@ TEST_F_TIMEOUT(hostile, create_destroy_race, 60)
 
 /*
  * 5. BUF_SYNC of ranges that cross the buffer's blocks, and of the whole
- * buffer, while vgem has it mapped: each succeeds, covers the range once
- * per mapped attachment, and leaves the data intact. (Behind an IOMMU
- * that merges blocks into one DMA range the old per-segment sync hit
- * unrelated memory; the debug kernel's DMA-API debug checks each sync.)
+ * buffer, while vgem has it mapped: each succeeds, covers the range (or,
+ * for a mapping an IOMMU merged, the whole buffer) for vgem's one
+ * mapping, and leaves the data intact. (Behind an IOMMU that merges
+ * blocks into one DMA range the old per-segment sync hit unrelated
+ * memory; the VM has no IOMMU, so there the test passes either way and
+ * the debug kernel's DMA-API debug checks each sync.)
  */
 TEST_F_TIMEOUT(hostile, ranged_sync_segments, 60)
 {
@@ -640,11 +642,14 @@ TEST_F_TIMEOUT(hostile, ranged_sync_segments, 60)
 		for (j = 0; j < 3; j++) {
 			EXPECT_EQ(0, buf_sync(self->dev, fd, fl[j], r[i].off,
 					      r[i].len, &synced));
-			EXPECT_EQ(r[i].len, synced);
+			EXPECT_TRUE(synced == r[i].len || synced == size)
+				TH_LOG("synced %llu of [%zu, +%zu)",
+				       (unsigned long long)synced, r[i].off,
+				       r[i].len);
 			EXPECT_EQ(0, buf_sync(self->dev, fd,
 					      fl[j] | MMEDGE_BUF_SYNC_END,
 					      r[i].off, r[i].len, &synced));
-			EXPECT_EQ(r[i].len, synced);
+			EXPECT_TRUE(synced == r[i].len || synced == size);
 		}
 	}
 	EXPECT_EQ(-1, check(map, size, 5));
