@@ -425,6 +425,9 @@ struct mmedge_src_config {
  *	"feed0", "copy0" for the other directions).
  * @reserved: must be zero.
  *
+ * An instance has at most 64 channels and an open file at most 16
+ * (-ENOSPC).
+ *
  * First published size: 112 bytes.
  */
 struct mmedge_chan_create {
@@ -464,6 +467,12 @@ struct mmedge_chan_create {
  * @reserved: must be zero.
  *
  * Out: the channel's settings after the change.
+ *
+ * Any channel of the instance may be read. Changing a channel created
+ * through another open file needs CAP_NET_ADMIN or CAP_SYS_NICE (-EPERM);
+ * on its own channels a file may lower the weight or the cap and return
+ * to best effort, while a weight above MMEDGE_WEIGHT_DEFAULT, the
+ * latency class or a higher cap in it needs CAP_SYS_NICE.
  *
  * First published size: 40 bytes.
  */
@@ -506,12 +515,21 @@ struct mmedge_chan_destroy {
  * @chan: channel id.
  * @fd: dma-buf fd (an mmedge buffer, or one imported into this file):
  *	capture: the empty buffer to fill; feed: the filled buffer the
- *	device reads; copy: the destination.
+ *	device reads; copy: the destination. A buffer the channel writes
+ *	(capture, copy destination) must be open for writing, one it reads
+ *	(feed, copy source) for reading, else -EBADF. QBUF first waits,
+ *	interruptibly and for at most 2 s (-ETIMEDOUT), for the fences the
+ *	job conflicts with: every fence of a buffer the channel writes, the
+ *	writers' fences of one it reads. A channel holds at most 64 jobs
+ *	(queued, in flight and done; -ENOBUFS).
  * @flags: MMEDGE_QBUF_*. MMEDGE_QBUF_SRC is required on a copy channel
  *	and refused on the others.
  * @fence_fd: out: with MMEDGE_QBUF_FENCE, a sync_file fd that signals
- *	when the transfer is done (with an error status if it fails or the
- *	channel is destroyed); else -1. Capture and copy: the buffer at @fd
+ *	when the transfer is done; else -1. Every fence signals in bounded
+ *	time, with an error status if the transfer fails (-EIO), makes no
+ *	progress for 2 s plus one frame period at the head of its channel
+ *	(-ETIMEDOUT), its channel is destroyed or its file closed
+ *	(-ECANCELED) or the instance is unbound (-ENODEV). Capture and copy: the buffer at @fd
  *	is written; the fence is added to its reservation object as a write
  *	fence. Feed: the device has consumed the buffer, which may be
  *	reused; the fence is added as a read fence. Copy: also added to the
@@ -614,6 +632,8 @@ struct mmedge_frame_meta {
  * @chan: in: channel id.
  * @flags: in: MMEDGE_DQBUF_NONBLOCK: -EAGAIN if none is ready.
  * @timeout_ms: in: blocking wait limit; 0 = forever; -ETIMEDOUT after.
+ *	Relative to the call: a wait interrupted by a signal returns
+ *	-ERESTARTSYS and, if restarted, waits the full @timeout_ms again.
  * @frame_flags: out: MMEDGE_FRAME_*.
  * @cookie: out: from MMEDGE_IOC_QBUF.
  * @sequence: out: frame number.
