@@ -44,8 +44,19 @@ fi
 echo "debug-kernel: building $pkg $ver ($hash) in $tree; first run only" >&2
 s=$(date +%s)
 rm -rf "$tree"
-mkdir -p "$tree"
-tar -C "$tree" -xJf "$tarball" --strip-components=1
+# A tree of the same source with another config is a head start: kbuild
+# rebuilds only what the changed options touch.
+prev=$(ls -d "$CACHE/linux-$ver-"*/.mmedge-done 2>/dev/null | head -n1)
+if [ -n "$prev" ]; then
+	prev=$(dirname "$prev")
+	echo "debug-kernel: starting from $prev" >&2
+	cp -a "$prev" "$tree.tmp"
+	rm -f "$tree.tmp/.mmedge-done"
+	mv "$tree.tmp" "$tree"
+else
+	mkdir -p "$tree"
+	tar -C "$tree" -xJf "$tarball" --strip-components=1
+fi
 cd "$tree"
 make -s allnoconfig >&2
 scripts/kconfig/merge_config.sh -m .config "$FRAG" >/dev/null
@@ -61,8 +72,13 @@ while IFS= read -r line; do
 done < "$FRAG"
 [ "$missing" = 0 ] || exit 1
 nice -n 5 make -s -j"$JOBS" bzImage modules >&2
+rm -rf modroot
 mkdir -p modroot
 make -s INSTALL_MOD_PATH="$tree/modroot" modules_install >&2
 touch .mmedge-done
+# Only one tree per source version is kept.
+if [ -n "$prev" ]; then
+	rm -rf "$prev"
+fi
 echo "debug-kernel: built in $(( $(date +%s) - s )) s" >&2
 echo "$tree"
