@@ -12,7 +12,8 @@
  *                           event) against a racing CHAN_DESTROY of the
  *                           predictable id.
  *  ranged_sync_segments     5: BUF_SYNC ranges across blocks of a buffer
- *                           another device (vgem) has mapped.
+ *  self_import_sync            another device (vgem) has mapped, and of
+ *                           buffers of every cache mode mmedge imported.
  *  write_waits_for_fences   6: QBUF of a buffer the channel writes waits
  *  write_fence_timeout         for the buffer's fences (up to 2 s, then
  *  fence_bounded               -ETIMEDOUT); every out-fence signals.
@@ -656,6 +657,59 @@ TEST_F_TIMEOUT(hostile, ranged_sync_segments, 60)
 	drmCloseBufferHandle(self->vgem, handle);
 	munmap(map, size);
 	close(fd);
+}
+
+/*
+ * 5. The same through mmedge's own attachment, for every cache mode and
+ * contiguous buffers: a buffer imported into mmedge itself (BUF_IMPORT
+ * of its own dma-buf) is synced by range; the debug kernel's DMA-API
+ * debug checks that each sync hits a live mapping.
+ */
+TEST_F_TIMEOUT(hostile, self_import_sync, 60)
+{
+	static const __u32 fl[] = {
+		MMEDGE_BUF_CACHE_CACHED, MMEDGE_BUF_CACHE_WC,
+		MMEDGE_BUF_CACHE_UNCACHED, MMEDGE_BUF_CONTIG,
+		MMEDGE_BUF_CONTIG | MMEDGE_BUF_CACHE_WC,
+	};
+	static const size_t sizes[] = { SZ_4K, 3 * SZ_4K, 270336, SZ_1M };
+	unsigned int i, j;
+
+	BEGIN();
+
+	for (i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
+		for (j = 0; j < sizeof(sizes) / sizeof(sizes[0]); j++) {
+			struct mmedge_buf_import imp;
+			size_t len = sizes[j] - 300;
+			__u64 synced;
+			int fd;
+
+			if ((fl[i] & MMEDGE_BUF_CONTIG) &&
+			    !(self->caps & MMEDGE_CAP_CONTIG))
+				continue;
+			fd = buf_new(self->dev, sizes[j], fl[i],
+				     O_RDWR | O_CLOEXEC);
+			if (fd == -ENOMEM && (fl[i] & MMEDGE_BUF_CONTIG))
+				continue;
+			ASSERT_LE(0, fd);
+			ASSERT_EQ(0, buf_import(self->dev, fd, &imp));
+			EXPECT_EQ(0, buf_sync(self->dev, fd, MMEDGE_BUF_SYNC_READ,
+					      100, len, &synced))
+				TH_LOG("flags %#x size %zu", fl[i], sizes[j]);
+			EXPECT_EQ(0, buf_sync(self->dev, fd, MMEDGE_BUF_SYNC_READ |
+					      MMEDGE_BUF_SYNC_END, 100, len,
+					      &synced));
+			EXPECT_EQ(0, buf_sync(self->dev, fd, MMEDGE_BUF_SYNC_RW,
+					      0, sizes[j], &synced));
+			EXPECT_EQ(0, buf_sync(self->dev, fd, MMEDGE_BUF_SYNC_RW |
+					      MMEDGE_BUF_SYNC_END, 0, sizes[j],
+					      &synced));
+			EXPECT_EQ(0, xioctl(self->dev, MMEDGE_IOC_BUF_RELEASE,
+					    &(struct mmedge_buf_release){
+						.id = imp.id }));
+			close(fd);
+		}
+	}
 }
 
 /*
