@@ -18,9 +18,10 @@
  * device, and the module cannot be unloaded while one exists.
  *
  * Locking, per buffer:
- *  - @map_lock serializes vmap and vunmap; vmap() allocates under it.
- *  - @lock protects the attachment list, each attachment's mapped state
- *    and the published kernel mapping. Nothing allocates, sleeps on
+ *  - @map_lock serializes vmap and vunmap, and the making and removal of
+ *    DMA mappings; vmap() and dma_map_sgtable() allocate under it.
+ *  - @lock protects the attachment and mapping lists, each mapping's
+ *    users and the published kernel mapping. Nothing allocates, sleeps on
  *    another lock or waits for a fence while holding it: only list and
  *    flag updates and cache maintenance run under it, so the engine may
  *    take it inside a fence signalling section (mmedge_buf_written()).
@@ -118,6 +119,8 @@ static LIST_HEAD(mmedge_dma_owners);
  * @vmap_count: vmap users; under @map_lock.
  * @lock: see the file comment.
  * @attachments: struct mmedge_attachment list; under @lock.
+ * @maps: struct mmedge_devmap list, at most one per device and direction;
+ *	written under both locks, read under either.
  * @vaddr: kernel mapping while @vmap_count > 0; written under both
  *	locks, read under either.
  */
@@ -140,35 +143,56 @@ struct mmedge_buf {
 	size_t contig_alloc;
 	bool memtype_set;
 
-	/* Serializes vmap and vunmap; may be held across vmap(). */
+	/* Serializes vmap, vunmap and DMA mapping; may allocate under it. */
 	struct mutex map_lock;
 	unsigned int vmap_count;
 
-	/* Attachments, mapped state, @vaddr; no allocation or wait under it. */
+	/* Attachments, mappings, @vaddr; no allocation or wait under it. */
 	struct mutex lock;
 	struct list_head attachments;
+	struct list_head maps;
 	void *vaddr;
+};
+
+/**
+ * struct mmedge_devmap - a buffer's DMA mapping for one device and
+ *	direction, shared by the attachments of that device that map the
+ *	buffer in that direction (see mmedge_devmap_get())
+ * @dev: the device.
+ * @dir: direction of the mapping.
+ * @sgt: the buffer's blocks cut to @dev's segment limits, DMA-mapped for
+ *	@dev; never handed to an importer.
+ * @alloc: nothing was mapped: @dev is the device a contiguous buffer was
+ *	allocated for, and the DMA address dma_alloc_pages() gave the block
+ *	serves every direction (@dir is DMA_BIDIRECTIONAL).
+ * @split: the mapping kept one DMA segment per CPU entry (nothing
+ *	merged), so ranges can be synced entry by entry.
+ * @users: attachments using the mapping; written under both locks.
+ * @node: entry in mmedge_buf.maps.
+ */
+struct mmedge_devmap {
+	struct device *dev;
+	enum dma_data_direction dir;
+	struct sg_table sgt;
+	bool alloc;
+	bool split;
+	unsigned int users;
+	struct list_head node;
 };
 
 /**
  * struct mmedge_attachment - one importer's view of a buffer
  * @dev: the importer's device.
- * @sgt: the buffer's blocks cut to @dev's segment limits, mapped for @dev
- *	while @mapped.
- * @dir: direction of the current mapping.
- * @busy: a mapping exists or is being made (one per attachment).
- * @mapped: the table is DMA-mapped for @dev; under mmedge_buf.lock.
- * @split: the mapping kept one DMA segment per CPU entry (nothing
- *	merged), so ranges can be synced entry by entry.
+ * @sgt: the buffer's blocks cut to @dev's segment limits; while @map is
+ *	set, it holds @map's DMA addresses and is the importer's table.
+ * @map: the mapping in use, NULL while unmapped (one at a time); under
+ *	mmedge_buf.map_lock.
  * @node: entry in mmedge_buf.attachments.
  */
 struct mmedge_attachment {
 	struct device *dev;
 	struct sg_table sgt;
-	enum dma_data_direction dir;
-	bool busy;
-	bool mapped;
-	bool split;
+	struct mmedge_devmap *map;
 	struct list_head node;
 };
 
@@ -599,63 +623,186 @@ static void mmedge_detach(struct dma_buf *dmabuf,
 	mutex_lock(&buf->lock);
 	list_del(&a->node);
 	mutex_unlock(&buf->lock);
-	WARN_ON(a->busy);
+	WARN_ON(a->map);
 	sg_free_table(&a->sgt);
 	kfree(a);
 }
 
+/* Make [@off, @off + @len) of the contiguous block coherent for @m's device. */
+static void mmedge_devmap_sync_alloc(struct mmedge_buf *buf,
+				     struct mmedge_devmap *m, u64 off, u64 len,
+				     bool for_cpu)
+{
+	if (for_cpu)
+		dma_sync_single_range_for_cpu(m->dev, buf->contig_dma, off, len,
+					      m->dir);
+	else
+		dma_sync_single_range_for_device(m->dev, buf->contig_dma, off,
+						 len, m->dir);
+}
+
 /*
- * Several devices may map a buffer at the same time: the use the DMA API
- * gives DMA_ATTR_SKIP_CPU_SYNC for (Documentation/core-api/dma-attributes.rst),
- * and without it the DMA API debug code refuses overlapping mappings.
- * So mappings are made and removed with DMA_ATTR_SKIP_CPU_SYNC, and each
- * one is synced explicitly right after mapping (for the device) and
- * right before unmapping (for the CPU), for every cache mode. That is
- * the maintenance the mapping calls would have done: a write-combined or
- * uncached buffer has no dirty line to clean (mmedge_buf_clean()), but a
- * mapping may bounce through swiotlb, and only these syncs fill its
- * bounce slot and copy the device's data back; unmapping also drops
- * lines that speculation pulled in through the cached linear map.
+ * The mapping of @buf for @dev in direction @dir, made if there is none,
+ * with a reference for one more attachment. Under @map_lock.
+ *
+ * Mappings are made with DMA_ATTR_SKIP_CPU_SYNC and synced explicitly
+ * right after mapping (for the device) and on each attachment's unmap
+ * (for the CPU), for every cache mode: that is the maintenance the
+ * mapping calls would have done. A write-combined or uncached buffer has
+ * no dirty line to clean (mmedge_buf_clean()), but a mapping may bounce
+ * through swiotlb, and only these syncs fill its bounce slot and copy the
+ * device's data back; the sync for the CPU also drops lines that
+ * speculation pulled in through the cached linear map. The attribute
+ * also lets several devices map the buffer at once (the use
+ * Documentation/core-api/dma-attributes.rst gives it); without it the DMA
+ * API debug code refuses overlapping mappings.
+ *
+ * A device's attachments in one direction share one mapping: the DMA API
+ * debug code cannot tell which of two mappings of the same memory for
+ * the same device a ranged sync is meant for (it reports the sync as one
+ * of memory never mapped), and one mapping needs its bounce slots filled
+ * and its caches maintained once, not once per importer. The device a
+ * contiguous buffer was allocated for maps nothing: dma_alloc_pages()
+ * gave the block a DMA address for it, valid in both directions, which
+ * all its attachments share.
+ */
+static struct mmedge_devmap *mmedge_devmap_get(struct mmedge_buf *buf,
+					       struct device *dev,
+					       enum dma_data_direction dir)
+{
+	struct mmedge_devmap *m;
+	struct scatterlist *sg;
+	unsigned int i;
+	int ret;
+
+	lockdep_assert_held(&buf->map_lock);
+
+	list_for_each_entry(m, &buf->maps, node) {
+		if (m->dev == dev && (m->alloc || m->dir == dir)) {
+			mutex_lock(&buf->lock);
+			m->users++;
+			mutex_unlock(&buf->lock);
+			return m;
+		}
+	}
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return ERR_PTR(-ENOMEM);
+	ret = sg_alloc_table(&m->sgt, mmedge_attach_split(buf, dev, NULL),
+			     GFP_KERNEL);
+	if (ret) {
+		kfree(m);
+		return ERR_PTR(ret);
+	}
+	mmedge_attach_split(buf, dev, &m->sgt);
+	m->dev = dev;
+	m->users = 1;
+	INIT_LIST_HEAD(&m->node);
+
+	if (buf->contig_page && dev == buf->dma_dev) {
+		phys_addr_t base = page_to_phys(buf->contig_page);
+
+		m->alloc = true;
+		m->split = true;
+		m->dir = DMA_BIDIRECTIONAL;
+		for_each_sgtable_sg(&m->sgt, sg, i) {
+			sg_dma_address(sg) = buf->contig_dma +
+					     (sg_phys(sg) - base);
+			sg_dma_len(sg) = sg->length;
+		}
+		mmedge_devmap_sync_alloc(buf, m, 0, buf->size, false);
+	} else {
+		ret = dma_map_sgtable(dev, &m->sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
+		if (ret) {
+			sg_free_table(&m->sgt);
+			kfree(m);
+			return ERR_PTR(ret);
+		}
+		m->dir = dir;
+		m->split = m->sgt.nents == m->sgt.orig_nents;
+		for_each_sgtable_dma_sg(&m->sgt, sg, i)
+			if (sg_dma_len(sg) != sg->length)
+				m->split = false;
+		dma_sync_sgtable_for_device(dev, &m->sgt, dir);
+	}
+
+	mutex_lock(&buf->lock);
+	list_add_tail(&m->node, &buf->maps);
+	mutex_unlock(&buf->lock);
+	return m;
+}
+
+/*
+ * An attachment stops using @m: what unmapping a mapping of its own would
+ * do (the device's writes handed to the CPU), and the mapping removed
+ * after its last user. Under @map_lock.
+ */
+static void mmedge_devmap_put(struct mmedge_buf *buf, struct mmedge_devmap *m)
+{
+	bool last;
+
+	lockdep_assert_held(&buf->map_lock);
+
+	mutex_lock(&buf->lock);
+	last = !--m->users;
+	if (last)
+		list_del(&m->node);
+	mutex_unlock(&buf->lock);
+
+	if (m->alloc)
+		mmedge_devmap_sync_alloc(buf, m, 0, buf->size, true);
+	else
+		dma_sync_sgtable_for_cpu(m->dev, &m->sgt, m->dir);
+	if (!last)
+		return;
+	if (!m->alloc)
+		dma_unmap_sgtable(m->dev, &m->sgt, m->dir,
+				  DMA_ATTR_SKIP_CPU_SYNC);
+	sg_free_table(&m->sgt);
+	kfree(m);
+}
+
+/*
+ * The importer gets its attachment's own table (the dma-buf core scrambles
+ * its page links while it is mapped), holding the shared mapping's DMA
+ * addresses: both tables cut the buffer's blocks to the same device's
+ * limits, so their entries match one for one.
  */
 static struct sg_table *mmedge_map_dma_buf(struct dma_buf_attachment *attachment,
 					   enum dma_data_direction dir)
 {
 	struct mmedge_buf *buf = attachment->dmabuf->priv;
 	struct mmedge_attachment *a = attachment->priv;
-	struct scatterlist *sg;
+	struct scatterlist *src, *dst;
+	struct mmedge_devmap *m;
 	unsigned int i;
-	bool split;
-	int ret;
 
+	mutex_lock(&buf->map_lock);
 	/* One table per attachment: one mapping at a time. */
-	mutex_lock(&buf->lock);
-	if (a->busy) {
-		mutex_unlock(&buf->lock);
-		return ERR_PTR(-EBUSY);
+	if (a->map) {
+		m = ERR_PTR(-EBUSY);
+		goto out;
 	}
-	a->busy = true;
-	mutex_unlock(&buf->lock);
-
-	ret = dma_map_sgtable(a->dev, &a->sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
-	if (ret) {
-		mutex_lock(&buf->lock);
-		a->busy = false;
-		mutex_unlock(&buf->lock);
-		return ERR_PTR(ret);
+	m = mmedge_devmap_get(buf, a->dev, dir);
+	if (IS_ERR(m))
+		goto out;
+	if (WARN_ON(m->sgt.orig_nents != a->sgt.orig_nents)) {
+		mmedge_devmap_put(buf, m);
+		m = ERR_PTR(-EINVAL);
+		goto out;
 	}
-	split = a->sgt.nents == a->sgt.orig_nents;
-	for_each_sgtable_dma_sg(&a->sgt, sg, i)
-		if (sg_dma_len(sg) != sg->length)
-			split = false;
-
-	dma_sync_sgtable_for_device(a->dev, &a->sgt, dir);
-
-	mutex_lock(&buf->lock);
-	a->dir = dir;
-	a->split = split;
-	a->mapped = true;
-	mutex_unlock(&buf->lock);
-	return &a->sgt;
+	dst = a->sgt.sgl;
+	for_each_sgtable_sg(&m->sgt, src, i) {
+		sg_dma_address(dst) = sg_dma_address(src);
+		sg_dma_len(dst) = sg_dma_len(src);
+		dst = sg_next(dst);
+	}
+	a->sgt.nents = m->sgt.nents;
+	a->map = m;
+out:
+	mutex_unlock(&buf->map_lock);
+	return IS_ERR(m) ? ERR_CAST(m) : &a->sgt;
 }
 
 static void mmedge_unmap_dma_buf(struct dma_buf_attachment *attachment,
@@ -665,40 +812,58 @@ static void mmedge_unmap_dma_buf(struct dma_buf_attachment *attachment,
 	struct mmedge_buf *buf = attachment->dmabuf->priv;
 	struct mmedge_attachment *a = attachment->priv;
 
-	mutex_lock(&buf->lock);
-	a->mapped = false;
-	mutex_unlock(&buf->lock);
-	dma_sync_sgtable_for_cpu(a->dev, sgt, dir);
-	dma_unmap_sgtable(a->dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
-	mutex_lock(&buf->lock);
-	a->busy = false;
-	mutex_unlock(&buf->lock);
+	mutex_lock(&buf->map_lock);
+	if (!WARN_ON(!a->map || sgt != &a->sgt)) {
+		mmedge_devmap_put(buf, a->map);
+		a->map = NULL;
+	}
+	mutex_unlock(&buf->map_lock);
+}
+
+/* Does another mapping of @m's device (in another direction) exist? */
+static bool mmedge_devmap_overlaps(struct mmedge_buf *buf,
+				   struct mmedge_devmap *m)
+{
+	struct mmedge_devmap *o;
+
+	list_for_each_entry(o, &buf->maps, node)
+		if (o != m && o->dev == m->dev)
+			return true;
+	return false;
 }
 
 /*
- * Cache maintenance of [off, off + len) for one attachment, in the
- * direction it was mapped with (the DMA API wants the mapping's). While
- * the mapping kept one DMA segment per CPU entry, segment i is entry i
- * and each entry's part of the range is synced alone. Once an IOMMU
- * merged entries, a DMA segment's start says nothing about the pages
- * behind the rest of it, and dma_sync_sg_*() must be given the whole
- * list it mapped: the whole table is synced.
+ * Cache maintenance of [off, off + len) for one mapping, in its direction
+ * (the DMA API wants the mapping's). While the mapping keeps one DMA
+ * segment per CPU entry, segment i is entry i and each entry's part of
+ * the range is synced alone. Once an IOMMU merged entries, a DMA
+ * segment's start says nothing about the pages behind the rest of it,
+ * and dma_sync_sg_*() must be given the whole list it mapped: the whole
+ * table is synced. So it is while the device has the buffer mapped in
+ * two directions too: the DMA API debug code can match only a sync of a
+ * whole table to one of two mappings of the same memory. Returns the
+ * bytes synced for one attachment.
  */
-static u64 mmedge_att_sync(struct mmedge_buf *buf, struct mmedge_attachment *a,
-			   u64 off, u64 len, bool for_cpu)
+static u64 mmedge_devmap_sync(struct mmedge_buf *buf, struct mmedge_devmap *m,
+			      u64 off, u64 len, bool for_cpu)
 {
 	struct scatterlist *sg;
 	u64 start = 0, synced = 0;
 	unsigned int i;
 
-	if (!a->split) {
+	if (m->alloc) {
+		/* One DMA range: the entries tile the block. */
+		mmedge_devmap_sync_alloc(buf, m, off, len, for_cpu);
+		return len;
+	}
+	if (!m->split || mmedge_devmap_overlaps(buf, m)) {
 		if (for_cpu)
-			dma_sync_sgtable_for_cpu(a->dev, &a->sgt, a->dir);
+			dma_sync_sgtable_for_cpu(m->dev, &m->sgt, m->dir);
 		else
-			dma_sync_sgtable_for_device(a->dev, &a->sgt, a->dir);
+			dma_sync_sgtable_for_device(m->dev, &m->sgt, m->dir);
 		return buf->size;
 	}
-	for_each_sgtable_sg(&a->sgt, sg, i) {
+	for_each_sgtable_sg(&m->sgt, sg, i) {
 		struct mmedge_range r;
 
 		if (start >= off + len)
@@ -708,12 +873,12 @@ static u64 mmedge_att_sync(struct mmedge_buf *buf, struct mmedge_attachment *a,
 		if (!r.len)
 			continue;
 		if (for_cpu)
-			dma_sync_single_range_for_cpu(a->dev, sg_dma_address(sg),
-						      r.off, r.len, a->dir);
+			dma_sync_single_range_for_cpu(m->dev, sg_dma_address(sg),
+						      r.off, r.len, m->dir);
 		else
-			dma_sync_single_range_for_device(a->dev,
+			dma_sync_single_range_for_device(m->dev,
 							 sg_dma_address(sg),
-							 r.off, r.len, a->dir);
+							 r.off, r.len, m->dir);
 		synced += r.len;
 	}
 	return synced;
@@ -722,12 +887,13 @@ static u64 mmedge_att_sync(struct mmedge_buf *buf, struct mmedge_attachment *a,
 /*
  * Make [off, off + len) coherent for the CPU (@for_cpu) or for the
  * devices, on every DMA mapping and on the kernel mapping. Returns the
- * bytes that maintenance was asked for.
+ * bytes that maintenance was asked for, counted once per attachment that
+ * uses a mapping.
  */
 static u64 mmedge_buf_sync_range(struct mmedge_buf *buf, u64 off, u64 len,
 				 bool for_cpu)
 {
-	struct mmedge_attachment *a;
+	struct mmedge_devmap *m;
 	u64 synced = 0;
 
 	lockdep_assert_held(&buf->lock);
@@ -744,14 +910,16 @@ static u64 mmedge_buf_sync_range(struct mmedge_buf *buf, u64 off, u64 len,
 	 * CPUs their sync invalidates, which must not drop lines the CPU
 	 * wrote before another mapping's sync cleaned them.
 	 */
-	list_for_each_entry(a, &buf->attachments, node)
-		if (a->mapped && (for_cpu || a->dir != DMA_FROM_DEVICE))
-			synced += mmedge_att_sync(buf, a, off, len, for_cpu);
+	list_for_each_entry(m, &buf->maps, node)
+		if (for_cpu || m->dir != DMA_FROM_DEVICE)
+			synced += m->users *
+				  mmedge_devmap_sync(buf, m, off, len, for_cpu);
 	if (!for_cpu)
-		list_for_each_entry(a, &buf->attachments, node)
-			if (a->mapped && a->dir == DMA_FROM_DEVICE)
-				synced += mmedge_att_sync(buf, a, off, len,
-							  false);
+		list_for_each_entry(m, &buf->maps, node)
+			if (m->dir == DMA_FROM_DEVICE)
+				synced += m->users *
+					  mmedge_devmap_sync(buf, m, off, len,
+							     false);
 	return synced;
 }
 
@@ -901,6 +1069,7 @@ static void mmedge_release(struct dma_buf *dmabuf)
 
 	WARN_ON(buf->vmap_count);
 	WARN_ON(!list_empty(&buf->attachments));
+	WARN_ON(!list_empty(&buf->maps));
 	atomic_dec(&mdev->nr_bufs);
 	atomic64_sub(buf->size, &mdev->buf_bytes);
 	mmedge_buf_destroy(buf);
@@ -963,6 +1132,7 @@ int mmedge_ioctl_buf_alloc(struct mmedge_file *mf, void *data,
 	mutex_init(&buf->map_lock);
 	mutex_init(&buf->lock);
 	INIT_LIST_HEAD(&buf->attachments);
+	INIT_LIST_HEAD(&buf->maps);
 	buf->size = size;
 	buf->npages = size >> PAGE_SHIFT;
 	buf->flags = a->flags;
