@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make check: host tests and lint, KUnit on UML, kselftests in QEMU.
+# make check: host tests and lint, KUnit on UML, kselftests in QEMU on
+# Debian's kernel and on the debug kernel (scripts/debug-kernel.sh).
 # Every stage prints "RESULT <stage> <passed> <failed> [<skipped>]"; the
 # last line is "N passed, N failed, N skipped" over all of them. Exits non-zero on any failure.
 set -uo pipefail
@@ -38,6 +39,9 @@ stage model scripts/model-check.sh
 stage lint scripts/lint.sh
 stage kunit scripts/kunit.sh
 stage vm scripts/vm.sh check
+# The hostile kselftests, the ioctl fuzzer and the device tests again, in
+# the debug kernel (built once per machine, cached outside the clone).
+stage vm-debug scripts/vm.sh debug
 
 echo "== summary ($(( $(date +%s) - t0 )) s)"
 cat "$summary"

@@ -40,6 +40,9 @@ run mmstream tools/tests/mmstream_cli_test.sh "$B/tools/mmstream"
 run mmctl_nl tools/tests/mmctl_nl_test.sh "$B/tools/mmctl" "$B/tools/mmstream" "$B/tools/tests/mmhal-view"
 
 run mmedge_buf_selftest "$B/selftests/mmedge_buf_test"
+# The hostile regression tests on the kernel boards run too (the debug
+# stage runs them again under KASAN and lockdep, with the fuzzer).
+run mmedge_hostile "$B/selftests/mmedge_hostile_test"
 # Channels: streams, arbitration (sets the bus model, puts it back),
 # fences, and zero copy into a vgem buffer.
 run mmedge_chan_selftest "$B/selftests/mmedge_chan_test"
