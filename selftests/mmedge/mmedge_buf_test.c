@@ -56,30 +56,6 @@
 #define SZ_4M		(4UL << 20)
 #define SZ_64M		(64UL << 20)
 
-/* Older userspace headers lack these (include/uapi/drm/vgem_drm.h). */
-#ifndef DRM_VGEM_FENCE_ATTACH
-#define DRM_VGEM_FENCE_ATTACH	0x1
-#define DRM_VGEM_FENCE_SIGNAL	0x2
-struct drm_vgem_fence_attach {
-	__u32 handle;
-	__u32 flags;
-#define VGEM_FENCE_WRITE	0x1
-	__u32 out_fence;
-	__u32 pad;
-};
-
-struct drm_vgem_fence_signal {
-	__u32 fence;
-	__u32 flags;
-};
-#define DRM_IOCTL_VGEM_FENCE_ATTACH \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGEM_FENCE_ATTACH, \
-		 struct drm_vgem_fence_attach)
-#define DRM_IOCTL_VGEM_FENCE_SIGNAL \
-	DRM_IOW(DRM_COMMAND_BASE + DRM_VGEM_FENCE_SIGNAL, \
-		struct drm_vgem_fence_signal)
-#endif
-
 /* The ioctls with an explicit argument size, for older/newer structures. */
 #define MMEDGE_IOC_SIZED(nr, sz) \
 	_IOC(_IOC_READ | _IOC_WRITE, MMEDGE_IOC_MAGIC, (nr), (sz))
@@ -111,12 +87,6 @@ struct buf_release_newer {
 	struct mmedge_buf_release v0;
 	__u64 extra[8];
 };
-
-static int query_caps(int fd, struct mmedge_caps *caps)
-{
-	memset(caps, 0, sizeof(*caps));
-	return xioctl(fd, MMEDGE_IOC_QUERY_CAPS, caps);
-}
 
 /* Fills @a with a valid request; the tests then change one field. */
 static void alloc_req(struct mmedge_buf_alloc *a, __u64 size, __u32 flags)
@@ -212,23 +182,6 @@ static int is_dmabuf(int fd)
 
 	/* A dma-buf answers bad flags with -EINVAL, other files -ENOTTY. */
 	return xioctl(fd, DMA_BUF_IOCTL_SYNC, &s) == -EINVAL;
-}
-
-static int delete_module(const char *name)
-{
-	return syscall(__NR_delete_module, name, O_NONBLOCK) ? -errno : 0;
-}
-
-static int load_module(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = syscall(__NR_finit_module, fd, "", 0) ? -errno : 0;
-	close(fd);
-	return ret;
 }
 
 /* 0 if @fd is an mmedge device with buffers, else a reason in @why. */
@@ -1706,21 +1659,6 @@ TEST_F(vgem, sync_start_interrupted)
 	close(a.fd);
 }
 
-#define PDRV_DIR	"/sys/bus/platform/drivers/mmedge"
-#define PDEV_NAME	"mmedge.0"
-
-static int write_sysfs(const char *path, const char *val)
-{
-	ssize_t n;
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
-}
-
 /*
  * Unbinding the device while buffers (SG and contiguous), an import and
  * a vgem attachment exist: the mmedge file fails with -ENODEV, the
@@ -1747,7 +1685,7 @@ TEST_F(vgem, unbind_with_buffers)
 	ASSERT_NE(MAP_FAILED, p);
 	fill_pattern(p, SZ_1M, 9);
 
-	ASSERT_EQ(0, write_sysfs(PDRV_DIR "/unbind", PDEV_NAME));
+	ASSERT_EQ(0, write_str(PDRV_DIR "/unbind", PDEV_NAME));
 	EXPECT_EQ(-ENODEV, buf_info(self->fd, sg.fd, &info));
 	sync_req(&s, sg.fd, MMEDGE_BUF_SYNC_START | MMEDGE_BUF_SYNC_RW, 0, SZ_4K);
 	EXPECT_EQ(-ENODEV, xioctl(self->fd, MMEDGE_IOC_BUF_SYNC, &s));
@@ -1769,7 +1707,7 @@ TEST_F(vgem, unbind_with_buffers)
 	close(ct.fd);
 	vgem_close_handle(self->vgem, handle);
 
-	ASSERT_EQ(0, write_sysfs(PDRV_DIR "/bind", PDEV_NAME));
+	ASSERT_EQ(0, write_str(PDRV_DIR "/bind", PDEV_NAME));
 	fd2 = open_dev();
 	ASSERT_LE(0, fd2);
 	EXPECT_EQ(0, buf_alloc(fd2, SZ_4K, 0, &sg));
@@ -2403,7 +2341,7 @@ TEST(unload_while_buffer)
 	ASSERT_EQ(0, buf_alloc(fd, SZ_1M, 0, &a));
 	close(fd);
 
-	ret = delete_module("mmedge");
+	ret = mod_delete("mmedge");
 	EXPECT_TRUE(ret == -EWOULDBLOCK || ret == -EBUSY) TH_LOG("%d", ret);
 	if (ret == 0)
 		goto reload;
@@ -2411,18 +2349,18 @@ TEST(unload_while_buffer)
 	p = mmap(NULL, SZ_1M, PROT_READ | PROT_WRITE, MAP_SHARED, a.fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	close(a.fd);
-	ret = delete_module("mmedge");
+	ret = mod_delete("mmedge");
 	EXPECT_TRUE(ret == -EWOULDBLOCK || ret == -EBUSY) TH_LOG("%d", ret);
 	if (ret == 0)
 		goto reload;
 	memset(p, 1, SZ_1M);
 	EXPECT_EQ(0, munmap(p, SZ_1M));
 
-	ret = delete_module("mmedge");
+	ret = mod_delete("mmedge");
 	EXPECT_EQ(0, ret);
 	EXPECT_EQ(-1, access(DEVPATH, F_OK));
 reload:
-	ASSERT_EQ(0, load_module(ko));
+	ASSERT_EQ(0, mod_load(ko));
 	fd = open_dev();
 	ASSERT_LE(0, fd);
 	close(fd);

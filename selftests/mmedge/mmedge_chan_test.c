@@ -70,14 +70,6 @@ struct dqbuf_newer {
 	__u64 extra[8];
 };
 
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * NSEC_PER_MSEC };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 /* Live buffers and imports of the instance, for leak checks. */
 static int read_live(long long *buffers, long long *imports)
 {
@@ -147,20 +139,6 @@ static int chan_new(int fd, const struct mmedge_src_config *src,
 	return ret ? ret : (int)c.id;
 }
 
-static int chan_config(int fd, __u32 id, __u32 set, __u32 weight,
-		       __u32 class, __u64 cap, struct mmedge_chan_config *out)
-{
-	struct mmedge_chan_config c = {
-		.id = id, .set = set, .weight = weight, .class = class,
-		.cap = cap,
-	};
-	int ret = xioctl(fd, MMEDGE_IOC_CHAN_CONFIG, &c);
-
-	if (out)
-		*out = c;
-	return ret;
-}
-
 static int qbuf(int fd, __u32 chan, int dmabuf, __u32 flags, __u64 cookie,
 		int *fence_fd)
 {
@@ -181,20 +159,6 @@ static int qbuf(int fd, __u32 chan, int dmabuf, __u32 flags, __u64 cookie,
 static size_t chan_buf_size(const struct mmedge_chan_create *c)
 {
 	return round_page(c->meta_offset + sizeof(struct mmedge_frame_meta));
-}
-
-/* 1 if @fd polls readable within @ms, 0 if not, -errno. */
-static int poll_in(int fd, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int ret;
-
-	do {
-		ret = poll(&p, 1, ms);
-	} while (ret < 0 && errno == EINTR);
-	if (ret < 0)
-		return -errno;
-	return ret > 0 && (p.revents & POLLIN) ? 1 : 0;
 }
 
 /* Status of a sync_file (1 signalled, 0 active, <0 error), driver name. */

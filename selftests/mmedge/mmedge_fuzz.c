@@ -915,7 +915,7 @@ static int leftovers(char *why, size_t len)
 			return 0;
 		if (!b && !im)
 			return 0;
-		msleep_(50);
+		sleep_ms(50);
 	}
 	snprintf(why, len, "%lld buffers and %lld imports left", b, im);
 	return 1;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * mmedge_hostile.h - helpers of the hostile tests and the ioctl fuzzer:
- * vgem's fence ioctls, the module and the platform device (unload, load,
- * unbind, bind), sync_file queries, small channel and buffer helpers.
+ * whether the module is loaded (and loading it again), the platform
+ * device and its node, sync_file queries, small channel and buffer
+ * helpers.
  * Like mmedge_util.h, each returns 0 or a value on success and -errno on
  * failure. Include after <xf86drm.h> and mmedge_util.h.
  */
@@ -10,69 +11,18 @@
 #define MMEDGE_HOSTILE_H
 
 #include <dirent.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 
 #include <linux/sync_file.h>
 
 #include <drm.h>
 #include <drm_mode.h>
 
-#define PDRV_DIR	"/sys/bus/platform/drivers/mmedge"
 #define MOD_PARAMS	"/sys/module/mmedge/parameters/"
 #define MSEC		1000000ULL
 
-/* include/uapi/drm/vgem_drm.h (libdrm ships no copy). */
-#ifndef DRM_VGEM_FENCE_ATTACH
-#define DRM_VGEM_FENCE_ATTACH	0x1
-#define DRM_VGEM_FENCE_SIGNAL	0x2
-struct drm_vgem_fence_attach {
-	__u32 handle;
-	__u32 flags;
-#define VGEM_FENCE_WRITE	0x1
-	__u32 out_fence;
-	__u32 pad;
-};
-struct drm_vgem_fence_signal {
-	__u32 fence;
-	__u32 flags;
-};
-#define DRM_IOCTL_VGEM_FENCE_ATTACH \
-	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGEM_FENCE_ATTACH, \
-		 struct drm_vgem_fence_attach)
-#define DRM_IOCTL_VGEM_FENCE_SIGNAL \
-	DRM_IOW(DRM_COMMAND_BASE + DRM_VGEM_FENCE_SIGNAL, \
-		struct drm_vgem_fence_signal)
-#endif
-
-static inline void msleep_(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 /* ---- module and platform device ---------------------------------- */
-
-static inline int mod_delete(const char *name)
-{
-	return syscall(__NR_delete_module, name, O_NONBLOCK) ? -errno : 0;
-}
-
-static inline int mod_load(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = syscall(__NR_finit_module, fd, "", 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
 
 static inline bool mod_loaded(const char *name)
 {
@@ -102,37 +52,19 @@ static inline int mod_ensure_loaded(void)
 			return -errno;
 	}
 	for (i = 0; i < 100 && access(DEVPATH, F_OK); i++)
-		msleep_(20);
+		sleep_ms(20);
 	return access(DEVPATH, F_OK) ? -ENODEV : 0;
 }
 
-static inline int write_str(const char *path, const char *val)
-{
-	ssize_t n;
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
-}
-
+/* read_file() without the trailing newlines. */
 static inline int read_str(const char *path, char *buf, size_t len)
 {
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int ret = read_file(path, buf, len);
+	size_t n = ret ? 0 : strlen(buf);
 
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
 	while (n > 0 && buf[n - 1] == '\n')
 		buf[--n] = 0;
-	return 0;
+	return ret;
 }
 
 /* The platform device behind /dev/mmedge0 ("mmedge.0"), from the
@@ -169,26 +101,12 @@ static inline int wait_dev(bool present, int ms)
 	for (; ms > 0; ms -= 10) {
 		if ((access(DEVPATH, F_OK) == 0) == present)
 			return 0;
-		msleep_(10);
+		sleep_ms(10);
 	}
 	return (access(DEVPATH, F_OK) == 0) == present ? 0 : -ETIMEDOUT;
 }
 
 /* ---- sync_file --------------------------------------------------- */
-
-/* 1 if @fd polls readable within @ms, 0 if not, -errno. */
-static inline int poll_in_ms(int fd, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int ret;
-
-	do {
-		ret = poll(&p, 1, ms);
-	} while (ret < 0 && errno == EINTR);
-	if (ret < 0)
-		return -errno;
-	return ret > 0 && (p.revents & POLLIN) ? 1 : 0;
-}
 
 /**
  * struct fence_desc - what SYNC_IOC_FILE_INFO tells of a sync_file

@@ -117,7 +117,7 @@ static long long wait_refcnt(long long want, int ms)
 	long long v = module_refcnt();
 
 	for (; v > want && ms > 0; ms -= 20) {
-		msleep_(20);
+		sleep_ms(20);
 		v = module_refcnt();
 	}
 	return v;
@@ -176,21 +176,24 @@ static int buf_sync(int dev, int fd, __u32 flags, __u64 off, __u64 len,
 	return ret;
 }
 
-static int chan_cfg(int dev, __u32 id, __u32 set, __u32 weight, __u32 class,
-		    __u64 cap)
+/* @n buffers sized for capture channel @c, in @buf; 0 or -errno. */
+static int cap_bufs(int dev, const struct mmedge_chan_create *c, int n,
+		    int *buf)
 {
-	struct mmedge_chan_config c = {
-		.id = id, .set = set, .weight = weight, .class = class,
-		.cap = cap,
-	};
+	int i;
 
-	return xioctl(dev, MMEDGE_IOC_CHAN_CONFIG, &c);
+	for (i = 0; i < n; i++) {
+		buf[i] = buf_new(dev, cap_buf_size(c), 0, O_RDWR | O_CLOEXEC);
+		if (buf[i] < 0)
+			return buf[i];
+	}
+	return 0;
 }
 
-static int query_caps(int dev, struct mmedge_caps *caps)
+/* QBUF of @buf on capture channel @ch with an out-fence in *@fence. */
+static int qbuf_fenced(int dev, __u32 ch, int buf, __u64 cookie, int *fence)
 {
-	memset(caps, 0, sizeof(*caps));
-	return xioctl(dev, MMEDGE_IOC_QUERY_CAPS, caps);
+	return qbuf_full(dev, ch, buf, MMEDGE_QBUF_FENCE, 0, 0, cookie, fence);
 }
 
 /*
@@ -298,8 +301,7 @@ TEST_F_TIMEOUT(hostile, fence_after_close, 60)
 	ASSERT_LT(0, ch);
 	buf = buf_new(self->dev, cap_buf_size(&c), 0, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, buf);
-	ASSERT_EQ(0, qbuf_full(self->dev, ch, buf, MMEDGE_QBUF_FENCE, 0, 0, 1,
-			       &fence));
+	ASSERT_EQ(0, qbuf_fenced(self->dev, ch, buf, 1, &fence));
 	ASSERT_LE(0, fence);
 
 	/* The channel, the file and the buffer go; the fence stays. */
@@ -309,7 +311,7 @@ TEST_F_TIMEOUT(hostile, fence_after_close, 60)
 
 	ASSERT_EQ(0, fence_query(fence, &d));
 	EXPECT_NE(0, d.status);
-	EXPECT_EQ(1, poll_in_ms(fence, 1000));
+	EXPECT_EQ(1, poll_in(fence, 1000));
 	ASSERT_EQ(0, fence_query(fence, &d));
 	EXPECT_TRUE(d.status == 1 || d.status < 0);
 
@@ -396,11 +398,12 @@ TEST_F_TIMEOUT(hostile, cap_overflow, 60)
 	ch = cam_chan(self->dev, 64, 64, 30, 1, &c);
 	ASSERT_LT(0, ch);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		EXPECT_EQ(-EINVAL, chan_cfg(self->dev, ch, MMEDGE_CHAN_SET_CAP,
-					    0, 0, bad[i]))
+		EXPECT_EQ(-EINVAL, chan_config(self->dev, ch,
+					       MMEDGE_CHAN_SET_CAP, 0, 0,
+					       bad[i], NULL))
 			TH_LOG("config cap %llu", (unsigned long long)bad[i]);
-	ASSERT_EQ(0, chan_cfg(self->dev, ch, MMEDGE_CHAN_SET_CAP, 0, 0,
-			      BUS_MAX_BW));
+	ASSERT_EQ(0, chan_config(self->dev, ch, MMEDGE_CHAN_SET_CAP, 0, 0,
+				 BUS_MAX_BW, NULL));
 
 	buf = buf_new(self->dev, cap_buf_size(&c), 0, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, buf);
@@ -410,7 +413,7 @@ TEST_F_TIMEOUT(hostile, cap_overflow, 60)
 		ASSERT_EQ(0, dqbuf(self->dev, ch, 0, 3000, &d));
 		EXPECT_EQ(0, d.frame_flags & MMEDGE_FRAME_ERROR);
 		if (!i)
-			msleep_(1200);
+			sleep_ms(1200);
 	}
 	close(buf);
 	EXPECT_EQ(0, chan_destroy(self->dev, ch));
@@ -580,7 +583,7 @@ TEST_F_TIMEOUT(hostile, create_destroy_race, 60)
 	}
 	for (i = 4; i < 7; i++)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, race_destroyer, &r));
-	msleep_(2000);
+	sleep_ms(2000);
 	atomic_store(&r.stop, 1);
 	for (i = 0; i < 7; i++)
 		pthread_join(th[i], NULL);
@@ -734,88 +737,102 @@ static void *qbuf_thread_fn(void *p)
 	return NULL;
 }
 
-/* A vgem buffer of @size with an unsignalled write fence, imported. */
-static int fenced_vgem_buf(int dev, int vgem, size_t size, __u32 *handle,
-			   __u32 *fence, int *prime)
+/**
+ * struct fenced_cap - a capture channel and a buffer for it that vgem
+ * exported with an unsignalled write fence, imported into mmedge
+ * @c: the channel as created.
+ * @ch: its id.
+ * @handle: vgem's handle of the buffer.
+ * @fence: vgem's fence on it, for vgem_fence_signal().
+ * @prime: the buffer's dma-buf fd.
+ */
+struct fenced_cap {
+	struct mmedge_chan_create c;
+	int ch;
+	__u32 handle;
+	__u32 fence;
+	int prime;
+};
+
+static int fenced_cap_new(int dev, int vgem, struct fenced_cap *f)
 {
 	struct mmedge_buf_import imp;
 	int ret;
 
-	ret = vgem_dumb(vgem, size, handle);
+	f->ch = cam_chan(dev, 64, 64, 30, 1, &f->c);
+	if (f->ch <= 0)
+		return f->ch ? f->ch : -EINVAL;
+	ret = vgem_dumb(vgem, cap_buf_size(&f->c), &f->handle);
 	if (ret)
 		return ret;
-	ret = vgem_fence_attach(vgem, *handle, VGEM_FENCE_WRITE, fence);
+	ret = vgem_fence_attach(vgem, f->handle, VGEM_FENCE_WRITE, &f->fence);
 	if (ret)
 		return ret;
-	ret = drmPrimeHandleToFD(vgem, *handle, DRM_CLOEXEC | DRM_RDWR, prime);
+	ret = drmPrimeHandleToFD(vgem, f->handle, DRM_CLOEXEC | DRM_RDWR,
+				 &f->prime);
 	if (ret)
 		return -errno;
-	return buf_import(dev, *prime, &imp);
+	return buf_import(dev, f->prime, &imp);
+}
+
+static void fenced_cap_free(int dev, int vgem, struct fenced_cap *f)
+{
+	chan_destroy(dev, f->ch);
+	close(f->prime);
+	drmCloseBufferHandle(vgem, f->handle);
 }
 
 TEST_F_TIMEOUT(hostile, write_waits_for_fences, 60)
 {
-	struct mmedge_chan_create c;
+	struct fenced_cap f;
 	struct qbuf_thread q;
 	struct mmedge_dqbuf d;
-	__u32 handle, fence;
 	uint64_t t_sig;
 	pthread_t th;
-	int ch, prime;
 
 	BEGIN();
 
 	NEED_VGEM();
-	ch = cam_chan(self->dev, 64, 64, 30, 1, &c);
-	ASSERT_LT(0, ch);
-	ASSERT_EQ(0, fenced_vgem_buf(self->dev, self->vgem, cap_buf_size(&c),
-				     &handle, &fence, &prime));
+	ASSERT_EQ(0, fenced_cap_new(self->dev, self->vgem, &f));
 
-	q = (struct qbuf_thread){ .dev = self->dev, .chan = ch, .fd = prime };
+	q = (struct qbuf_thread){ .dev = self->dev, .chan = f.ch,
+				  .fd = f.prime };
 	ASSERT_EQ(0, pthread_create(&th, NULL, qbuf_thread_fn, &q));
-	msleep_(300);
+	sleep_ms(300);
 	t_sig = now_ns();
-	EXPECT_EQ(0, vgem_fence_signal(self->vgem, fence));
+	EXPECT_EQ(0, vgem_fence_signal(self->vgem, f.fence));
 	pthread_join(th, NULL);
 	EXPECT_EQ(0, q.ret);
 	EXPECT_LE(t_sig, q.done_ns)
 		TH_LOG("QBUF returned %llu ms before the fence signalled",
 		       (unsigned long long)(t_sig - q.done_ns) / MSEC);
 	if (!q.ret) {
-		EXPECT_EQ(0, dqbuf(self->dev, ch, 0, 3000, &d));
+		EXPECT_EQ(0, dqbuf(self->dev, f.ch, 0, 3000, &d));
 		EXPECT_EQ(7, d.cookie);
 		EXPECT_EQ(0, d.frame_flags & MMEDGE_FRAME_ERROR);
 	}
-	chan_destroy(self->dev, ch);
-	close(prime);
-	drmCloseBufferHandle(self->vgem, handle);
+	fenced_cap_free(self->dev, self->vgem, &f);
 }
 
 /* 6. A fence that never signals: QBUF gives up after about 2 s. */
 TEST_F_TIMEOUT(hostile, write_fence_timeout, 60)
 {
-	struct mmedge_chan_create c;
-	__u32 handle, fence;
+	struct fenced_cap f;
 	uint64_t t0, ms;
-	int ch, prime, ret;
+	int ret;
 
 	BEGIN();
 
 	NEED_VGEM();
-	ch = cam_chan(self->dev, 64, 64, 30, 1, &c);
-	ASSERT_LT(0, ch);
-	ASSERT_EQ(0, fenced_vgem_buf(self->dev, self->vgem, cap_buf_size(&c),
-				     &handle, &fence, &prime));
+	ASSERT_EQ(0, fenced_cap_new(self->dev, self->vgem, &f));
 	t0 = now_ns();
-	ret = qbuf_full(self->dev, ch, prime, 0, 0, 0, 1, NULL);
+	ret = qbuf_full(self->dev, f.ch, f.prime, 0, 0, 0, 1, NULL);
 	ms = (now_ns() - t0) / MSEC;
 	EXPECT_EQ(-ETIMEDOUT, ret);
 	EXPECT_LE(1500, ms);
 	EXPECT_GE(5000, ms);
-	vgem_fence_signal(self->vgem, fence);
-	chan_destroy(self->dev, ch);
-	close(prime);
-	drmCloseBufferHandle(self->vgem, handle);
+	vgem_fence_signal(self->vgem, f.fence);
+	fenced_cap_free(self->dev, self->vgem, &f);
 }
 
 /*
@@ -834,20 +851,16 @@ TEST_F_TIMEOUT(hostile, fence_bounded, 60)
 
 	ch = cam_chan(self->dev, 64, 64, 1, 60, &c);
 	ASSERT_LT(0, ch);
-	for (i = 0; i < 4; i++) {
-		buf[i] = buf_new(self->dev, cap_buf_size(&c), 0,
-				 O_RDWR | O_CLOEXEC);
-		ASSERT_LE(0, buf[i]);
-		ASSERT_EQ(0, qbuf_full(self->dev, ch, buf[i],
-				       MMEDGE_QBUF_FENCE, 0, 0, i, &fence[i]));
-	}
-	msleep_(50);
+	ASSERT_EQ(0, cap_bufs(self->dev, &c, 4, buf));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, qbuf_fenced(self->dev, ch, buf[i], i, &fence[i]));
+	sleep_ms(50);
 	ASSERT_EQ(0, chan_destroy(self->dev, ch));
 	t0 = now_ns();
 	for (i = 0; i < 4; i++) {
 		int left = 1000 - (int)((now_ns() - t0) / MSEC);
 
-		EXPECT_EQ(1, poll_in_ms(fence[i], left > 0 ? left : 0));
+		EXPECT_EQ(1, poll_in(fence[i], left > 0 ? left : 0));
 		ASSERT_EQ(0, fence_query(fence[i], &d));
 		EXPECT_GT(0, d.status) TH_LOG("fence %d status %d", i, d.status);
 		close(fence[i]);
@@ -990,17 +1003,12 @@ TEST_F_TIMEOUT(hostile, unbind_live_buffers, 90)
 	fill(map, sgsize, 9);
 	ASSERT_EQ(0, drmPrimeFDToHandle(self->vgem, sg, &handle));
 
-	for (i = 0; i < 2; i++) {
-		cb[i] = buf_new(self->dev, cap_buf_size(&c), 0,
-				O_RDWR | O_CLOEXEC);
-		ASSERT_LE(0, cb[i]);
-	}
-	ASSERT_EQ(0, qbuf_full(self->dev, ch, ctg, MMEDGE_QBUF_FENCE, 0, 0, 0,
-			       &fence[0]));
+	ASSERT_EQ(0, cap_bufs(self->dev, &c, 2, cb));
+	ASSERT_EQ(0, qbuf_fenced(self->dev, ch, ctg, 0, &fence[0]));
 	for (i = 0; i < 2; i++)
-		ASSERT_EQ(0, qbuf_full(self->dev, ch, cb[i], MMEDGE_QBUF_FENCE,
-				       0, 0, i + 1, &fence[i + 1]));
-	msleep_(20);
+		ASSERT_EQ(0, qbuf_fenced(self->dev, ch, cb[i], i + 1,
+					 &fence[i + 1]));
+	sleep_ms(20);
 
 	ASSERT_EQ(0, do_unbind(self));
 	t0 = now_ns();
@@ -1010,7 +1018,7 @@ TEST_F_TIMEOUT(hostile, unbind_live_buffers, 90)
 	for (i = 0; i < 3; i++) {
 		int left = 1000 - (int)((now_ns() - t0) / MSEC);
 
-		EXPECT_EQ(1, poll_in_ms(fence[i], left > 0 ? left : 0))
+		EXPECT_EQ(1, poll_in(fence[i], left > 0 ? left : 0))
 			TH_LOG("fence %d not signalled 1 s after unbind", i);
 		EXPECT_EQ(0, fence_query(fence[i], &fd_));
 		EXPECT_NE(0, fd_.status);
@@ -1079,21 +1087,22 @@ static int unpriv_child(int fd, __u32 root_chan)
 	}
 
 	/* Another file's channel: neither config nor destroy. */
-	CHILD_EXPECT(-EPERM, chan_cfg(fd, root_chan, MMEDGE_CHAN_SET_WEIGHT, 1,
-				      0, 0));
-	CHILD_EXPECT(-EPERM, chan_cfg(fd, root_chan, MMEDGE_CHAN_SET_CAP, 0, 0,
-				      1000000));
+	CHILD_EXPECT(-EPERM, chan_config(fd, root_chan, MMEDGE_CHAN_SET_WEIGHT,
+					 1, 0, 0, NULL));
+	CHILD_EXPECT(-EPERM, chan_config(fd, root_chan, MMEDGE_CHAN_SET_CAP, 0,
+					 0, 1000000, NULL));
 	CHILD_EXPECT(-ENOENT, chan_destroy(fd, root_chan));
 
 	/* Its own channel: lower yes, raise or latency no. */
 	own = cam_chan(fd, 64, 64, 30, 1, &c);
 	CHILD_EXPECT(1, own > 0);
-	CHILD_EXPECT(0, chan_cfg(fd, own, MMEDGE_CHAN_SET_WEIGHT, 50, 0, 0));
-	CHILD_EXPECT(-EPERM, chan_cfg(fd, own, MMEDGE_CHAN_SET_WEIGHT, 101, 0,
-				      0));
-	CHILD_EXPECT(-EPERM, chan_cfg(fd, own, MMEDGE_CHAN_SET_CLASS |
-				      MMEDGE_CHAN_SET_CAP, 0,
-				      MMEDGE_CLASS_LATENCY, 1000000));
+	CHILD_EXPECT(0, chan_config(fd, own, MMEDGE_CHAN_SET_WEIGHT, 50, 0, 0,
+				    NULL));
+	CHILD_EXPECT(-EPERM, chan_config(fd, own, MMEDGE_CHAN_SET_WEIGHT, 101,
+					 0, 0, NULL));
+	CHILD_EXPECT(-EPERM, chan_config(fd, own, MMEDGE_CHAN_SET_CLASS |
+					 MMEDGE_CHAN_SET_CAP, 0,
+					 MMEDGE_CLASS_LATENCY, 1000000, NULL));
 	memset(&c, 0, sizeof(c));
 	c.dir = MMEDGE_CHAN_FEED;
 	c.weight = 200;
@@ -1267,13 +1276,8 @@ TEST_F_TIMEOUT(hostile, qbuf_emfile_order, 60)
 
 	ch = cam_chan(self->dev, 64, 64, 5, 1, &c);
 	ASSERT_LT(0, ch);
-	for (i = 0; i < 4; i++) {
-		buf[i] = buf_new(self->dev, cap_buf_size(&c), 0,
-				 O_RDWR | O_CLOEXEC);
-		ASSERT_LE(0, buf[i]);
-	}
-	ASSERT_EQ(0, qbuf_full(self->dev, ch, buf[0], MMEDGE_QBUF_FENCE, 0, 0,
-			       0, &fence[0]));
+	ASSERT_EQ(0, cap_bufs(self->dev, &c, 4, buf));
+	ASSERT_EQ(0, qbuf_fenced(self->dev, ch, buf[0], 0, &fence[0]));
 
 	/* No free fd: lower the limit and fill every slot below it. */
 	ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &old));
@@ -1287,8 +1291,7 @@ TEST_F_TIMEOUT(hostile, qbuf_emfile_order, 60)
 			break;
 		dups[nd++] = f;
 	}
-	ret = qbuf_full(self->dev, ch, buf[1], MMEDGE_QBUF_FENCE, 0, 0, 1,
-			&fence[1]);
+	ret = qbuf_fenced(self->dev, ch, buf[1], 1, &fence[1]);
 	for (j = 0; j < nd; j++)
 		close(dups[j]);
 	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &old));
@@ -1296,8 +1299,7 @@ TEST_F_TIMEOUT(hostile, qbuf_emfile_order, 60)
 
 	/* Nothing queued: the buffer queues again. */
 	for (i = 1; i < 4; i++)
-		ASSERT_EQ(0, qbuf_full(self->dev, ch, buf[i], MMEDGE_QBUF_FENCE,
-				       0, 0, i, &fence[i]));
+		ASSERT_EQ(0, qbuf_fenced(self->dev, ch, buf[i], i, &fence[i]));
 	for (i = 0; i < 4; i++) {
 		EXPECT_EQ(0, dqbuf(self->dev, ch, 0, 5000, &dq));
 		EXPECT_EQ(i, dq.cookie);
@@ -1306,7 +1308,7 @@ TEST_F_TIMEOUT(hostile, qbuf_emfile_order, 60)
 		last_seq = dq.sequence;
 	}
 	for (i = 0; i < 4; i++) {
-		EXPECT_EQ(1, poll_in_ms(fence[i], 1000));
+		EXPECT_EQ(1, poll_in(fence[i], 1000));
 		ASSERT_EQ(0, fence_query(fence[i], &d[i]));
 		EXPECT_EQ(1, d[i].status);
 		if (i) {
@@ -1346,20 +1348,17 @@ TEST_F_TIMEOUT(hostile, close_with_live_sync_files, 60)
 
 	ch = cam_chan(self->dev, 64, 64, 60, 1, &c);
 	ASSERT_LT(0, ch);
+	ASSERT_EQ(0, cap_bufs(self->dev, &c, 4, buf));
 	for (i = 0; i < 4; i++) {
-		buf[i] = buf_new(self->dev, cap_buf_size(&c), 0,
-				 O_RDWR | O_CLOEXEC);
-		ASSERT_LE(0, buf[i]);
-		ASSERT_EQ(0, qbuf_full(self->dev, ch, buf[i],
-				       MMEDGE_QBUF_FENCE, 0, 0, i, &fence[i]));
+		ASSERT_EQ(0, qbuf_fenced(self->dev, ch, buf[i], i, &fence[i]));
 		exp[i] = export_fence(buf[i], DMA_BUF_SYNC_READ);
 		ASSERT_LE(0, exp[i]);
 	}
 	close(self->dev);
 	self->dev = -1;
 	for (i = 0; i < 4; i++) {
-		EXPECT_EQ(1, poll_in_ms(fence[i], 1000));
-		EXPECT_EQ(1, poll_in_ms(exp[i], 1000));
+		EXPECT_EQ(1, poll_in(fence[i], 1000));
+		EXPECT_EQ(1, poll_in(exp[i], 1000));
 		ASSERT_EQ(0, fence_query(fence[i], &d));
 		EXPECT_NE(0, d.status);
 		ASSERT_EQ(0, fence_query(exp[i], &d));

@@ -22,11 +22,9 @@
 #include <linux/mmedge.h>
 
 #include "../kselftest_harness.h"
+#include "mmedge_util.h"
 
-#define DEVPATH		"/dev/mmedge0"
 #define SYSDIR		"/sys/class/mmedge/mmedge0"
-#define PDEV_NAME	"mmedge.0"
-#define PDRV_DIR	"/sys/bus/platform/drivers/mmedge"
 
 /* A caps structure from a newer userspace: ours plus a tail. */
 struct mmedge_caps_newer {
@@ -36,45 +34,6 @@ struct mmedge_caps_newer {
 
 #define MMEDGE_IOC_QUERY_CAPS_SIZE(sz) \
 	_IOC(_IOC_READ | _IOC_WRITE, MMEDGE_IOC_MAGIC, 0, (sz))
-
-static int open_dev(void)
-{
-	return open(DEVPATH, O_RDWR | O_CLOEXEC);
-}
-
-static int caps_ioctl(int fd, unsigned long cmd, void *arg)
-{
-	int ret = ioctl(fd, cmd, arg);
-
-	return ret < 0 ? -errno : ret;
-}
-
-static int read_sysfs(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return 0;
-}
-
-static int write_sysfs(const char *path, const char *val)
-{
-	ssize_t n;
-	int fd = open(path, O_WRONLY);
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
-}
 
 FIXTURE(mmedge) {
 	int fd;
@@ -99,7 +58,7 @@ TEST_F(mmedge, caps_query)
 	struct mmedge_caps caps;
 
 	memset(&caps, 0, sizeof(caps));
-	ASSERT_EQ(0, caps_ioctl(self->fd, MMEDGE_IOC_QUERY_CAPS, &caps));
+	ASSERT_EQ(0, xioctl(self->fd, MMEDGE_IOC_QUERY_CAPS, &caps));
 	EXPECT_EQ(MMEDGE_API_VERSION, caps.api_version);
 	EXPECT_STREQ("mmedge", (char *)caps.driver);
 	EXPECT_STREQ("platform:" PDEV_NAME, (char *)caps.bus_info);
@@ -116,8 +75,8 @@ TEST_F(mmedge, caps_query_twice)
 	struct mmedge_caps caps;
 
 	memset(&caps, 0, sizeof(caps));
-	ASSERT_EQ(0, caps_ioctl(self->fd, MMEDGE_IOC_QUERY_CAPS, &caps));
-	ASSERT_EQ(0, caps_ioctl(self->fd, MMEDGE_IOC_QUERY_CAPS, &caps));
+	ASSERT_EQ(0, xioctl(self->fd, MMEDGE_IOC_QUERY_CAPS, &caps));
+	ASSERT_EQ(0, xioctl(self->fd, MMEDGE_IOC_QUERY_CAPS, &caps));
 	EXPECT_EQ(MMEDGE_API_VERSION, caps.api_version);
 }
 
@@ -131,8 +90,8 @@ TEST_F(mmedge, caps_unknown_flags)
 			continue;
 		memset(&caps, 0, sizeof(caps));
 		caps.flags = 1U << bit;
-		EXPECT_EQ(-EINVAL, caps_ioctl(self->fd, MMEDGE_IOC_QUERY_CAPS,
-					      &caps)) TH_LOG("flag bit %u", bit);
+		EXPECT_EQ(-EINVAL, xioctl(self->fd, MMEDGE_IOC_QUERY_CAPS,
+					  &caps)) TH_LOG("flag bit %u", bit);
 	}
 }
 
@@ -144,8 +103,8 @@ TEST_F(mmedge, caps_reserved_nonzero)
 	for (i = 0; i < sizeof(caps.reserved) / sizeof(caps.reserved[0]); i++) {
 		memset(&caps, 0, sizeof(caps));
 		caps.reserved[i] = 1;
-		EXPECT_EQ(-EINVAL, caps_ioctl(self->fd, MMEDGE_IOC_QUERY_CAPS,
-					      &caps)) TH_LOG("reserved[%u]", i);
+		EXPECT_EQ(-EINVAL, xioctl(self->fd, MMEDGE_IOC_QUERY_CAPS,
+					  &caps)) TH_LOG("reserved[%u]", i);
 	}
 }
 
@@ -155,8 +114,8 @@ TEST_F(mmedge, caps_older_struct)
 	struct mmedge_caps caps;
 
 	memset(&caps, 0, sizeof(caps));
-	EXPECT_EQ(-EINVAL, caps_ioctl(self->fd,
-				      MMEDGE_IOC_QUERY_CAPS_SIZE(64), &caps));
+	EXPECT_EQ(-EINVAL, xioctl(self->fd,
+				  MMEDGE_IOC_QUERY_CAPS_SIZE(64), &caps));
 	EXPECT_EQ(0, caps.api_version);
 }
 
@@ -166,8 +125,8 @@ TEST_F(mmedge, caps_newer_struct)
 	struct mmedge_caps_newer caps;
 
 	memset(&caps, 0, sizeof(caps));
-	ASSERT_EQ(0, caps_ioctl(self->fd,
-				MMEDGE_IOC_QUERY_CAPS_SIZE(sizeof(caps)), &caps));
+	ASSERT_EQ(0, xioctl(self->fd,
+			    MMEDGE_IOC_QUERY_CAPS_SIZE(sizeof(caps)), &caps));
 	EXPECT_EQ(MMEDGE_API_VERSION, caps.v0.api_version);
 	EXPECT_EQ(0, caps.extra[0]);
 	EXPECT_EQ(0, caps.extra[15]);
@@ -180,16 +139,16 @@ TEST_F(mmedge, caps_newer_struct_nonzero_tail)
 
 	memset(&caps, 0, sizeof(caps));
 	caps.extra[7] = 1;
-	EXPECT_EQ(-E2BIG, caps_ioctl(self->fd,
-				     MMEDGE_IOC_QUERY_CAPS_SIZE(sizeof(caps)),
-				     &caps));
+	EXPECT_EQ(-E2BIG, xioctl(self->fd,
+				 MMEDGE_IOC_QUERY_CAPS_SIZE(sizeof(caps)),
+				 &caps));
 	EXPECT_EQ(0, caps.v0.api_version);
 }
 
 TEST_F(mmedge, caps_bad_pointer)
 {
-	EXPECT_EQ(-EFAULT, caps_ioctl(self->fd, MMEDGE_IOC_QUERY_CAPS,
-				      (void *)16));
+	EXPECT_EQ(-EFAULT, xioctl(self->fd, MMEDGE_IOC_QUERY_CAPS,
+				  (void *)16));
 }
 
 TEST_F(mmedge, unknown_ioctl_number)
@@ -197,9 +156,9 @@ TEST_F(mmedge, unknown_ioctl_number)
 	struct mmedge_caps caps;
 
 	memset(&caps, 0, sizeof(caps));
-	EXPECT_EQ(-ENOTTY, caps_ioctl(self->fd,
-				      _IOWR(MMEDGE_IOC_MAGIC, 0x7f,
-					    struct mmedge_caps), &caps));
+	EXPECT_EQ(-ENOTTY, xioctl(self->fd,
+				  _IOWR(MMEDGE_IOC_MAGIC, 0x7f,
+					struct mmedge_caps), &caps));
 }
 
 TEST_F(mmedge, unknown_ioctl_magic)
@@ -207,8 +166,8 @@ TEST_F(mmedge, unknown_ioctl_magic)
 	struct mmedge_caps caps;
 
 	memset(&caps, 0, sizeof(caps));
-	EXPECT_EQ(-ENOTTY, caps_ioctl(self->fd,
-				      _IOWR('D', 0, struct mmedge_caps), &caps));
+	EXPECT_EQ(-ENOTTY, xioctl(self->fd,
+				  _IOWR('D', 0, struct mmedge_caps), &caps));
 }
 
 TEST_F(mmedge, wrong_direction)
@@ -216,9 +175,9 @@ TEST_F(mmedge, wrong_direction)
 	struct mmedge_caps caps;
 
 	memset(&caps, 0, sizeof(caps));
-	EXPECT_EQ(-ENOTTY, caps_ioctl(self->fd,
-				      _IOR(MMEDGE_IOC_MAGIC, 0,
-					   struct mmedge_caps), &caps));
+	EXPECT_EQ(-ENOTTY, xioctl(self->fd,
+				  _IOR(MMEDGE_IOC_MAGIC, 0,
+				       struct mmedge_caps), &caps));
 }
 
 TEST_F(mmedge, not_seekable)
@@ -231,9 +190,9 @@ TEST_F(mmedge, sysfs_attributes)
 {
 	char buf[64];
 
-	ASSERT_EQ(0, read_sysfs(SYSDIR "/virtual", buf, sizeof(buf)));
+	ASSERT_EQ(0, read_file(SYSDIR "/virtual", buf, sizeof(buf)));
 	EXPECT_STREQ("1\n", buf);
-	ASSERT_EQ(0, read_sysfs(SYSDIR "/api_version", buf, sizeof(buf)));
+	ASSERT_EQ(0, read_file(SYSDIR "/api_version", buf, sizeof(buf)));
 	EXPECT_EQ(MMEDGE_API_VERSION, atoi(buf));
 }
 
@@ -246,8 +205,8 @@ TEST_F(mmedge, two_files)
 	ASSERT_LE(0, fd2);
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
-	EXPECT_EQ(0, caps_ioctl(self->fd, MMEDGE_IOC_QUERY_CAPS, &a));
-	EXPECT_EQ(0, caps_ioctl(fd2, MMEDGE_IOC_QUERY_CAPS, &b));
+	EXPECT_EQ(0, xioctl(self->fd, MMEDGE_IOC_QUERY_CAPS, &a));
+	EXPECT_EQ(0, xioctl(fd2, MMEDGE_IOC_QUERY_CAPS, &b));
 	EXPECT_EQ(0, memcmp(&a, &b, sizeof(a)));
 	close(fd2);
 }
@@ -264,36 +223,19 @@ TEST_F(mmedge, unbind_while_open)
 
 	if (geteuid() != 0)
 		SKIP(return, "needs root to unbind");
-	ASSERT_EQ(0, write_sysfs(PDRV_DIR "/unbind", PDEV_NAME));
+	ASSERT_EQ(0, write_str(PDRV_DIR "/unbind", PDEV_NAME));
 	memset(&caps, 0, sizeof(caps));
-	EXPECT_EQ(-ENODEV, caps_ioctl(self->fd, MMEDGE_IOC_QUERY_CAPS, &caps));
+	EXPECT_EQ(-ENODEV, xioctl(self->fd, MMEDGE_IOC_QUERY_CAPS, &caps));
 	EXPECT_EQ(-1, access(DEVPATH, F_OK));
 	EXPECT_EQ(0, close(self->fd));
 	self->fd = -1;
 
-	ASSERT_EQ(0, write_sysfs(PDRV_DIR "/bind", PDEV_NAME));
+	ASSERT_EQ(0, write_str(PDRV_DIR "/bind", PDEV_NAME));
 	fd2 = open_dev();
 	ASSERT_LE(0, fd2);
 	memset(&caps, 0, sizeof(caps));
-	EXPECT_EQ(0, caps_ioctl(fd2, MMEDGE_IOC_QUERY_CAPS, &caps));
+	EXPECT_EQ(0, xioctl(fd2, MMEDGE_IOC_QUERY_CAPS, &caps));
 	close(fd2);
-}
-
-static int delete_module(const char *name)
-{
-	return syscall(__NR_delete_module, name, O_NONBLOCK) ? -errno : 0;
-}
-
-static int load_module(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = syscall(__NR_finit_module, fd, "", 0) ? -errno : 0;
-	close(fd);
-	return ret;
 }
 
 /*
@@ -312,20 +254,20 @@ TEST(unload_after_close)
 	if (fd < 0)
 		SKIP(return, "%s not present", DEVPATH);
 
-	EXPECT_EQ(-EWOULDBLOCK, delete_module("mmedge"));
+	EXPECT_EQ(-EWOULDBLOCK, mod_delete("mmedge"));
 	memset(&caps, 0, sizeof(caps));
-	EXPECT_EQ(0, caps_ioctl(fd, MMEDGE_IOC_QUERY_CAPS, &caps));
+	EXPECT_EQ(0, xioctl(fd, MMEDGE_IOC_QUERY_CAPS, &caps));
 	close(fd);
 
-	ASSERT_EQ(0, delete_module("mmedge"));
+	ASSERT_EQ(0, mod_delete("mmedge"));
 	EXPECT_EQ(-1, access(DEVPATH, F_OK));
 	EXPECT_EQ(-1, access(SYSDIR, F_OK));
 
-	ASSERT_EQ(0, load_module(ko));
+	ASSERT_EQ(0, mod_load(ko));
 	fd = open_dev();
 	ASSERT_LE(0, fd);
 	memset(&caps, 0, sizeof(caps));
-	EXPECT_EQ(0, caps_ioctl(fd, MMEDGE_IOC_QUERY_CAPS, &caps));
+	EXPECT_EQ(0, xioctl(fd, MMEDGE_IOC_QUERY_CAPS, &caps));
 	close(fd);
 }
 

@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * mmedge_util.h - helpers shared by the mmedge kselftests and the
- * benchmark: EINTR-safe ioctl, clocks, shared buffers, channel and bus
- * ioctls, vgem. Each returns 0 or a value on success and -errno on
- * failure, like the kernel.
+ * benchmark: EINTR-safe ioctl, poll and sleep, clocks, sysfs, the module,
+ * shared buffers, channel and bus ioctls, vgem. Each returns 0 or a value
+ * on success and -errno on failure, like the kernel.
  */
 #ifndef MMEDGE_UTIL_H
 #define MMEDGE_UTIL_H
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +25,8 @@
 #include <linux/mmedge.h>
 
 #define DEVPATH		"/dev/mmedge0"
+#define PDRV_DIR	"/sys/bus/platform/drivers/mmedge"
+#define PDEV_NAME	"mmedge.0"
 
 /* linux/dma-buf.h of 6.0+; define it where the installed header is older. */
 #ifndef DMA_BUF_IOCTL_EXPORT_SYNC_FILE
@@ -47,6 +51,12 @@ static inline int xioctl(int fd, unsigned long cmd, void *arg)
 static inline int open_dev(void)
 {
 	return open(DEVPATH, O_RDWR | O_CLOEXEC);
+}
+
+static inline int query_caps(int fd, struct mmedge_caps *caps)
+{
+	memset(caps, 0, sizeof(*caps));
+	return xioctl(fd, MMEDGE_IOC_QUERY_CAPS, caps);
 }
 
 /* 0 if the device has channels and buffers; else -1 and why. */
@@ -76,6 +86,28 @@ static inline uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* 1 if @fd polls readable within @ms, 0 if not, -errno. */
+static inline int poll_in(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int ret;
+
+	do {
+		ret = poll(&p, 1, ms);
+	} while (ret < 0 && errno == EINTR);
+	if (ret < 0)
+		return -errno;
+	return ret > 0 && (p.revents & POLLIN) ? 1 : 0;
 }
 
 static inline size_t page_size(void)
@@ -122,6 +154,53 @@ static inline int read_ll(const char *path, long long *v)
 	buf[n] = 0;
 	*v = atoll(buf);
 	return 0;
+}
+
+/* Up to @len - 1 bytes of a (sysfs) file as a string, as read. */
+static inline int read_file(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+static inline int write_str(const char *path, const char *val)
+{
+	ssize_t n;
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+/* delete_module(2) without waiting: -EWOULDBLOCK while it is in use. */
+static inline int mod_delete(const char *name)
+{
+	return syscall(__NR_delete_module, name, O_NONBLOCK) ? -errno : 0;
+}
+
+/* finit_module(2) of the module file at @path, no parameters. */
+static inline int mod_load(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = syscall(__NR_finit_module, fd, "", 0) ? -errno : 0;
+	close(fd);
+	return ret;
 }
 
 /* An mmedge buffer, its dma-buf fd and a shared mapping. */
@@ -173,6 +252,22 @@ static inline int chan_destroy(int fd, __u32 id)
 	return xioctl(fd, MMEDGE_IOC_CHAN_DESTROY, &d);
 }
 
+/* CHAN_CONFIG; the reply in *@out if @out. */
+static inline int chan_config(int fd, __u32 id, __u32 set, __u32 weight,
+			      __u32 class, __u64 cap,
+			      struct mmedge_chan_config *out)
+{
+	struct mmedge_chan_config c = {
+		.id = id, .set = set, .weight = weight, .class = class,
+		.cap = cap,
+	};
+	int ret = xioctl(fd, MMEDGE_IOC_CHAN_CONFIG, &c);
+
+	if (out)
+		*out = c;
+	return ret;
+}
+
 static inline int chan_stats(int fd, __u32 id, struct mmedge_chan_stats *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -220,6 +315,31 @@ static inline int bus_set(int fd, __u64 bw)
 } while (0)
 
 #ifdef _XF86DRM_H_
+/* include/uapi/drm/vgem_drm.h (libdrm ships no copy). */
+#ifndef DRM_VGEM_FENCE_ATTACH
+#define DRM_VGEM_FENCE_ATTACH	0x1
+#define DRM_VGEM_FENCE_SIGNAL	0x2
+struct drm_vgem_fence_attach {
+	__u32 handle;
+	__u32 flags;
+#define VGEM_FENCE_WRITE	0x1
+	__u32 out_fence;
+	__u32 pad;
+};
+
+struct drm_vgem_fence_signal {
+	__u32 fence;
+	__u32 flags;
+};
+
+#define DRM_IOCTL_VGEM_FENCE_ATTACH \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGEM_FENCE_ATTACH, \
+		 struct drm_vgem_fence_attach)
+#define DRM_IOCTL_VGEM_FENCE_SIGNAL \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_VGEM_FENCE_SIGNAL, \
+		struct drm_vgem_fence_signal)
+#endif
+
 /* The first DRM card driven by vgem, or -1. */
 static inline int open_vgem(void)
 {
