@@ -7,32 +7,19 @@
 # reads back on the host.
 set -u
 RES=/tmp/results
+# shellcheck source=scripts/guest-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/guest-lib.sh"
 B=build
 export MMEDGE_KO=$PWD/kmod/mmedge.ko
 
 echo "guest: $(uname -r), $(nproc) CPUs"
 
-run() {
-	local name=$1
-	shift
-	echo "guest: running $name"
-	timeout -k 5 "${TEST_TIMEOUT:-900}" "$@" > "$RES/$name.tap" 2>&1
-	echo $? > "$RES/$name.rc"
-}
-
-if ! insmod "$MMEDGE_KO"; then
-	echo "not ok 1 insmod mmedge.ko" > "$RES/load.tap"
-	echo 1 > "$RES/load.rc"
-	exit 1
-fi
-echo "ok 1 insmod mmedge.ko" > "$RES/load.tap"
-echo 0 > "$RES/load.rc"
+load_mmedge
 
 # Peers for the buffer tests: a DRM importer/exporter with fences, and a
 # V4L2 capture device. The buffer test reloads vivid with allocators=1 for
 # its dma-contig cases, and unloads and reloads mmedge (from MMEDGE_KO).
-modprobe vgem || echo "guest: modprobe vgem failed"
-modprobe vivid n_devs=1 || echo "guest: modprobe vivid failed"
+load_peers
 
 run libhal_dev "$B/libhal/tests/mmhal_dev_test" /dev/mmedge0
 run mmctl tools/tests/mmctl_cli_test.sh "$B/tools/mmctl"
@@ -53,11 +40,5 @@ modprobe -r vivid vgem 2>/dev/null
 # Last: it unloads and reloads the module.
 run mmedge_selftest "$B/selftests/mmedge_test"
 
-if grep -q "^mmedge " /proc/modules && rmmod mmedge; then
-	echo "ok 1 rmmod mmedge" > "$RES/unload.tap"
-	echo 0 > "$RES/unload.rc"
-else
-	echo "not ok 1 rmmod mmedge" > "$RES/unload.tap"
-	echo 1 > "$RES/unload.rc"
-fi
+unload_mmedge
 exit 0

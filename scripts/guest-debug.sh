@@ -15,6 +15,8 @@
 # kselftest binaries (default build/selftests).
 set -u
 RES=/tmp/results
+# shellcheck source=scripts/guest-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/guest-lib.sh"
 export MMEDGE_KO=${1:-$PWD/build/kmod-debug/mmedge.ko}
 T=${2:-build/selftests}
 KMEMLEAK=/sys/kernel/debug/kmemleak
@@ -25,29 +27,14 @@ FUZZ_THREADS=${FUZZ_THREADS:-4}
 
 echo "guest: $(uname -r), $(nproc) CPUs, module $MMEDGE_KO"
 
-run() {
-	local name=$1
-	shift
-	echo "guest: running $name"
-	timeout -k 5 "${TEST_TIMEOUT:-900}" "$@" > "$RES/$name.tap" 2>&1
-	echo $? > "$RES/$name.rc"
-}
-
-if ! insmod "$MMEDGE_KO"; then
-	echo "not ok 1 insmod mmedge.ko" > "$RES/load.tap"
-	echo 1 > "$RES/load.rc"
-	exit 1
-fi
-echo "ok 1 insmod mmedge.ko" > "$RES/load.tap"
-echo 0 > "$RES/load.rc"
+load_mmedge
 
 # DMA-API debug prints only its first error unless told otherwise.
 [ -w /sys/kernel/debug/dma-api/all_errors ] &&
 	echo 1 > /sys/kernel/debug/dma-api/all_errors
 
 # Importers and exporters: vgem (fences, imports), vivid (V4L2).
-modprobe vgem || echo "guest: modprobe vgem failed"
-modprobe vivid n_devs=1 || echo "guest: modprobe vivid failed"
+load_peers
 
 # kmemleak: forget what boot and module loading left, so that the final
 # report holds only what was allocated while the tests ran.
@@ -86,13 +73,7 @@ if [ "$kmemleak_ok" = 1 ]; then
 	kmemleak_scan "$RES/kmemleak-loaded.txt"
 fi
 
-if grep -q "^mmedge " /proc/modules && rmmod mmedge; then
-	echo "ok 1 rmmod mmedge" > "$RES/unload.tap"
-	echo 0 > "$RES/unload.rc"
-else
-	echo "not ok 1 rmmod mmedge" > "$RES/unload.tap"
-	echo 1 > "$RES/unload.rc"
-fi
+unload_mmedge
 modprobe -r vivid vgem 2>/dev/null
 
 if [ "$kmemleak_ok" = 1 ]; then
