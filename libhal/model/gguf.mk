@@ -8,7 +8,7 @@
 # Targets:
 #   gguf-all     $(O)/mmgguf, sanitized tests, fuzz target (if clang has
 #                libFuzzer)
-#   gguf-check   gguf_test + tok_test (ASan+UBSan, TAP) and a bounded fuzz
+#   gguf-check   gguf_test + tok_test + mmproj_test (ASan+UBSan, TAP) and a bounded fuzz
 #                run (GGUF_FUZZ_TIME seconds, default 30) counted as one
 #                test; last line "RESULT gguf <passed> <failed>", non-zero
 #                exit on failure
@@ -25,16 +25,17 @@ GGUF_WARN := -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef \
 GGUF_CFLAGS := $(BASE_CFLAGS) $(GGUF_WARN) -I$(GGUF_DIR)/tools -pthread
 GGUF_LIBS := -pthread -lm
 
-GGUF_SRCS := gguf.c gguf_write.c tokenizer.c
+GGUF_SRCS := gguf.c gguf_write.c tokenizer.c mmproj.c
 MODEL_SRCS += $(GGUF_SRCS)
 
 GGUF_HDRS := $(GGUF_DIR)/gguf.h $(GGUF_DIR)/gguf_internal.h \
-	     $(GGUF_DIR)/tokenizer.h $(GGUF_DIR)/tools/gen.h
+	     $(GGUF_DIR)/tokenizer.h $(GGUF_DIR)/mmproj.h $(GGUF_DIR)/tools/gen.h
 GGUF_OPT_OBJS := $(GGUF_SRCS:%.c=$(GGUF_O)/opt/%.o) $(GGUF_O)/opt/gen.o
 GGUF_SAN_OBJS := $(GGUF_SRCS:%.c=$(GGUF_O)/san/%.o) $(GGUF_O)/san/gen.o
 
 GGUF_TOOL := $(O)/mmgguf
-GGUF_TESTS := $(GGUF_O)/san/gguf_test $(GGUF_O)/san/tok_test
+GGUF_TESTS := $(GGUF_O)/san/gguf_test $(GGUF_O)/san/tok_test \
+	      $(GGUF_O)/san/mmproj_test
 
 GGUF_FUZZ_CC ?= clang
 GGUF_FUZZ_TIME ?= 30
@@ -92,6 +93,7 @@ $(GGUF_O)/fuzz/seeds.stamp: $(GGUF_TOOL)
 	$(GGUF_TOOL) gen --shape micro --tokenizer gpt2 --type f16 -o $(GGUF_O)/fuzz/corpus/seed-micro-gpt2.gguf
 	$(GGUF_TOOL) gen --shape micro --tokenizer llama --type f16 --seed 7 -o $(GGUF_O)/fuzz/corpus/seed-micro-llama.gguf
 	$(GGUF_TOOL) quantize $(GGUF_O)/fuzz/corpus/seed-micro-gpt2.gguf $(GGUF_O)/fuzz/corpus/seed-micro-q8.gguf --type q8_0 >/dev/null
+	$(GGUF_TOOL) gen --vision micro --audio micro --type q8_0 -o $(GGUF_O)/fuzz/corpus/seed-mmproj-micro.gguf
 	@touch $@
 
 # Runs the fuzzer; prints one TAP line and "FUZZ <status> <runs> <secs>".

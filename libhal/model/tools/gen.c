@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -517,6 +518,415 @@ int mm_gen_model_mem(const struct mm_gen_params *p, void **buf, size_t *size,
 		return ret;
 	ret = mm_gguf_w_write_mem(w, buf, size, err, errlen);
 	mm_gguf_writer_free(w);
+	free(c.tmp);
+	return ret;
+}
+
+/* ---- multimodal projector (mmproj) ------------------------------------- */
+
+struct mm_gen_vshape {
+	const char *name;
+	const char *proj;	/* "idefics3" or "mlp" */
+	uint32_t image, patch, n_embd, n_ff, n_layer, n_head;
+	uint32_t scale;		/* idefics3 */
+	uint32_t mm_hidden;	/* mlp */
+	uint32_t n_out;
+	int clip;		/* CLIP: class embedding, pre_ln, no post_ln,
+				 * quick GELU, CLIP mean/std */
+};
+
+struct mm_gen_ashape {
+	const char *name;
+	uint32_t n_mel, n_embd, n_ff, n_layer, n_head, n_pos, stack;
+	uint32_t mm_hidden;	/* mm.a.mlp.1 outputs; SwiGLU halves them */
+	uint32_t n_out;
+};
+
+static const struct mm_gen_vshape mm_gen_vshapes[] = {
+	{ "smolvlm-256m", "idefics3", 512, 16, 768, 3072, 12, 12, 4, 0, 576, 0 },
+	{ "smolvlm-224", "idefics3", 224, 16, 768, 3072, 12, 12, 2, 0, 576, 0 },
+	{ "llava-mlp", "mlp", 224, 16, 768, 3072, 12, 12, 1, 576, 576, 1 },
+	{ "tiny", "idefics3", 32, 8, 256, 512, 2, 4, 2, 0, 256, 0 },
+	{ "tiny-mlp", "mlp", 32, 8, 256, 512, 1, 4, 1, 256, 256, 1 },
+	/* fuzz seeds: into the 32-wide "micro" decoder */
+	{ "micro", "idefics3", 16, 8, 32, 64, 1, 2, 2, 0, 32, 0 },
+};
+
+static const struct mm_gen_ashape mm_gen_ashapes[] = {
+	{ "whisper-tiny", 80, 384, 1536, 4, 6, 1500, 8, 2304, 576 },
+	{ "tiny", 16, 256, 512, 2, 4, 64, 2, 512, 256 },
+	{ "micro", 8, 32, 64, 1, 2, 16, 2, 64, 32 },
+};
+
+const char *const *mm_gen_vision_names(void)
+{
+	static const char *const names[] = { "smolvlm-256m", "smolvlm-224",
+					     "llava-mlp", "tiny", "tiny-mlp",
+					     "micro", NULL };
+	return names;
+}
+
+const char *const *mm_gen_audio_names(void)
+{
+	static const char *const names[] = { "whisper-tiny", "tiny", "micro",
+					     NULL };
+	return names;
+}
+
+struct mm_gen_mctx {
+	uint64_t seed;
+	float *tmp;
+	size_t tmp_n;
+};
+
+/* One tensor to write: its shape, type and initial distribution. */
+struct mm_gen_mt {
+	struct mm_gen_mctx *c;
+	uint32_t type;
+	int64_t ne0;
+	float mean, std;
+};
+
+static int mm_gen_mfill(void *arg, const char *name, void *dst, uint64_t size)
+{
+	struct mm_gen_mt *t = arg;
+	struct mm_gen_mctx *c = t->c;
+	uint64_t st = c->seed * 0x9e3779b97f4a7c15ull + 7;
+	size_t rb = mm_row_bytes(t->type, t->ne0), rows, n;
+
+	if (!rb || size % rb)
+		return -EINVAL;
+	rows = size / rb;
+	n = rows * (size_t)t->ne0;
+	if (n > c->tmp_n) {
+		float *x = realloc(c->tmp, n * sizeof(float));
+
+		if (!x)
+			return -ENOMEM;
+		c->tmp = x;
+		c->tmp_n = n;
+	}
+	for (const char *p = name; *p; p++)
+		st = (st ^ (uint8_t)*p) * 0x100000001b3ull;
+	for (size_t i = 0; i < n; i += 2) {
+		double u1 = mm_gen_unif(&st), u2 = mm_gen_unif(&st);
+		double r = sqrt(-2.0 * log(u1));
+
+		c->tmp[i] = t->mean + (float)(r * cos(2 * M_PI * u2) * t->std);
+		if (i + 1 < n)
+			c->tmp[i + 1] = t->mean +
+				(float)(r * sin(2 * M_PI * u2) * t->std);
+	}
+	for (size_t r = 0; r < rows; r++)
+		mm_quantize_row((enum mm_type)t->type, c->tmp + r * t->ne0,
+				(uint8_t *)dst + r * rb, t->ne0);
+	return 0;
+}
+
+/* The matrix type for rows of ne0: want, or llama.cpp's fallback. */
+static uint32_t mm_gen_fit(uint32_t want, int64_t ne0)
+{
+	if (ne0 % (int64_t)mm_type_block_elems(want) == 0)
+		return want;
+	if (want == MM_TYPE_Q4_K)
+		want = MM_TYPE_Q5_0;
+	else if (want == MM_TYPE_Q6_K)
+		want = MM_TYPE_Q8_0;
+	return ne0 % (int64_t)mm_type_block_elems(want) ? MM_TYPE_F16 : want;
+}
+
+enum mm_gen_kind { MM_GEN_MAT, MM_GEN_CONV, MM_GEN_EMB, MM_GEN_ONES,
+		   MM_GEN_BIAS };
+
+struct mm_gen_mw {
+	struct mm_gguf_writer *w;
+	struct mm_gen_mctx *c;
+	uint32_t type;
+	struct mm_gen_mt *mt;	/* one per tensor, freed by the caller */
+	size_t n_mt, cap_mt;
+	int ret;
+};
+
+static void mm_gen_mt_add(struct mm_gen_mw *m, enum mm_gen_kind kind,
+			  int nd, const int64_t *ne, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void mm_gen_mt_add(struct mm_gen_mw *m, enum mm_gen_kind kind,
+			  int nd, const int64_t *ne, const char *fmt, ...)
+{
+	struct mm_gen_mt *t;
+	char name[MM_GGUF_MAX_NAME];
+	int64_t fan = ne[0];
+	va_list ap;
+
+	if (m->ret)
+		return;
+	if (m->n_mt == m->cap_mt) {
+		/* the writer keeps pointers: grow by chunks, never move */
+		m->ret = -ENOSPC;
+		return;
+	}
+	t = &m->mt[m->n_mt++];
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	t->c = m->c;
+	t->ne0 = ne[0];
+	t->mean = 0;
+	switch (kind) {
+	case MM_GEN_MAT:
+		t->type = mm_gen_fit(m->type, ne[0]);
+		t->std = (float)(1.0 / sqrt((double)fan));
+		break;
+	case MM_GEN_CONV:
+		for (int i = 1; i < nd - 1; i++)
+			fan *= ne[i];
+		t->type = m->type == MM_TYPE_F32 ? MM_TYPE_F32 : MM_TYPE_F16;
+		t->std = (float)(1.0 / sqrt((double)fan));
+		break;
+	case MM_GEN_EMB:
+		t->type = m->type == MM_TYPE_F32 ? MM_TYPE_F32 : MM_TYPE_F16;
+		t->std = 0.02f;
+		break;
+	case MM_GEN_ONES:
+		t->type = MM_TYPE_F32;
+		t->mean = 1.0f;
+		t->std = 0.0f;
+		break;
+	case MM_GEN_BIAS:
+		t->type = MM_TYPE_F32;
+		t->std = 0.02f;
+		break;
+	}
+	m->ret = mm_gguf_w_tensor_cb(m->w, name, t->type, (uint32_t)nd, ne,
+				     mm_gen_mfill, t);
+}
+
+#define MM_GEN_NE(...) \
+	(int)(sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)), \
+	(int64_t[]){ __VA_ARGS__ }
+
+static void mm_gen_blocks(struct mm_gen_mw *m, const char *enc, uint32_t nl,
+			  int64_t e, int64_t f, int k_bias)
+{
+	static const char *const att[] = { "attn_q", "attn_k", "attn_v",
+					   "attn_out" };
+
+	for (uint32_t l = 0; l < nl; l++) {
+		mm_gen_mt_add(m, MM_GEN_ONES, MM_GEN_NE(e), "%s.blk.%u.ln1.weight",
+			      enc, l);
+		mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(e), "%s.blk.%u.ln1.bias",
+			      enc, l);
+		for (int k = 0; k < 4; k++) {
+			mm_gen_mt_add(m, MM_GEN_MAT, MM_GEN_NE(e, e),
+				      "%s.blk.%u.%s.weight", enc, l, att[k]);
+			if (k != 1 || k_bias)
+				mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(e),
+					      "%s.blk.%u.%s.bias", enc, l,
+					      att[k]);
+		}
+		mm_gen_mt_add(m, MM_GEN_ONES, MM_GEN_NE(e), "%s.blk.%u.ln2.weight",
+			      enc, l);
+		mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(e), "%s.blk.%u.ln2.bias",
+			      enc, l);
+		mm_gen_mt_add(m, MM_GEN_MAT, MM_GEN_NE(e, f),
+			      "%s.blk.%u.ffn_up.weight", enc, l);
+		mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(f),
+			      "%s.blk.%u.ffn_up.bias", enc, l);
+		mm_gen_mt_add(m, MM_GEN_MAT, MM_GEN_NE(f, e),
+			      "%s.blk.%u.ffn_down.weight", enc, l);
+		mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(e),
+			      "%s.blk.%u.ffn_down.bias", enc, l);
+	}
+}
+
+static void mm_gen_vision(struct mm_gen_mw *m, const struct mm_gen_vshape *v,
+			  int both)
+{
+	static const float siglip[3] = { 0.5f, 0.5f, 0.5f };
+	static const float clip_mean[3] = { 0.48145466f, 0.4578275f,
+					    0.40821073f };
+	static const float clip_std[3] = { 0.26862954f, 0.26130258f,
+					   0.27577711f };
+	int64_t e = v->n_embd, side = v->image / v->patch;
+	struct mm_gguf_writer *w = m->w;
+	int ret = m->ret;
+
+#define W(call) do { if (!ret) ret = (call); } while (0)
+	W(mm_gguf_w_str(w, both ? "clip.vision.projector_type" :
+			"clip.projector_type", v->proj));
+	W(mm_gguf_w_u32(w, "clip.vision.image_size", v->image));
+	W(mm_gguf_w_u32(w, "clip.vision.patch_size", v->patch));
+	W(mm_gguf_w_u32(w, "clip.vision.embedding_length", v->n_embd));
+	W(mm_gguf_w_u32(w, "clip.vision.feed_forward_length", v->n_ff));
+	W(mm_gguf_w_u32(w, "clip.vision.projection_dim", v->n_out));
+	W(mm_gguf_w_u32(w, "clip.vision.block_count", v->n_layer));
+	W(mm_gguf_w_u32(w, "clip.vision.attention.head_count", v->n_head));
+	W(mm_gguf_w_f32(w, "clip.vision.attention.layer_norm_epsilon",
+			v->clip ? 1e-5f : 1e-6f));
+	W(mm_gguf_w_arr(w, "clip.vision.image_mean", MM_GGUF_F32,
+			v->clip ? clip_mean : siglip, 3));
+	W(mm_gguf_w_arr(w, "clip.vision.image_std", MM_GGUF_F32,
+			v->clip ? clip_std : siglip, 3));
+	W(mm_gguf_w_bool(w, "clip.use_gelu", !v->clip));
+	if (!strcmp(v->proj, "idefics3"))
+		W(mm_gguf_w_u32(w, "clip.vision.projector.scale_factor",
+				v->scale));
+#undef W
+	m->ret = ret;
+	mm_gen_mt_add(m, MM_GEN_CONV, MM_GEN_NE(v->patch, v->patch, 3, e),
+		      "v.patch_embd.weight");
+	mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(e), "v.patch_embd.bias");
+	if (v->clip)
+		mm_gen_mt_add(m, MM_GEN_EMB, MM_GEN_NE(e), "v.class_embd");
+	mm_gen_mt_add(m, MM_GEN_EMB, MM_GEN_NE(e, side * side + v->clip),
+		      "v.position_embd.weight");
+	if (v->clip) {
+		mm_gen_mt_add(m, MM_GEN_ONES, MM_GEN_NE(e), "v.pre_ln.weight");
+		mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(e), "v.pre_ln.bias");
+	}
+	mm_gen_blocks(m, "v", v->n_layer, e, v->n_ff, 1);
+	if (!v->clip) {
+		mm_gen_mt_add(m, MM_GEN_ONES, MM_GEN_NE(e), "v.post_ln.weight");
+		mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(e), "v.post_ln.bias");
+	}
+	if (!strcmp(v->proj, "idefics3")) {
+		mm_gen_mt_add(m, MM_GEN_MAT,
+			      MM_GEN_NE(e * v->scale * v->scale, v->n_out),
+			      "mm.model.fc.weight");
+	} else {
+		mm_gen_mt_add(m, MM_GEN_MAT, MM_GEN_NE(e, v->mm_hidden),
+			      "mm.0.weight");
+		mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(v->mm_hidden),
+			      "mm.0.bias");
+		mm_gen_mt_add(m, MM_GEN_MAT, MM_GEN_NE(v->mm_hidden, v->n_out),
+			      "mm.2.weight");
+		mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(v->n_out), "mm.2.bias");
+	}
+}
+
+static void mm_gen_audio(struct mm_gen_mw *m, const struct mm_gen_ashape *a,
+			 int both)
+{
+	int64_t e = a->n_embd, in = e * a->stack, mid = a->mm_hidden / 2;
+	struct mm_gguf_writer *w = m->w;
+	int ret = m->ret;
+
+#define W(call) do { if (!ret) ret = (call); } while (0)
+	W(mm_gguf_w_str(w, both ? "clip.audio.projector_type" :
+			"clip.projector_type", "ultravox"));
+	W(mm_gguf_w_u32(w, "clip.audio.num_mel_bins", a->n_mel));
+	W(mm_gguf_w_u32(w, "clip.audio.embedding_length", a->n_embd));
+	W(mm_gguf_w_u32(w, "clip.audio.feed_forward_length", a->n_ff));
+	W(mm_gguf_w_u32(w, "clip.audio.projection_dim", a->n_out));
+	W(mm_gguf_w_u32(w, "clip.audio.block_count", a->n_layer));
+	W(mm_gguf_w_u32(w, "clip.audio.attention.head_count", a->n_head));
+	W(mm_gguf_w_f32(w, "clip.audio.attention.layer_norm_epsilon", 1e-5f));
+	W(mm_gguf_w_u32(w, "clip.audio.projector.stack_factor", a->stack));
+#undef W
+	m->ret = ret;
+	mm_gen_mt_add(m, MM_GEN_CONV, MM_GEN_NE(3, a->n_mel, e),
+		      "a.conv1d.1.weight");
+	mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(1, e), "a.conv1d.1.bias");
+	mm_gen_mt_add(m, MM_GEN_CONV, MM_GEN_NE(3, e, e), "a.conv1d.2.weight");
+	mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(1, e), "a.conv1d.2.bias");
+	mm_gen_mt_add(m, MM_GEN_EMB, MM_GEN_NE(e, a->n_pos),
+		      "a.position_embd.weight");
+	/* Whisper's k_proj has no bias */
+	mm_gen_blocks(m, "a", a->n_layer, e, a->n_ff, 0);
+	mm_gen_mt_add(m, MM_GEN_ONES, MM_GEN_NE(e), "a.post_ln.weight");
+	mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(e), "a.post_ln.bias");
+	mm_gen_mt_add(m, MM_GEN_ONES, MM_GEN_NE(in), "mm.a.norm_pre.weight");
+	mm_gen_mt_add(m, MM_GEN_MAT, MM_GEN_NE(in, a->mm_hidden),
+		      "mm.a.mlp.1.weight");
+	mm_gen_mt_add(m, MM_GEN_ONES, MM_GEN_NE(mid), "mm.a.norm_mid.weight");
+	mm_gen_mt_add(m, MM_GEN_MAT, MM_GEN_NE(mid, a->n_out),
+		      "mm.a.mlp.2.weight");
+}
+
+static int mm_gen_mmproj_build(const struct mm_gen_mmproj_params *p,
+			       struct mm_gen_mw *m, char *err, size_t errlen)
+{
+	const struct mm_gen_vshape *v = NULL;
+	const struct mm_gen_ashape *a = NULL;
+	char name[96];
+	int ret = 0;
+
+	for (size_t i = 0; p->vision &&
+	     i < sizeof(mm_gen_vshapes) / sizeof(mm_gen_vshapes[0]); i++)
+		if (!strcmp(p->vision, mm_gen_vshapes[i].name))
+			v = &mm_gen_vshapes[i];
+	for (size_t i = 0; p->audio &&
+	     i < sizeof(mm_gen_ashapes) / sizeof(mm_gen_ashapes[0]); i++)
+		if (!strcmp(p->audio, mm_gen_ashapes[i].name))
+			a = &mm_gen_ashapes[i];
+	if ((p->vision && !v) || (p->audio && !a) || (!v && !a)) {
+		snprintf(err, errlen,
+			 "unknown mmproj shape (vision: smolvlm-256m, smolvlm-224, llava-mlp, tiny, tiny-mlp, micro; audio: whisper-tiny, tiny, micro)");
+		return -EINVAL;
+	}
+	if (!mm_type_valid(p->type)) {
+		snprintf(err, errlen,
+			 "type must be f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q4_k or q6_k");
+		return -EINVAL;
+	}
+	m->w = mm_gguf_writer_new(MM_GGUF_DEFAULT_ALIGNMENT);
+	m->cap_mt = 512;
+	m->mt = calloc(m->cap_mt, sizeof(*m->mt));
+	if (!m->w || !m->mt)
+		return -ENOMEM;
+	m->type = p->type;
+	m->c->seed = p->seed;
+	snprintf(name, sizeof(name), "mmgguf mmproj %s%s%s (generated)",
+		 v ? v->name : "", v && a ? "+" : "", a ? a->name : "");
+#define W(call) do { if (!ret) ret = (call); } while (0)
+	W(mm_gguf_w_str(m->w, "general.architecture", "clip"));
+	W(mm_gguf_w_str(m->w, "general.type", "mmproj"));
+	W(mm_gguf_w_str(m->w, "general.name", name));
+	W(mm_gguf_w_u32(m->w, "general.file_type",
+			p->type == MM_TYPE_F32 ? 0 : p->type == MM_TYPE_F16 ? 1 :
+			p->type == MM_TYPE_Q8_0 ? 7 : p->type == MM_TYPE_Q4_0 ? 2 :
+			p->type == MM_TYPE_Q4_K ? 15 : 1));
+	W(mm_gguf_w_bool(m->w, "clip.has_vision_encoder", v != NULL));
+	W(mm_gguf_w_bool(m->w, "clip.has_audio_encoder", a != NULL));
+#undef W
+	m->ret = ret;
+	if (v)
+		mm_gen_vision(m, v, a != NULL);
+	if (a)
+		mm_gen_audio(m, a, v != NULL);
+	if (m->ret)
+		snprintf(err, errlen, "building the mmproj failed: %s",
+			 strerror(-m->ret));
+	return m->ret;
+}
+
+int mm_gen_mmproj(const struct mm_gen_mmproj_params *p, const char *path,
+		  char *err, size_t errlen)
+{
+	struct mm_gen_mctx c = { 0 };
+	struct mm_gen_mw m = { .c = &c };
+	int ret = mm_gen_mmproj_build(p, &m, err, errlen);
+
+	if (!ret)
+		ret = mm_gguf_w_write_file(m.w, path, err, errlen);
+	mm_gguf_writer_free(m.w);
+	free(m.mt);
+	free(c.tmp);
+	return ret;
+}
+
+int mm_gen_mmproj_mem(const struct mm_gen_mmproj_params *p, void **buf,
+		      size_t *size, char *err, size_t errlen)
+{
+	struct mm_gen_mctx c = { 0 };
+	struct mm_gen_mw m = { .c = &c };
+	int ret = mm_gen_mmproj_build(p, &m, err, errlen);
+
+	if (!ret)
+		ret = mm_gguf_w_write_mem(m.w, buf, size, err, errlen);
+	mm_gguf_writer_free(m.w);
+	free(m.mt);
 	free(c.tmp);
 	return ret;
 }

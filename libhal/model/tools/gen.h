@@ -45,4 +45,35 @@ int mm_gen_model(const struct mm_gen_params *p, const char *path, char *err,
 int mm_gen_model_mem(const struct mm_gen_params *p, void **buf, size_t *size,
 		     char *err, size_t errlen);
 
+/*
+ * Multimodal projector files (general.architecture "clip"), with the keys,
+ * tensor names, shapes and types llama.cpp's converter writes. Vision
+ * shapes: "smolvlm-256m" (SigLIP-B/16, 512 px, idefics3 scale 4 -> 64
+ * tokens of 576), "smolvlm-224" (the same tower at 224 px, scale 2 -> 49
+ * tokens), "llava-mlp" (ViT-B/16 224 px with class embedding and pre-norm,
+ * mlp projector into 576), "tiny" and "tiny-mlp" (32 px, 256 wide), "micro"
+ * (16 px, 32 wide). Audio shapes: "whisper-tiny" (384 wide, 4 blocks, 80
+ * mel bins, ultravox stack 8, SwiGLU -> 576), "tiny" (256 wide), "micro"
+ * (32 wide). Both set: one file with both
+ * encoders (per-encoder projector_type keys).
+ */
+struct mm_gen_mmproj_params {
+	const char *vision;	/* vision shape, or NULL */
+	const char *audio;	/* audio shape, or NULL */
+	uint32_t type;		/* matrices: any type the kernels run; rows
+				 * too short for its block fall back as
+				 * llama.cpp's quantizer does (q4_k -> q5_0,
+				 * q6_k -> q8_0, then f16) */
+	uint64_t seed;
+};
+
+/* NULL-terminated lists of shape names. */
+const char *const *mm_gen_vision_names(void);
+const char *const *mm_gen_audio_names(void);
+
+int mm_gen_mmproj(const struct mm_gen_mmproj_params *p, const char *path,
+		  char *err, size_t errlen);
+int mm_gen_mmproj_mem(const struct mm_gen_mmproj_params *p, void **buf,
+		      size_t *size, char *err, size_t errlen);
+
 #endif /* MM_GEN_H */

@@ -4,6 +4,9 @@
  *
  *   mmgguf gen --shape smollm2-135m|tiny|micro|gqa4 --tokenizer gpt2|llama
  *              --type f32|f16 [--seed N] -o FILE
+ *   mmgguf gen [--vision smolvlm-256m|smolvlm-224|llava-mlp|tiny|tiny-mlp|micro]
+ *              [--audio whisper-tiny|tiny|micro] --type TYPE [--seed N] -o FILE
+ *              (a multimodal projector file; both: one file, two encoders)
  *   mmgguf quantize IN OUT --type q8_0|q4_0|q4_k [--pure]
  *              [--keep NAME_GLOB=TYPE ...]
  *   mmgguf info FILE
@@ -27,6 +30,9 @@ static void mmgguf_usage(FILE *f)
 	fprintf(f,
 		"usage: mmgguf gen --shape smollm2-135m|tiny|micro|gqa4 --tokenizer gpt2|llama\n"
 		"                  --type f32|f16 [--seed N] -o FILE\n"
+		"       mmgguf gen [--vision smolvlm-256m|smolvlm-224|llava-mlp|tiny|tiny-mlp|micro]\n"
+		"                  [--audio whisper-tiny|tiny|micro]\n"
+		"                  --type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q4_k|q6_k [--seed N] -o FILE\n"
 		"       mmgguf quantize IN OUT --type q8_0|q4_0|q4_k [--pure]\n"
 		"                  [--keep NAME_GLOB=TYPE ...]\n"
 		"       mmgguf info FILE\n");
@@ -53,6 +59,7 @@ static int mmgguf_type(const char *s, uint32_t *t)
 static int mmgguf_gen(int argc, char **argv)
 {
 	struct mm_gen_params p = { .tokenizer = "gpt2", .type = MM_TYPE_F32 };
+	struct mm_gen_mmproj_params mp = { 0 };
 	const char *out = NULL;
 	char err[256];
 	int ret;
@@ -66,10 +73,13 @@ static int mmgguf_gen(int argc, char **argv)
 			p.shape = v;
 		else if (!strcmp(a, "--tokenizer"))
 			p.tokenizer = v;
+		else if (!strcmp(a, "--vision"))
+			mp.vision = v;
+		else if (!strcmp(a, "--audio"))
+			mp.audio = v;
 		else if (!strcmp(a, "--type")) {
-			if (mmgguf_type(v, &p.type) ||
-			    (p.type != MM_TYPE_F32 && p.type != MM_TYPE_F16)) {
-				fprintf(stderr, "mmgguf gen: --type must be f32 or f16 (quantize afterwards with 'mmgguf quantize')\n");
+			if (mmgguf_type(v, &p.type)) {
+				fprintf(stderr, "mmgguf gen: unknown --type '%s'\n", v);
 				return 2;
 			}
 		} else if (!strcmp(a, "--seed"))
@@ -80,8 +90,22 @@ static int mmgguf_gen(int argc, char **argv)
 			goto usage;
 		i++;
 	}
-	if (!p.shape || !out)
+	if (!out || !!p.shape == !!(mp.vision || mp.audio))
 		goto usage;
+	if (mp.vision || mp.audio) {
+		mp.type = p.type;
+		mp.seed = p.seed;
+		ret = mm_gen_mmproj(&mp, out, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "mmgguf gen: %s\n", err);
+			return 1;
+		}
+		return 0;
+	}
+	if (p.type != MM_TYPE_F32 && p.type != MM_TYPE_F16) {
+		fprintf(stderr, "mmgguf gen: --type must be f32 or f16 for a model (quantize afterwards with 'mmgguf quantize')\n");
+		return 2;
+	}
 	ret = mm_gen_model(&p, out, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "mmgguf gen: %s\n", err);
