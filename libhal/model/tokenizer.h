@@ -3,8 +3,10 @@
  * tokenizer.h - text <-> token ids from a GGUF file's tokenizer metadata,
  * as llama.cpp does it for tokenizer.ggml.model "llama" (SentencePiece:
  * scores, byte fallback, "▁" for spaces) and "gpt2" (byte-level BPE with
- * tokenizer.ggml.merges and a GPT-2 style pre-tokenizer), plus ChatML chat
- * formatting.
+ * tokenizer.ggml.merges and the pre-tokenizer rules llama.cpp has for the
+ * tokenizer.ggml.pre values gpt-2, smollm, starcoder, refact, llama-bpe,
+ * qwen2, deepseek-llm, deepseek-coder, falcon and "default"; other values
+ * are refused), plus ChatML chat formatting.
  *
  * Threading: a loaded struct mm_tok is immutable; encode, decode and chat
  * formatting may run concurrently on it. It copies what it needs, so the
@@ -108,6 +110,17 @@ MM_MODEL_API int mm_tok_chat_format(const struct mm_tok *tok,
 				    const struct mm_chat_msg *msgs, int n,
 				    int add_gen, char *buf, size_t cap,
 				    size_t *len_out);
+
+/*
+ * The BPE pre-tokenizer alone (internal, for tests): splits len bytes of
+ * text as llama.cpp does for tokenizer.ggml.pre value pre (NULL: the key
+ * is missing, llama.cpp's "default" rules) and writes at most max piece
+ * lengths; *n_out is the full count. -ENOTSUP (err names it) for a pre
+ * value that is not supported.
+ */
+int mm_tok_pre_split(const char *pre, const char *text, size_t len,
+		     size_t *lens, int max, int *n_out, char *err,
+		     size_t errlen);
 
 #ifdef __cplusplus
 }

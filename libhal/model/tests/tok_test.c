@@ -349,11 +349,251 @@ static void test_load_errors(void)
 	}
 }
 
+/* ---- pre-tokenizer split tables (from the regexes' semantics) ---------- */
+
+struct split_case {
+	const char *pre;	/* NULL: tokenizer.ggml.pre missing */
+	const char *text;
+	const char *want[12];
+};
+
+static const struct split_case split_cases[] = {
+	/* gpt-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+	{ "gpt-2", "it's", { "it", "'s" } },
+	{ "gpt-2", "I'm we'll 've", { "I", "'m", " we", "'ll", " '", "ve" } },
+	{ "gpt-2", "IT'S", { "IT", "'", "S" } },
+	{ "gpt-2", "abc 123 4567", { "abc", " 123", " 4567" } },
+	{ "gpt-2", "a  b", { "a", " ", " b" } },
+	{ "gpt-2", "x\n\ny", { "x", "\n", "\n", "y" } },
+	{ "gpt-2", "hi!!! ok...", { "hi", "!!!", " ok", "..." } },
+	{ "gpt-2", "end   ", { "end", "   " } },
+	{ "gpt-2", "h\xc3\xa9llo w\xc3\xb6rld", { "h\xc3\xa9llo", " w\xc3\xb6rld" } },
+	{ "gpt-2", "\xe6\x97\xa5\xe6\x9c\xac \xe3\x83\x86\xe3\x82\xb9\xe3\x83\x88",
+	  { "\xe6\x97\xa5\xe6\x9c\xac", " \xe3\x83\x86\xe3\x82\xb9\xe3\x83\x88" } },
+	{ "gpt-2", "x\xc2\xb2", { "x", "\xc2\xb2" } },			/* ² is \p{N} */
+	{ "gpt-2", "a\xc2\xa0" "b", { "a", "\xc2\xa0", "b" } },		/* NBSP is \s */
+	{ "gpt-2", "\xf0\x9f\x99\x82 ok $x", { "\xf0\x9f\x99\x82", " ok", " $", "x" } },
+	{ "gpt2", "a 12", { "a", " 12" } },
+	/* llama-bpe: (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+	{ "llama-bpe", "IT'S I'M don't", { "IT", "'S", " I", "'M", " don", "'t" } },
+	{ "llama-bpe", "12345", { "123", "45" } },
+	{ "llama-bpe", "a1b", { "a", "1", "b" } },
+	{ "llama-bpe", "\thello (hello) 'hi", { "\thello", " (", "hello", ")", " '", "hi" } },
+	{ "llama-bpe", "(hello)", { "(hello", ")" } },
+	{ "llama-bpe", "hi!!\n\nok", { "hi", "!!\n\n", "ok" } },
+	{ "llama-bpe", "a \n\n b", { "a", " \n\n", " b" } },
+	{ "llama-bpe", "x   y", { "x", "  ", " y" } },
+	{ "llama-bpe", "end  ", { "end", "  " } },
+	{ "llama-bpe", "\xc3\xbc" "ber 2024\xe5\xb9\xb4",
+	  { "\xc3\xbc" "ber", " ", "202", "4", "\xe5\xb9\xb4" } },
+	{ "llama3", "\xd9\xa1\xd9\xa2\xd9\xa3\xd9\xa4", { "\xd9\xa1\xd9\xa2\xd9\xa3", "\xd9\xa4" } },
+	/* qwen2: llama3 with \p{N} alone */
+	{ "qwen2", "12345", { "1", "2", "3", "4", "5" } },
+	{ "qwen2", "IT'S (x) a 1", { "IT", "'S", " (", "x", ")", " a", " ", "1" } },
+	{ "qwen2", "ok.\n\n  x", { "ok", ".\n\n", " ", " x" } },
+	/* starcoder / refact / smollm: \p{N}, then GPT-2's regex per piece */
+	{ "starcoder", "a 12", { "a", " ", "1", "2" } },
+	{ "refact", "a  1", { "a", "  ", "1" } },
+	{ "smollm", "x1y it's 3", { "x", "1", "y", " it", "'s", " ", "3" } },
+	/* falcon: [\p{P}\$\+<=>\^~\|`]+, GPT-2, [0-9][0-9][0-9] */
+	{ "falcon", "Hello, world!", { "Hello", ",", " world", "!" } },
+	{ "falcon", "it's", { "it", "'", "s" } },
+	{ "falcon", "12345 678", { "123", "45", " ", "678" } },
+	{ "falcon", "a+=b `c`", { "a", "+=", "b", " ", "`", "c", "`" } },
+	{ "falcon", "x \xe3\x80\x82y", { "x", " ", "\xe3\x80\x82", "y" } },	/* 。 is \p{P} */
+	{ "falcon", "\xe4\xb8\xad\xe6\x96\x87 text", { "\xe4\xb8\xad\xe6\x96\x87", " text" } },
+	/* deepseek-coder: [\r\n], \s?\p{L}+, \s?\p{P}+, [一-龥ࠀ-一가-퟿]+, \p{N} */
+	{ "deepseek-coder", "Hello world", { "Hello", " world" } },
+	{ "deepseek-coder", "x = 10;\n", { "x", " = ", "1", "0", ";", "\n" } },
+	{ "deepseek-coder", "a, b.", { "a", ",", " b", "." } },
+	{ "deepseek-coder", "\xe4\xb8\xad\xe6\x96\x87" "abc", { "\xe4\xb8\xad\xe6\x96\x87", "abc" } },
+	{ "deepseek-coder", "\xc2\xa1Hola!\n\nx", { "\xc2\xa1", "Hola", "!", "\n", "\n", "x" } },
+	{ "deepseek-coder", "\xce\xb5\xce\xbb 12", { "\xce\xb5\xce\xbb", " ", "1", "2" } },
+	/* deepseek-llm: [\r\n], \s?[A-Za-zµÀ-Ö...]+, \s?[!-/:-~！-／：-～‘-‟　-。]+, \s+$, [一-龥ࠀ-一가-퟿]+, \p{N}+ */
+	{ "deepseek-llm", "Hello, world!", { "Hello", ",", " world", "!" } },
+	{ "deepseek-llm", "x = 10;", { "x", " =", " ", "10", ";" } },
+	{ "deepseek-llm", "\xe4\xb8\xad\xe6\x96\x87 abc", { "\xe4\xb8\xad\xe6\x96\x87", " abc" } },
+	{ "deepseek-llm", "abc   ", { "abc", "   " } },
+	{ "deepseek-llm", "ab  cd", { "ab", " ", " cd" } },
+	{ "deepseek-llm", "12345 x\r\ny", { "12345", " x", "\r", "\n", "y" } },
+	{ "deepseek-llm", "\xe4\xbd\xa0\xe5\xa5\xbd\xef\xbc\x8c\xe4\xb8\x96\xe7\x95\x8c",
+	  { "\xe4\xbd\xa0\xe5\xa5\xbd", "\xef\xbc\x8c", "\xe4\xb8\x96\xe7\x95\x8c" } },
+	/* the third regex's :-~ takes ASCII letters too, so it splits "café" */
+	{ "deepseek-llm", "caf\xc3\xa9 \xed\x95\x9c\xea\xb5\xad\xec\x96\xb4",
+	  { "caf", "\xc3\xa9", " ", "\xed\x95\x9c\xea\xb5\xad\xec\x96\xb4" } },
+	{ "deepseek-llm", "\xce\xb1\xce\xb2\xce\xb3 \xce\xb4", { "\xce\xb1\xce\xb2\xce\xb3", " \xce\xb4" } },
+	{ "deepseek-llm", "\xd9\x85\xd8\xb1\xd8\xad\xd8\xa8\xd8\xa7", { "\xd9\x85\xd8\xb1\xd8\xad\xd8\xa8\xd8\xa7" } },
+	/* "default" (and a missing key): [\p{P}\$\+<=>\^~\|]+, GPT-2, \p{N}+, [0-9][0-9][0-9] */
+	{ "default", "it's 12345", { "it", "'", "s", " ", "123", "45" } },
+	{ NULL, "a+b 7", { "a", "+", "b", " ", "7" } },
+};
+
+static void show(char *out, size_t cap, const char *s, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n && k + 5 < cap; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '\n')
+			k += (size_t)snprintf(out + k, cap - k, "\\n");
+		else if (c == '\r')
+			k += (size_t)snprintf(out + k, cap - k, "\\r");
+		else if (c == '\t')
+			k += (size_t)snprintf(out + k, cap - k, "\\t");
+		else
+			out[k++] = (char)c;
+	}
+	out[k] = 0;
+}
+
+static void test_pre_split(void)
+{
+	for (int i = 0; i < N(split_cases); i++) {
+		const struct split_case *c = &split_cases[i];
+		size_t lens[64], off = 0, tl = strlen(c->text);
+		char err[256] = "", name[128];
+		int n = 0, nw = 0, ok, ret;
+
+		while (nw < 12 && c->want[nw])
+			nw++;
+		ret = mm_tok_pre_split(c->pre, c->text, tl, lens, 64, &n,
+				       err, sizeof(err));
+		ok = !ret && n == nw;
+		for (int k = 0; ok && k < n; k++) {
+			ok = lens[k] == strlen(c->want[k]) &&
+			     !memcmp(c->text + off, c->want[k], lens[k]);
+			off += lens[k];
+		}
+		show(name, sizeof(name), c->text, tl);
+		if (!tap_ok(ok, "pre %s: '%s' -> %d pieces",
+			    c->pre ? c->pre : "(missing)", name, nw)) {
+			off = 0;
+			tap_diag("ret %d '%s', %d pieces:", ret, err, n);
+			for (int k = 0; k < n && k < 64; k++) {
+				show(name, sizeof(name), c->text + off, lens[k]);
+				tap_diag("  '%s'", name);
+				off += lens[k];
+			}
+		}
+	}
+	{
+		size_t lens[4];
+		char err[256] = "";
+		int n = 0, ret;
+
+		ret = mm_tok_pre_split("tekken", "x", 1, lens, 4, &n, err,
+				       sizeof(err));
+		tap_ok(ret == -ENOTSUP && strstr(err, "'tekken'"),
+		       "pre split: unknown pre value refused by name");
+	}
+}
+
+/* A BPE vocab with tokenizer.ggml.pre = pre, loaded. */
+static int load_pre(const char *pre, struct mm_tok **tok, char *err,
+		    size_t errlen)
+{
+	static const char *const toks[] = { "a", "b", "ab", "\xc4\xa0" };
+	static const char *const merges[] = { "a b" };
+	struct mm_gguf_writer *w = mm_gguf_writer_new(0);
+	struct mm_gguf *g = NULL;
+	void *buf = NULL;
+	size_t size;
+	int ret;
+
+	mm_gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+	if (pre)
+		mm_gguf_w_str(w, "tokenizer.ggml.pre", pre);
+	mm_gguf_w_arr_str(w, "tokenizer.ggml.tokens", toks, NULL, 4);
+	mm_gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, NULL, 1);
+	mm_gguf_w_write_mem(w, &buf, &size, err, errlen);
+	mm_gguf_writer_free(w);
+	ret = mm_gguf_open_mem(buf, size, &g, err, errlen);
+	*tok = NULL;
+	ret = ret ? ret : mm_tok_load(g, tok, err, errlen);
+	mm_gguf_close(g);
+	free(buf);
+	return ret;
+}
+
+static void test_pre_load(void)
+{
+	static const char *const known[] = {
+		NULL, "default", "gpt-2", "gpt2", "smollm", "starcoder",
+		"refact", "llama-bpe", "qwen2", "deepseek-llm",
+		"deepseek-coder", "falcon",
+	};
+	int good = 0;
+
+	for (int i = 0; i < N(known); i++) {
+		struct mm_tok *tok;
+		char err[256] = "";
+		int32_t ids[8];
+		int n = 0;
+
+		if (!load_pre(known[i], &tok, err, sizeof(err)) &&
+		    !mm_tok_encode(tok, "ab a", 4, 0, 0, ids, 8, &n) && n == 3)
+			good++;
+		else
+			tap_diag("pre %s: '%s' (%d ids)", known[i] ? known[i] : "(missing)", err, n);
+		mm_tok_free(tok);
+	}
+	tap_ok(good == N(known), "tokenizer load: %d/%d supported pre values load and encode",
+	       good, N(known));
+	{
+		struct mm_tok *tok;
+		char err[256] = "";
+		int ret = load_pre("qwen35-next", &tok, err, sizeof(err));
+
+		if (!tap_ok(ret == -ENOTSUP && !tok && strstr(err, "'qwen35-next'") &&
+			    strstr(err, "tokenizer.ggml.pre"),
+			    "tokenizer load: unknown pre value is -ENOTSUP naming it"))
+			tap_diag("ret %d '%s'", ret, err);
+		mm_tok_free(tok);
+	}
+	for (int k = 0; k < 2; k++) {
+		/* llama-bpe keeps a piece that is a token whole (llama.cpp's
+		 * ignore_merges); gpt-2 merges it from bytes ("b c" has no
+		 * result token, so no merge applies) */
+		static const char *const toks[] = { "a", "b", "c", "abc" };
+		static const char *const merges[] = { "a b" };
+		const char *pre = k ? "gpt-2" : "llama-bpe";
+		struct mm_gguf_writer *w = mm_gguf_writer_new(0);
+		struct mm_gguf *g = NULL;
+		struct mm_tok *tok = NULL;
+		char err[256] = "";
+		void *buf = NULL;
+		size_t size;
+		int32_t ids[8];
+		int n = 0;
+
+		mm_gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+		mm_gguf_w_str(w, "tokenizer.ggml.pre", pre);
+		mm_gguf_w_arr_str(w, "tokenizer.ggml.tokens", toks, NULL, 4);
+		mm_gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, NULL, 1);
+		mm_gguf_w_write_mem(w, &buf, &size, err, sizeof(err));
+		mm_gguf_writer_free(w);
+		mm_gguf_open_mem(buf, size, &g, err, sizeof(err));
+		mm_tok_load(g, &tok, err, sizeof(err));
+		mm_gguf_close(g);
+		free(buf);
+		if (tok)
+			mm_tok_encode(tok, "abc", 3, 0, 0, ids, 8, &n);
+		tap_ok(tok && (k ? n == 3 && ids[0] == 0 && ids[2] == 2 :
+			       n == 1 && ids[0] == 3),
+		       "%s: 'abc' is %s (%d ids)", pre,
+		       k ? "a|b|c, no merge" : "the token 'abc' whole", n);
+		mm_tok_free(tok);
+	}
+}
+
 int main(void)
 {
 	test_gpt2();
 	test_llama();
 	test_smollm_pre();
 	test_load_errors();
+	test_pre_split();
+	test_pre_load();
 	return tap_done("tok_test");
 }
