@@ -489,6 +489,53 @@ static void test_pre_split(void)
 	}
 }
 
+/* Every pre value on random text (bytes, ASCII, UTF-8 of many scripts):
+ * pieces are non-empty and cover the input exactly. */
+static void test_pre_random(void)
+{
+	static const char *const pres[] = {
+		NULL, "gpt-2", "smollm", "llama-bpe", "qwen2", "deepseek-llm",
+		"deepseek-coder", "falcon",
+	};
+	static const char *const atoms[] = {
+		"a", "Z", "7", " ", "  ", "\n", "\r\n", "\t", "'", "'s", "'LL",
+		".", "$", "`", "\xc3\xa9", "\xc2\xa0", "\xc2\xb2", "\xe4\xb8\xad",
+		"\xed\x95\x9c", "\xef\xbc\x8c", "\xe3\x80\x82", "\xd9\xa3",
+		"\xf0\x9f\x99\x82", "\xcc\x81", "\xff", "\xc3", "\xe2\x80\x94",
+	};
+	uint32_t seed = 12345;
+	int bad = 0, runs = 0;
+
+	for (int it = 0; it < 400; it++) {
+		char text[512];
+		size_t len = 0, lens[512];
+
+		while (len < 400) {
+			const char *a;
+
+			seed = seed * 1103515245u + 12345u;
+			a = atoms[(seed >> 16) % N(atoms)];
+			memcpy(text + len, a, strlen(a));
+			len += strlen(a);
+		}
+		for (int p = 0; p < N(pres); p++) {
+			size_t sum = 0;
+			int n = 0, ok;
+
+			ok = !mm_tok_pre_split(pres[p], text, len, lens, 512, &n,
+					       NULL, 0);
+			for (int k = 0; ok && k < n; k++) {
+				ok = lens[k] > 0;
+				sum += lens[k];
+			}
+			bad += !ok || sum != len;
+			runs++;
+		}
+	}
+	tap_ok(!bad, "pre split: %d random texts x pre values, pieces cover the input (%d bad)",
+	       runs, bad);
+}
+
 /* A BPE vocab with tokenizer.ggml.pre = pre, loaded. */
 static int load_pre(const char *pre, struct mm_tok **tok, char *err,
 		    size_t errlen)
@@ -594,6 +641,7 @@ int main(void)
 	test_smollm_pre();
 	test_load_errors();
 	test_pre_split();
+	test_pre_random();
 	test_pre_load();
 	return tap_done("tok_test");
 }
