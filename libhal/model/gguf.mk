@@ -1,17 +1,17 @@
 # SPDX-License-Identifier: MIT
 #
-# gguf.mk - GGUF reader/writer, tokenizer, the mmgguf tool, their tests and
-# the fuzz target. Included by ./Makefile (which defines O, CC,
-# BASE_CFLAGS, OPT, SAN) before quant.mk; links quant.mk's objects
+# gguf.mk - GGUF reader/writer, tokenizer, mmproj loader, the mmgguf tool,
+# their tests and the fuzz target. Included by ./Makefile (which defines O,
+# CC, BASE_CFLAGS, OPT, SAN) before quant.mk; links quant.mk's objects
 # (QUANT_OPT_OBJS, QUANT_SAN_OBJS) through second expansion.
 #
 # Targets:
 #   gguf-all     $(O)/mmgguf, sanitized tests, fuzz target (if clang has
 #                libFuzzer)
-#   gguf-check   gguf_test + tok_test + mmproj_test (ASan+UBSan, TAP) and a bounded fuzz
-#                run (GGUF_FUZZ_TIME seconds, default 30) counted as one
-#                test; last line "RESULT gguf <passed> <failed>", non-zero
-#                exit on failure
+#   gguf-check   gguf_test + tok_test + mmproj_test (ASan+UBSan, TAP) and a
+#                bounded fuzz run (GGUF_FUZZ_TIME seconds, default 30)
+#                counted as one test; last line "RESULT gguf <passed>
+#                <failed>", non-zero exit on failure
 #   gguf-fuzz    builds and runs only the fuzz target
 #   gguf-bench   nothing yet (no benchmark of its own)
 #
