@@ -1242,9 +1242,12 @@ TEST_F(chan, overrun_drop_oldest)
 		ASSERT_EQ(0, qbuf(self->fd, id, b[i].fd, 0, i, NULL));
 	}
 	sleep_ms(400);
+	/*
+	 * One of the two may be in flight (being refilled, or getting its
+	 * new fence in the re-arm work): wait for it rather than poll.
+	 */
 	for (i = 0; i < 2; i++)
-		ASSERT_EQ(0, dqbuf(self->fd, id, MMEDGE_DQBUF_NONBLOCK, 0,
-				   &d[i]));
+		ASSERT_EQ(0, dqbuf(self->fd, id, 0, 2000, &d[i]));
 	ASSERT_EQ(0, chan_stats(self->fd, id, &st));
 	TH_LOG("after 400 ms: seq %llu (cookie %llu), %llu (cookie %llu); dropped %llu, stats frames %llu dropped %llu",
 	       (unsigned long long)d[0].sequence,
