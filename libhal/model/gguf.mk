@@ -8,8 +8,8 @@
 # Targets:
 #   gguf-all     $(O)/mmgguf, sanitized tests, fuzz target (if clang has
 #                libFuzzer)
-#   gguf-check   gguf_test + tok_test + mmproj_test + vision_test (ASan+UBSan,
-#                TAP) and a
+#   gguf-check   gguf_test + tok_test + mmproj_test + vision_test +
+#                imgproc_test (ASan+UBSan, TAP) and a
 #                bounded fuzz run (GGUF_FUZZ_TIME seconds, default 30)
 #                counted as one test; last line "RESULT gguf <passed>
 #                <failed>", non-zero exit on failure
@@ -36,15 +36,16 @@ GGUF_SAN_OBJS := $(GGUF_SRCS:%.c=$(GGUF_O)/san/%.o) $(GGUF_O)/san/gen.o
 
 # the vision encoder needs quant.mk's kernels: library and tests only
 # (not the fuzz target)
-GGUF_VIS_SRCS := vision.c
+GGUF_VIS_SRCS := vision.c imgproc.c
 MODEL_SRCS += $(GGUF_VIS_SRCS)
-GGUF_HDRS += $(GGUF_DIR)/vision.h
+GGUF_HDRS += $(GGUF_DIR)/vision.h $(GGUF_DIR)/imgproc.h
 GGUF_OPT_OBJS += $(GGUF_VIS_SRCS:%.c=$(GGUF_O)/opt/%.o)
 GGUF_SAN_OBJS += $(GGUF_VIS_SRCS:%.c=$(GGUF_O)/san/%.o)
 
 GGUF_TOOL := $(O)/mmgguf
 GGUF_TESTS := $(GGUF_O)/san/gguf_test $(GGUF_O)/san/tok_test \
-	      $(GGUF_O)/san/mmproj_test $(GGUF_O)/san/vision_test
+	      $(GGUF_O)/san/mmproj_test $(GGUF_O)/san/vision_test \
+	      $(GGUF_O)/san/imgproc_test
 
 GGUF_FUZZ_CC ?= clang
 GGUF_FUZZ_TIME ?= 30
