@@ -1094,3 +1094,15 @@ uint32_t mm_gguf__vtype_size(uint32_t type)
 {
 	return type < MM_GGUF_NTYPES ? mm_gguf_vtype_size[type] : 0;
 }
+
+int mm_errf(int ret, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}

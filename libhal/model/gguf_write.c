@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -475,19 +474,6 @@ static int mm_gw_pad(FILE *f, uint64_t pos, uint32_t align)
 	return ret;
 }
 
-__attribute__((format(printf, 3, 4)))
-static int mm_gw_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return 0;
-}
-
 static int mm_gw_emit(struct mm_gguf_writer *w, FILE *f, char *err,
 		      size_t errlen)
 {
@@ -497,7 +483,7 @@ static int mm_gw_emit(struct mm_gguf_writer *w, FILE *f, char *err,
 	int ret;
 
 	if (w->failed) {
-		mm_gw_fail(err, errlen, "writer ran out of memory earlier");
+		mm_errf(0, err, errlen, "writer ran out of memory earlier");
 		return -ENOMEM;
 	}
 	ret = mm_gw_out_le(f, MM_GGUF_MAGIC, 4);
@@ -546,7 +532,7 @@ static int mm_gw_emit(struct mm_gguf_writer *w, FILE *f, char *err,
 			}
 			ret = t->fill(t->ctx, t->name, buf, t->size);
 			if (ret) {
-				mm_gw_fail(err, errlen, "tensor '%s': producing data failed: %s",
+				mm_errf(0, err, errlen, "tensor '%s': producing data failed: %s",
 					   t->name, strerror(-ret));
 				break;
 			}
@@ -573,7 +559,7 @@ static int mm_gw_emit(struct mm_gguf_writer *w, FILE *f, char *err,
 	}
 	free(buf);
 	if (ret && err && errlen && !err[0])
-		mm_gw_fail(err, errlen, "writing failed: %s", strerror(-ret));
+		mm_errf(0, err, errlen, "writing failed: %s", strerror(-ret));
 	return ret;
 }
 
@@ -588,14 +574,14 @@ int mm_gguf_w_write_file(struct mm_gguf_writer *w, const char *path,
 	f = fopen(path, "wb");
 	if (!f) {
 		ret = -errno;
-		mm_gw_fail(err, errlen, "%s: cannot create: %s", path,
+		mm_errf(0, err, errlen, "%s: cannot create: %s", path,
 			   strerror(errno));
 		return ret;
 	}
 	ret = mm_gw_emit(w, f, err, errlen);
 	if (fclose(f) && !ret) {
 		ret = -EIO;
-		mm_gw_fail(err, errlen, "%s: write failed: %s", path,
+		mm_errf(0, err, errlen, "%s: write failed: %s", path,
 			   strerror(errno));
 	}
 	if (ret)

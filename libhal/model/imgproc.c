@@ -6,23 +6,10 @@
  * frame is made.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 
+#include "gguf.h"
 #include "imgproc.h"
-
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 static inline uint8_t clamp8(int v)
 {
@@ -73,47 +60,47 @@ int mm_image_preprocess(const struct mm_mmproj *p, const struct mm_image *img,
 	int c;
 
 	if (!v)
-		return fail(err, errlen, "mmproj has no vision encoder");
+		return mm_errf(-EINVAL, err, errlen, "mmproj has no vision encoder");
 	if (!img || !out)
-		return fail(err, errlen, "image or output is NULL");
+		return mm_errf(-EINVAL, err, errlen, "image or output is NULL");
 	w = img->width;
 	h = img->height;
 	n = v->image_size;
 	if (!w || !h || w > 65536 || h > 65536)
-		return fail(err, errlen, "image size %ux%u out of range", w, h);
+		return mm_errf(-EINVAL, err, errlen, "image size %ux%u out of range", w, h);
 	if (!n || n_out != 3 * (size_t)n * n)
-		return fail(err, errlen, "n_out %zu, need 3 x %u x %u", n_out,
+		return mm_errf(-EINVAL, err, errlen, "n_out %zu, need 3 x %u x %u", n_out,
 			    n, n);
 	switch (img->format) {
 	case MM_IMAGE_GREY:
 	case MM_IMAGE_RGB24:
 		if (!img->plane[0])
-			return fail(err, errlen, "plane 0 is NULL");
+			return mm_errf(-EINVAL, err, errlen, "plane 0 is NULL");
 		if (img->stride[0] <
 		    (size_t)w * (img->format == MM_IMAGE_RGB24 ? 3 : 1))
-			return fail(err, errlen, "stride %zu < line of %u pixels",
+			return mm_errf(-EINVAL, err, errlen, "stride %zu < line of %u pixels",
 				    img->stride[0], w);
 		break;
 	case MM_IMAGE_NV12:
 		if ((w | h) & 1)
-			return fail(err, errlen,
+			return mm_errf(-EINVAL, err, errlen,
 				    "NV12 needs even width and height, not %ux%u",
 				    w, h);
 		if (!img->plane[0] || !img->plane[1])
-			return fail(err, errlen, "NV12 plane %d is NULL",
+			return mm_errf(-EINVAL, err, errlen, "NV12 plane %d is NULL",
 				    img->plane[0] ? 1 : 0);
 		if (img->stride[0] < w || img->stride[1] < w)
-			return fail(err, errlen,
+			return mm_errf(-EINVAL, err, errlen,
 				    "NV12 strides %zu/%zu < width %u",
 				    img->stride[0], img->stride[1], w);
 		break;
 	default:
-		return fail(err, errlen, "unsupported pixel format 0x%08x",
+		return mm_errf(-EINVAL, err, errlen, "unsupported pixel format 0x%08x",
 			    img->format);
 	}
 	for (c = 0; c < 3; c++) {
 		if (!(v->std[c] > 0))
-			return fail(err, errlen, "image_std[%d] is not > 0", c);
+			return mm_errf(-EINVAL, err, errlen, "image_std[%d] is not > 0", c);
 	}
 	/* clip.cpp resize_bilinear */
 	xr = (float)(w - 1) / (float)n;

@@ -23,7 +23,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,20 +42,6 @@ static double mm_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void mm_msg(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void mm_msg(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
 }
 
 /* ---- allocation accounting -------------------------------------------- */
@@ -135,7 +120,7 @@ static int mm_llama_u32(const struct mm_gguf *g, const char *key,
 		return 0;
 	}
 	if (ret)
-		mm_msg(err, errlen, "key %s: %s", key,
+		mm_errf(0, err, errlen, "key %s: %s", key,
 		       ret == -ENOENT ? "missing" : "not an integer that fits u32");
 	return ret;
 }
@@ -150,7 +135,7 @@ static int mm_llama_f32(const struct mm_gguf *g, const char *key, float def,
 		return 0;
 	}
 	if (ret)
-		mm_msg(err, errlen, "key %s: not a float", key);
+		mm_errf(0, err, errlen, "key %s: not a float", key);
 	return ret;
 }
 
@@ -165,18 +150,18 @@ static int mm_llama_tensor(const struct mm_gguf *g, const char *name,
 	if (!t) {
 		if (optional)
 			return 0;
-		mm_msg(err, errlen, "tensor %s: missing", name);
+		mm_errf(0, err, errlen, "tensor %s: missing", name);
 		return -ENOENT;
 	}
 	if (!mm_type_valid(t->type)) {
-		mm_msg(err, errlen, "tensor %s: type %s (%u) not supported",
+		mm_errf(0, err, errlen, "tensor %s: type %s (%u) not supported",
 		       name, mm_gguf_type_name(t->type) ?
 		       mm_gguf_type_name(t->type) : "?", t->type);
 		return -ENOTSUP;
 	}
 	if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 ||
 	    t->ne[3] != 1) {
-		mm_msg(err, errlen,
+		mm_errf(0, err, errlen,
 		       "tensor %s: shape {%lld, %lld, %lld, %lld}, expected {%lld, %lld}",
 		       name, (long long)t->ne[0], (long long)t->ne[1],
 		       (long long)t->ne[2], (long long)t->ne[3],
@@ -190,7 +175,7 @@ static int mm_llama_tensor(const struct mm_gguf *g, const char *name,
 	w->rs = mm_row_bytes(w->t, ne0);
 	w->bytes = t->size;
 	if (!w->rs || w->rs * (uint64_t)ne1 > t->size) {
-		mm_msg(err, errlen, "tensor %s: %llu bytes, too small for its shape",
+		mm_errf(0, err, errlen, "tensor %s: %llu bytes, too small for its shape",
 		       name, (unsigned long long)t->size);
 		return -EINVAL;
 	}
@@ -262,11 +247,11 @@ static int mm_llama_hparams(struct mmhal_model *m, char *err, size_t errlen)
 	int ret = 0;
 
 	if (!arch) {
-		mm_msg(err, errlen, "key general.architecture: missing");
+		mm_errf(0, err, errlen, "key general.architecture: missing");
 		return -EINVAL;
 	}
 	if (strcmp(arch, "llama")) {
-		mm_msg(err, errlen,
+		mm_errf(0, err, errlen,
 		       "key general.architecture: '%s' not supported (llama)",
 		       arch);
 		return -ENOTSUP;
@@ -305,19 +290,19 @@ static int mm_llama_hparams(struct mmhal_model *m, char *err, size_t errlen)
 	    u[2] < 1 || u[2] > (1u << 22) || u[3] < 1 || u[3] > u[1] ||
 	    u[4] < 1 || u[4] > u[3] || u[3] % u[4] || u[1] % u[3] ||
 	    u[5] < 1 || u[5] > (1u << 24)) {
-		mm_msg(err, errlen,
+		mm_errf(0, err, errlen,
 		       "hyperparameters out of range: layers %u, embd %u, ff %u, heads %u/%u, ctx %u",
 		       u[0], u[1], u[2], u[3], u[4], u[5]);
 		return -EINVAL;
 	}
 	if (!(hp->eps > 0.0f && hp->eps < 1.0f)) {
-		mm_msg(err, errlen,
+		mm_errf(0, err, errlen,
 		       "key llama.attention.layer_norm_rms_epsilon: %g out of range",
 		       hp->eps);
 		return -EINVAL;
 	}
 	if (!(hp->rope_base > 1.0f && isfinite(hp->rope_base))) {
-		mm_msg(err, errlen, "key llama.rope.freq_base: %g out of range",
+		mm_errf(0, err, errlen, "key llama.rope.freq_base: %g out of range",
 		       hp->rope_base);
 		return -EINVAL;
 	}
@@ -329,7 +314,7 @@ static int mm_llama_hparams(struct mmhal_model *m, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	if (u[6] != u[7] || u[6] < 2 || u[6] > 1024 || u[6] % 2) {
-		mm_msg(err, errlen,
+		mm_errf(0, err, errlen,
 		       "keys llama.attention.key_length/value_length: %u/%u not supported",
 		       u[6], u[7]);
 		return -ENOTSUP;
@@ -340,7 +325,7 @@ static int mm_llama_hparams(struct mmhal_model *m, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	if (u[0] < 2 || u[0] > u[6] || u[0] % 2) {
-		mm_msg(err, errlen,
+		mm_errf(0, err, errlen,
 		       "key llama.rope.dimension_count: %u (head dim %u)", u[0],
 		       u[6]);
 		return -EINVAL;
@@ -348,11 +333,11 @@ static int mm_llama_hparams(struct mmhal_model *m, char *err, size_t errlen)
 	hp->n_rot = (int)u[0];
 	te = mm_gguf_tensor(g, "token_embd.weight");
 	if (!te) {
-		mm_msg(err, errlen, "tensor token_embd.weight: missing");
+		mm_errf(0, err, errlen, "tensor token_embd.weight: missing");
 		return -ENOENT;
 	}
 	if (te->ne[1] < 1 || te->ne[1] > (1 << 24)) {
-		mm_msg(err, errlen, "tensor token_embd.weight: %lld tokens",
+		mm_errf(0, err, errlen, "tensor token_embd.weight: %lld tokens",
 		       (long long)te->ne[1]);
 		return -EINVAL;
 	}
@@ -568,7 +553,7 @@ static int mm_llama_repack(struct mmhal_model *m, int mapped, char *err,
 	j.it = calloc(MM_LAYER_MATS * (size_t)m->hp.n_layer + 1,
 		      sizeof(*j.it));
 	if (!j.it) {
-		mm_msg(err, errlen, "repacking: out of memory");
+		mm_errf(0, err, errlen, "repacking: out of memory");
 		return -ENOMEM;
 	}
 	for (int l = -1; l < m->hp.n_layer; l++) {
@@ -598,14 +583,14 @@ static int mm_llama_repack(struct mmhal_model *m, int mapped, char *err,
 	hi = (hi + pg - 1) & ~(pg - 1);
 	if (mapped && mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE)) {
 		ret = -errno;
-		mm_msg(err, errlen, "repacking: cannot make the weights writable: %s",
+		mm_errf(0, err, errlen, "repacking: cannot make the weights writable: %s",
 		       strerror(-ret));
 		goto out;
 	}
 	mm_parallel_for(m->ctx, n, mm_llama_repack_fn, &j);
 	if (mapped && mprotect((void *)lo, hi - lo, PROT_READ)) {
 		ret = -errno;
-		mm_msg(err, errlen, "repacking: cannot make the weights read-only: %s",
+		mm_errf(0, err, errlen, "repacking: cannot make the weights read-only: %s",
 		       strerror(-ret));
 		goto out;
 	}
@@ -615,11 +600,11 @@ static int mm_llama_repack(struct mmhal_model *m, int mapped, char *err,
 		if (it->err) {
 			ret = it->err;
 			if (it->layer < 0)
-				mm_msg(err, errlen, "repacking %s.weight: %s",
+				mm_errf(0, err, errlen, "repacking %s.weight: %s",
 				       m->output.d == m->tok_embd.d ? "token_embd" :
 				       "output", strerror(-ret));
 			else
-				mm_msg(err, errlen, "repacking blk.%d.%s.weight: %s",
+				mm_errf(0, err, errlen, "repacking blk.%d.%s.weight: %s",
 				       it->layer, mm_layer_mats[it->which].name,
 				       strerror(-ret));
 			goto out;
@@ -653,12 +638,12 @@ MMHAL_API int mmhal_model_load(const char *path,
 	if (err && errlen)
 		err[0] = 0;
 	if (!out || !path) {
-		mm_msg(err, errlen, "path and out must not be NULL");
+		mm_errf(0, err, errlen, "path and out must not be NULL");
 		return -EINVAL;
 	}
 	*out = NULL;
 	if (p.kv_type != MMHAL_KV_F16 && p.kv_type != MMHAL_KV_Q8_0) {
-		mm_msg(err, errlen, "kv_type %d not supported (F16 1, Q8_0 8)",
+		mm_errf(0, err, errlen, "kv_type %d not supported (F16 1, Q8_0 8)",
 		       p.kv_type);
 		return -EINVAL;
 	}
@@ -671,7 +656,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 	} else {
 		ret = mm_llama_read_file(path, &m->filebuf, &n);
 		if (ret)
-			mm_msg(err, errlen, "%s: %s", path, strerror(-ret));
+			mm_errf(0, err, errlen, "%s: %s", path, strerror(-ret));
 		else
 			ret = mm_gguf_open_mem(m->filebuf, n, &m->g, err,
 					       errlen);
@@ -689,7 +674,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 	m->n_ctx = p.n_ctx > 0 ? p.n_ctx :
 		(m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
 	if (m->n_ctx > (1 << 20)) {
-		mm_msg(err, errlen, "n_ctx %d too large", m->n_ctx);
+		mm_errf(0, err, errlen, "n_ctx %d too large", m->n_ctx);
 		ret = -EINVAL;
 		goto fail;
 	}
@@ -699,7 +684,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 	m->kv_type = p.kv_type;
 	m->kv_dim = m->hp.n_head_kv * m->hp.head_dim;
 	if (m->kv_type == MMHAL_KV_Q8_0 && m->hp.head_dim % MM_QK) {
-		mm_msg(err, errlen,
+		mm_errf(0, err, errlen,
 		       "kv_type Q8_0 needs a head dimension multiple of 32 (%d)",
 		       m->hp.head_dim);
 		ret = -ENOTSUP;
@@ -707,7 +692,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 	}
 	ret = mm_ctx_create(p.n_threads, &m->ctx);
 	if (ret) {
-		mm_msg(err, errlen, "creating %d threads: %s", p.n_threads,
+		mm_errf(0, err, errlen, "creating %d threads: %s", p.n_threads,
 		       strerror(-ret));
 		goto fail;
 	}
@@ -774,7 +759,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 	    !m->k || !m->v || !m->att || !m->gate || !m->up || !m->logits ||
 	    !m->scratch || !m->inv_freq || !m->kf || !m->vf ||
 	    !m->apart || !m->rope_cs) {
-		mm_msg(err, errlen, "out of memory for the KV cache (%zu bytes) "
+		mm_errf(0, err, errlen, "out of memory for the KV cache (%zu bytes) "
 		       "and activations", 2 * nb);
 		ret = -ENOMEM;
 		goto fail;

@@ -23,7 +23,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,20 +40,6 @@ struct mm_mmproj {
 	struct mm_mmproj_vision v;
 	struct mm_mmproj_audio a;
 };
-
-static void mmp_msg(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void mmp_msg(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 const char *mm_mmproj_type_name(enum mm_mmproj_type t)
 {
@@ -78,13 +63,13 @@ static const struct mm_gguf_kv *mmp_kv(const struct mm_gguf *g,
 	*ret = 0;
 	if (!kv) {
 		if (required) {
-			mmp_msg(err, errlen, "key %s: missing", key);
+			mm_errf(0, err, errlen, "key %s: missing", key);
 			*ret = -ENOENT;
 		}
 		return NULL;
 	}
 	if (kv->type != type) {
-		mmp_msg(err, errlen, "key %s: type %s, expected %s", key,
+		mm_errf(0, err, errlen, "key %s: type %s, expected %s", key,
 			mm_gguf_vtype_name(kv->type) ?
 			mm_gguf_vtype_name(kv->type) : "?",
 			mm_gguf_vtype_name(type));
@@ -108,7 +93,7 @@ static int mmp_u32(const struct mm_gguf *g, const char *key, int required,
 		return ret;
 	}
 	if (kv->v.u < lo || kv->v.u > hi) {
-		mmp_msg(err, errlen, "key %s: %llu out of range [%u, %u]", key,
+		mm_errf(0, err, errlen, "key %s: %llu out of range [%u, %u]", key,
 			(unsigned long long)kv->v.u, lo, hi);
 		return -EINVAL;
 	}
@@ -138,7 +123,7 @@ static int mmp_eps(const struct mm_gguf *g, const char *key, float *v,
 	if (!kv)
 		return ret;
 	if (!(kv->v.f > 0 && kv->v.f <= 0.1)) {
-		mmp_msg(err, errlen, "key %s: %g out of range (0, 0.1]", key,
+		mm_errf(0, err, errlen, "key %s: %g out of range (0, 0.1]", key,
 			kv->v.f);
 		return -EINVAL;
 	}
@@ -157,7 +142,7 @@ static int mmp_rgb(const struct mm_gguf *g, const char *key, int positive,
 	if (!kv)
 		return ret;
 	if (kv->arr_type != MM_GGUF_F32 || kv->n != 3) {
-		mmp_msg(err, errlen, "key %s: array of %llu %s, expected 3 f32",
+		mm_errf(0, err, errlen, "key %s: array of %llu %s, expected 3 f32",
 			key, (unsigned long long)kv->n,
 			mm_gguf_vtype_name(kv->arr_type) ?
 			mm_gguf_vtype_name(kv->arr_type) : "?");
@@ -168,7 +153,7 @@ static int mmp_rgb(const struct mm_gguf *g, const char *key, int positive,
 			return -EPROTO;
 		if (!isfinite(v[i]) || (positive && !(v[i] > 0)) ||
 		    v[i] > 1e3f || v[i] < -1e3f) {
-			mmp_msg(err, errlen, "key %s: element %d is %g", key, i,
+			mm_errf(0, err, errlen, "key %s: element %d is %g", key, i,
 				v[i]);
 			return -EINVAL;
 		}
@@ -210,7 +195,7 @@ static int mmp_proj(const struct mm_gguf *g, const char *enc,
 		if (strcmp(kv->v.str, tab[i].name))
 			continue;
 		if (tab[i].audio != audio) {
-			mmp_msg(err, errlen,
+			mm_errf(0, err, errlen,
 				"key %s: projector type '%s' is not a %s projector",
 				key, kv->v.str, enc);
 			return -ENOTSUP;
@@ -218,7 +203,7 @@ static int mmp_proj(const struct mm_gguf *g, const char *enc,
 		*t = tab[i].t;
 		return 0;
 	}
-	mmp_msg(err, errlen,
+	mm_errf(0, err, errlen,
 		"key %s: projector type '%.64s' not supported (%s)", key,
 		kv->v.str, audio ? "ultravox" : "idefics3, mlp");
 	return -ENOTSUP;
@@ -236,7 +221,7 @@ static int mmp_act(const struct mm_gguf *g, enum mm_mmproj_act *act,
 	if (ret)
 		return ret;
 	if (gelu && silu) {
-		mmp_msg(err, errlen,
+		mm_errf(0, err, errlen,
 			"keys clip.use_gelu and clip.use_silu: both true");
 		return -EINVAL;
 	}
@@ -283,7 +268,7 @@ static int mmp_tensor(const struct mm_gguf *g, const char *name,
 	if (!t) {
 		if (optional)
 			return 0;
-		mmp_msg(err, errlen, "tensor %s: missing", name);
+		mm_errf(0, err, errlen, "tensor %s: missing", name);
 		return -ENOENT;
 	}
 	for (int i = 0; i < n; i++)
@@ -291,7 +276,7 @@ static int mmp_tensor(const struct mm_gguf *g, const char *name,
 	for (int i = 0; i < 4; i++)
 		bad |= t->ne[i] != want[i];
 	if (bad) {
-		mmp_msg(err, errlen,
+		mm_errf(0, err, errlen,
 			"tensor %s: shape {%lld, %lld, %lld, %lld}, expected {%lld, %lld, %lld, %lld}",
 			name, (long long)t->ne[0], (long long)t->ne[1],
 			(long long)t->ne[2], (long long)t->ne[3],
@@ -300,7 +285,7 @@ static int mmp_tensor(const struct mm_gguf *g, const char *name,
 		return -EINVAL;
 	}
 	if (!mmp_type_ok(t->type, kind)) {
-		mmp_msg(err, errlen, "tensor %s: type %s not supported (%s)",
+		mm_errf(0, err, errlen, "tensor %s: type %s not supported (%s)",
 			name, mm_gguf_type_name(t->type) ?
 			mm_gguf_type_name(t->type) : "unknown",
 			kind == MMP_MAT ?
@@ -420,7 +405,7 @@ static int mmp_common(const struct mm_gguf *g, const char *enc,
 		ret = mmp_u32(g, MMP_KEY("attention.head_count"), 1, 0, 1,
 			      *n_embd, n_head, err, errlen);
 	if (!ret && *n_embd % *n_head) {
-		mmp_msg(err, errlen,
+		mm_errf(0, err, errlen,
 			"key %s: %u heads do not divide embedding_length %u",
 			key, *n_head, *n_embd);
 		ret = -EINVAL;
@@ -461,7 +446,7 @@ static int mmp_vision(struct mm_mmproj *p, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	if (v->image_size % v->patch_size) {
-		mmp_msg(err, errlen,
+		mm_errf(0, err, errlen,
 			"key clip.vision.patch_size: %u does not divide image_size %u",
 			v->patch_size, v->image_size);
 		return -EINVAL;
@@ -476,7 +461,7 @@ static int mmp_vision(struct mm_mmproj *p, char *err, size_t errlen)
 		ret = mmp_u32(g, "clip.vision.projector.scale_factor", 1, 0, 1,
 			      side, &v->scale_factor, err, errlen);
 		if (!ret && side % v->scale_factor) {
-			mmp_msg(err, errlen,
+			mm_errf(0, err, errlen,
 				"key clip.vision.projector.scale_factor: %u does not divide the %u-patch side",
 				v->scale_factor, side);
 			ret = -EINVAL;
@@ -518,7 +503,7 @@ static int mmp_vision(struct mm_mmproj *p, char *err, size_t errlen)
 		v->n_out = (uint32_t)v->fc.ne[1];
 		v->n_tokens = v->n_patches / (v->scale_factor * v->scale_factor);
 		if (v->n_out != v->proj_dim) {
-			mmp_msg(err, errlen,
+			mm_errf(0, err, errlen,
 				"tensor mm.model.fc.weight: %u outputs, key clip.vision.projection_dim says %u",
 				v->n_out, v->proj_dim);
 			return -EINVAL;
@@ -542,7 +527,7 @@ static int mmp_vision(struct mm_mmproj *p, char *err, size_t errlen)
 		v->n_tokens = v->n_patches;
 	}
 	if (v->n_out < 1 || v->n_out > MMP_MAX_DIM) {
-		mmp_msg(err, errlen, "projector %s: output width %u out of range",
+		mm_errf(0, err, errlen, "projector %s: output width %u out of range",
 			mm_mmproj_type_name(v->proj), v->n_out);
 		return -EINVAL;
 	}
@@ -602,7 +587,7 @@ static int mmp_audio(struct mm_mmproj *p, char *err, size_t errlen)
 		ret = MMP_T("a.position_embd.weight", MMP_VEC, 0, &a->pos, e,
 			    -1);
 	if (!ret && (a->pos.ne[1] < 1 || a->pos.ne[1] > 65536)) {
-		mmp_msg(err, errlen,
+		mm_errf(0, err, errlen,
 			"tensor a.position_embd.weight: %lld positions out of range",
 			(long long)a->pos.ne[1]);
 		ret = -EINVAL;
@@ -632,7 +617,7 @@ static int mmp_audio(struct mm_mmproj *p, char *err, size_t errlen)
 	if (a->n_mm_mid * 2 == a->n_mm_hidden) {
 		a->swiglu = 1;
 	} else if (a->n_mm_mid != a->n_mm_hidden) {
-		mmp_msg(err, errlen,
+		mm_errf(0, err, errlen,
 			"tensor mm.a.mlp.2.weight: %u inputs, expected %u (SwiGLU) or %u (mm.a.mlp.1.weight outputs)",
 			a->n_mm_mid, a->n_mm_hidden / 2, a->n_mm_hidden);
 		return -EINVAL;
@@ -642,7 +627,7 @@ static int mmp_audio(struct mm_mmproj *p, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	if (a->n_out != a->proj_dim) {
-		mmp_msg(err, errlen,
+		mm_errf(0, err, errlen,
 			"tensor mm.a.mlp.2.weight: %u outputs, key clip.audio.projection_dim says %u",
 			a->n_out, a->proj_dim);
 		return -EINVAL;
@@ -658,11 +643,11 @@ static int mmp_load(struct mm_mmproj *p, char *err, size_t errlen)
 	int ret;
 
 	if (!arch) {
-		mmp_msg(err, errlen, "key general.architecture: missing");
+		mm_errf(0, err, errlen, "key general.architecture: missing");
 		return -ENOENT;
 	}
 	if (strcmp(arch, "clip")) {
-		mmp_msg(err, errlen,
+		mm_errf(0, err, errlen,
 			"key general.architecture: '%.64s', an mmproj is 'clip'",
 			arch);
 		return -EINVAL;
@@ -675,7 +660,7 @@ static int mmp_load(struct mm_mmproj *p, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	if (!p->has_vision && !p->has_audio) {
-		mmp_msg(err, errlen,
+		mm_errf(0, err, errlen,
 			"keys clip.has_vision_encoder and clip.has_audio_encoder: no encoder");
 		return -ENOENT;
 	}
@@ -710,7 +695,7 @@ int mm_mmproj_load(const char *path, struct mm_mmproj **out, char *err,
 	if (err && errlen)
 		err[0] = 0;
 	if (!path || !out) {
-		mmp_msg(err, errlen, "path and out must not be NULL");
+		mm_errf(0, err, errlen, "path and out must not be NULL");
 		return -EINVAL;
 	}
 	*out = NULL;
@@ -729,7 +714,7 @@ int mm_mmproj_load_mem(const void *data, size_t size, struct mm_mmproj **out,
 	if (err && errlen)
 		err[0] = 0;
 	if (!data || !out) {
-		mmp_msg(err, errlen, "data and out must not be NULL");
+		mm_errf(0, err, errlen, "data and out must not be NULL");
 		return -EINVAL;
 	}
 	*out = NULL;
@@ -772,7 +757,7 @@ int mm_mmproj_check_llm(const struct mm_mmproj *p, uint32_t n_embd,
 	if (!p)
 		return -EINVAL;
 	if (p->has_vision && p->v.n_out != n_embd) {
-		mmp_msg(err, errlen,
+		mm_errf(0, err, errlen,
 			"projector %s (tensor %s): output width %u, the LLM's embedding width is %u",
 			mm_mmproj_type_name(p->v.proj),
 			p->v.proj == MM_MMPROJ_IDEFICS3 ? "mm.model.fc.weight" :
@@ -780,7 +765,7 @@ int mm_mmproj_check_llm(const struct mm_mmproj *p, uint32_t n_embd,
 		return -EINVAL;
 	}
 	if (p->has_audio && p->a.n_out != n_embd) {
-		mmp_msg(err, errlen,
+		mm_errf(0, err, errlen,
 			"projector %s (tensor mm.a.mlp.2.weight): output width %u, the LLM's embedding width is %u",
 			mm_mmproj_type_name(p->a.proj), p->a.n_out, n_embd);
 		return -EINVAL;

@@ -20,7 +20,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,19 +63,6 @@ struct mm_tok {
 };
 
 /* ---- small helpers ---------------------------------------------------- */
-
-__attribute__((format(printf, 3, 4)))
-static int mm_tok_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 /* Decodes one UTF-8 character; invalid bytes decode as themselves | ~0. */
 static uint32_t mm_utf8_next(const uint8_t *s, size_t n, size_t i, size_t *clen)
@@ -653,7 +639,7 @@ static int mm_tok_id_key(const struct mm_gguf *g, const char *key,
 	if (ret == -ENOENT)
 		return 0;
 	if (ret)
-		return mm_tok_fail(err, errlen, "key '%s': expected an unsigned token id",
+		return mm_errf(-EINVAL, err, errlen, "key '%s': expected an unsigned token id",
 				   key);
 	if (v >= (uint32_t)n_vocab) {
 		/* llama.cpp writes -1 as u32 for "none" in some converters */
@@ -661,7 +647,7 @@ static int mm_tok_id_key(const struct mm_gguf *g, const char *key,
 			*id = -1;
 			return 0;
 		}
-		return mm_tok_fail(err, errlen, "key '%s': token id %u is outside the vocab (%d tokens)",
+		return mm_errf(-EINVAL, err, errlen, "key '%s': token id %u is outside the vocab (%d tokens)",
 				   key, v, n_vocab);
 	}
 	*id = (int32_t)v;
@@ -701,11 +687,11 @@ static int mm_tok_load_merges(struct mm_tok *t, const struct mm_gguf *g,
 	uint64_t n;
 
 	if (!kv)
-		return mm_tok_fail(err, errlen, "key 'tokenizer.ggml.merges': missing (required for the gpt2 tokenizer)");
+		return mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.merges': missing (required for the gpt2 tokenizer)");
 	if (mm_gguf_arr(kv, &et, &n) || et != MM_GGUF_STR)
-		return mm_tok_fail(err, errlen, "key 'tokenizer.ggml.merges': expected an array of strings");
+		return mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.merges': expected an array of strings");
 	if (n > INT32_MAX)
-		return mm_tok_fail(err, errlen, "key 'tokenizer.ggml.merges': %" PRIu64 " merges is too many",
+		return mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.merges': %" PRIu64 " merges is too many",
 				   n);
 	t->merge_cap = 16;
 	while (t->merge_cap < 2 * n)
@@ -723,7 +709,7 @@ static int mm_tok_load_merges(struct mm_tok *t, const struct mm_gguf *g,
 		for (sp = 1; sp < len && s[sp] != ' '; sp++)
 			;
 		if (sp >= len)
-			return mm_tok_fail(err, errlen, "key 'tokenizer.ggml.merges': merge %" PRIu64
+			return mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.merges': merge %" PRIu64
 					   " has no space separating its two tokens", i);
 		a = mm_tok_findn(t, s, sp);
 		b = mm_tok_findn(t, s + sp + 1, len - sp - 1);
@@ -762,7 +748,7 @@ int mm_tok_load(const struct mm_gguf *g, struct mm_tok **out, char *err,
 	*out = NULL;
 	ret = mm_gguf_get_str(g, "tokenizer.ggml.model", &model, NULL);
 	if (ret)
-		return mm_tok_fail(err, errlen, "key 'tokenizer.ggml.model': %s",
+		return mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.model': %s",
 				   ret == -ENOENT ? "missing" : "expected a string");
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -773,19 +759,19 @@ int mm_tok_load(const struct mm_gguf *g, struct mm_tok **out, char *err,
 		t->kind = MM_TOK_BPE;
 	} else {
 		ret = -ENOTSUP;
-		mm_tok_fail(err, errlen, "key 'tokenizer.ggml.model': tokenizer '%.32s' is not supported (llama and gpt2 are)",
+		mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.model': tokenizer '%.32s' is not supported (llama and gpt2 are)",
 			    model);
 		goto fail;
 	}
 
 	tokens = mm_gguf_find(g, "tokenizer.ggml.tokens");
 	if (!tokens || mm_gguf_arr(tokens, &et, &n) || et != MM_GGUF_STR) {
-		ret = mm_tok_fail(err, errlen, "key 'tokenizer.ggml.tokens': %s",
+		ret = mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.tokens': %s",
 				  tokens ? "expected an array of strings" : "missing");
 		goto fail;
 	}
 	if (!n || n > INT32_MAX) {
-		ret = mm_tok_fail(err, errlen, "key 'tokenizer.ggml.tokens': %" PRIu64
+		ret = mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.tokens': %" PRIu64
 				  " tokens is not a usable vocab size", n);
 		goto fail;
 	}
@@ -804,7 +790,7 @@ int mm_tok_load(const struct mm_gguf *g, struct mm_tok **out, char *err,
 	for (uint64_t i = 0; i < n; i++) {
 		mm_gguf_arr_str(tokens, i, &s, &len);
 		if (len > UINT32_MAX) {
-			ret = mm_tok_fail(err, errlen, "key 'tokenizer.ggml.tokens': token %" PRIu64
+			ret = mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.tokens': token %" PRIu64
 					  " is too long", i);
 			goto fail;
 		}
@@ -828,7 +814,7 @@ int mm_tok_load(const struct mm_gguf *g, struct mm_tok **out, char *err,
 
 		if (mm_gguf_arr(scores, &et, &sn) ||
 		    (et != MM_GGUF_F32 && et != MM_GGUF_F64) || sn != n) {
-			ret = mm_tok_fail(err, errlen, "key 'tokenizer.ggml.scores': expected %" PRIu64
+			ret = mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.scores': expected %" PRIu64
 					  " f32 values, one per token", n);
 			goto fail;
 		}
@@ -842,7 +828,7 @@ int mm_tok_load(const struct mm_gguf *g, struct mm_tok **out, char *err,
 		if (mm_gguf_arr(types, &et, &tn) || tn != n ||
 		    et == MM_GGUF_STR || et == MM_GGUF_F32 ||
 		    et == MM_GGUF_F64 || et == MM_GGUF_BOOL) {
-			ret = mm_tok_fail(err, errlen, "key 'tokenizer.ggml.token_type': expected %" PRIu64
+			ret = mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.token_type': expected %" PRIu64
 					  " integers, one per token", n);
 			goto fail;
 		}
@@ -850,7 +836,7 @@ int mm_tok_load(const struct mm_gguf *g, struct mm_tok **out, char *err,
 			int32_t v;
 
 			if (mm_gguf_arr_i32(types, i, &v) || v < 0 || v > 6) {
-				ret = mm_tok_fail(err, errlen, "key 'tokenizer.ggml.token_type': token %" PRIu64
+				ret = mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.token_type': token %" PRIu64
 						  " has an invalid type", i);
 				goto fail;
 			}
@@ -932,7 +918,7 @@ int mm_tok_load(const struct mm_gguf *g, struct mm_tok **out, char *err,
 
 nomem:
 	ret = -ENOMEM;
-	mm_tok_fail(err, errlen, "out of memory loading the tokenizer");
+	mm_errf(-EINVAL, err, errlen, "out of memory loading the tokenizer");
 fail:
 	mm_tok_free(t);
 	return ret;
@@ -1519,7 +1505,7 @@ static int mm_tok_load_pre(struct mm_tok *t, const struct mm_gguf *g,
 	if (ret == -ENOENT)
 		return 0;
 	if (ret)
-		return mm_tok_fail(err, errlen, "key 'tokenizer.ggml.pre': expected a string");
+		return mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.pre': expected a string");
 	for (size_t i = 0; i < sizeof(mm_pre_names) / sizeof(mm_pre_names[0]); i++) {
 		if (strlen(mm_pre_names[i].name) == len &&
 		    !memcmp(mm_pre_names[i].name, s, len)) {
@@ -1531,7 +1517,7 @@ static int mm_tok_load_pre(struct mm_tok *t, const struct mm_gguf *g,
 			return 0;
 		}
 	}
-	mm_tok_fail(err, errlen, "key 'tokenizer.ggml.pre': pre-tokenizer '%.*s' is not supported (default, gpt-2, gpt2, smollm, starcoder, refact, llama-bpe, llama3, llama-v3, qwen2, deepseek-r1-qwen, deepseek-llm, deepseek-coder, falcon are)",
+	mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.pre': pre-tokenizer '%.*s' is not supported (default, gpt-2, gpt2, smollm, starcoder, refact, llama-bpe, llama3, llama-v3, qwen2, deepseek-r1-qwen, deepseek-llm, deepseek-coder, falcon are)",
 		    (int)(len > 64 ? 64 : len), s);
 	return -ENOTSUP;
 }
@@ -1553,7 +1539,7 @@ int mm_tok_pre_split(const char *pre, const char *text, size_t len,
 			if (!strcmp(mm_pre_names[i].name, pre))
 				break;
 		if (i == sizeof(mm_pre_names) / sizeof(mm_pre_names[0])) {
-			mm_tok_fail(err, errlen, "key 'tokenizer.ggml.pre': pre-tokenizer '%.64s' is not supported",
+			mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.pre': pre-tokenizer '%.64s' is not supported",
 				    pre);
 			return -ENOTSUP;
 		}

@@ -10,27 +10,13 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gguf.h"
 #include "quant.h"
 #include "vision.h"
-
-static void vis_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void vis_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 size_t mm_vision_n_tokens(const struct mm_mmproj *p)
 {
@@ -195,23 +181,23 @@ int mm_vision_encode(const struct mm_mmproj *p, const float *pixels,
 	if (err && errlen)
 		err[0] = 0;
 	if (!v) {
-		vis_err(err, errlen, "the mmproj has no vision encoder");
+		mm_errf(0, err, errlen, "the mmproj has no vision encoder");
 		return p ? -ENOENT : -EINVAL;
 	}
 	if (!pixels || !out) {
-		vis_err(err, errlen, "vision encode: NULL %s",
+		mm_errf(0, err, errlen, "vision encode: NULL %s",
 			pixels ? "output" : "pixels");
 		return -EINVAL;
 	}
 	if (n_pixels != mm_vision_n_pixels(p)) {
-		vis_err(err, errlen,
+		mm_errf(0, err, errlen,
 			"vision encode: %zu input floats, the encoder takes 3 x %u x %u = %zu",
 			n_pixels, v->image_size, v->image_size,
 			mm_vision_n_pixels(p));
 		return -EINVAL;
 	}
 	if (n_out != (size_t)v->n_tokens * v->n_out) {
-		vis_err(err, errlen,
+		mm_errf(0, err, errlen,
 			"vision encode: output of %zu floats, the encoder gives %u tokens x %u = %zu",
 			n_out, v->n_tokens, v->n_out,
 			(size_t)v->n_tokens * v->n_out);
@@ -236,7 +222,7 @@ int mm_vision_encode(const struct mm_mmproj *p, const float *pixels,
 		wide = v->n_out;
 	ret = mm_ctx_create(n_threads, &s.ctx);
 	if (ret) {
-		vis_err(err, errlen, "vision encode: thread pool: %s",
+		mm_errf(0, err, errlen, "vision encode: thread pool: %s",
 			strerror(-ret));
 		return ret;
 	}
@@ -251,7 +237,7 @@ int mm_vision_encode(const struct mm_mmproj *p, const float *pixels,
 	pe = malloc((size_t)e * sizeof(float));
 	s.tmp = malloc((size_t)wide * sizeof(float));
 	if (!x || !h || !q || !k || !vv || !big || !sc || !pe || !s.tmp) {
-		vis_err(err, errlen, "vision encode: out of memory");
+		mm_errf(0, err, errlen, "vision encode: out of memory");
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -335,7 +321,7 @@ int mm_vision_encode(const struct mm_mmproj *p, const float *pixels,
 		vis_act(MM_MMPROJ_ACT_GELU, big, np * v->n_mm_hidden);
 		vis_linear(&s, &v->mm2_w, &v->mm2_b, big, out, np);
 	} else {
-		vis_err(err, errlen, "vision encode: projector %s not supported",
+		mm_errf(0, err, errlen, "vision encode: projector %s not supported",
 			mm_mmproj_type_name(v->proj));
 		ret = -ENOTSUP;
 	}
