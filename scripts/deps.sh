@@ -13,7 +13,8 @@ PKGS="linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static
       cpio kmod flex bison bc libelf-dev libssl-dev libdrm-dev
       libnl-genl-3-dev libnl-3-dev device-tree-compiler pkg-config
       python3 python3-docutils gcc make xz-utils clang libclang-rt-14-dev
-      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user rsync"
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user rsync
+      libfftw3-dev"
 
 missing=""
 for p in $PKGS; do

@@ -26,7 +26,27 @@
  *  - A sampler is used by one thread at a time; distinct samplers are
  *    independent. mmhal_model_generate()'s callback runs on the calling
  *    thread and must not call into the same model.
+ *  - A session (struct mmhal_ctx) is used by one thread at a time;
+ *    distinct sessions of one model may run at once on different threads
+ *    (the model's weights are only read). A session must be freed before
+ *    its model. The default session follows the model handle's rule.
+ *  - A loaded mmproj is only read: mmhal_encode_image()/_audio() may run
+ *    on several threads at once on one mmproj (each call uses its own
+ *    worker threads). A chunk is immutable once made and may be evaluated
+ *    into any session of the model its mmproj was loaded for.
  *  - The library installs no signal handlers.
+ *
+ * Sessions: a loaded model (weights, tokenizer) is shared by any number of
+ * sessions (struct mmhal_ctx, like llama.cpp's llama_context), each with
+ * its own KV cache, activations, worker threads, abort callback and
+ * stats. mmhal_model_load() also creates one default session
+ * (mmhal_model_ctx()); the mmhal_model_eval()/_generate()/_n_past()/...
+ * calls act on it.
+ *
+ * Multimodal: an mmproj file (struct mmhal_mmproj, loaded beside the
+ * model as llama.cpp's mtmd does) turns an image or an audio window into a
+ * chunk (struct mmhal_chunk): the model's marker tokens and the encoder's
+ * embeddings in decoder order, evaluated into a session like text.
  *
  * Numerics: the decoder is llama.cpp's "llama" graph (RMSNorm, RoPE on
  * adjacent pairs, grouped-query attention with f32 softmax, SwiGLU FFN,
@@ -277,6 +297,241 @@ MMHAL_API int mmhal_model_stats(const struct mmhal_model *model,
 				struct mmhal_model_stats *out);
 /* Zeroes the timings and token counts (not load_ms or memory). */
 MMHAL_API void mmhal_model_stats_reset(struct mmhal_model *model);
+
+/*
+ * Sessions.
+ *
+ * Token ids in a session's cache: an embedding row (an image or audio
+ * position) is recorded as MMHAL_TOKEN_EMBD; the sampler's repetition
+ * penalty ignores it.
+ */
+struct mmhal_ctx;
+
+#define MMHAL_TOKEN_EMBD	(-1)
+
+/* Polled between layers of an evaluation; non-zero stops it: the call
+ * returns -ECANCELED and the session keeps the positions evaluated before
+ * the interrupted batch. */
+typedef int (*mmhal_abort_cb)(void *arg);
+
+struct mmhal_ctx_params {
+	uint32_t size;		/* sizeof(struct mmhal_ctx_params) */
+	int n_ctx;		/* as mmhal_model_params */
+	int n_batch;
+	int n_threads;
+	int kv_type;
+	mmhal_abort_cb abort_cb;	/* may be NULL */
+	void *abort_arg;
+	uint32_t reserved[8];	/* zero */
+};
+
+MMHAL_API struct mmhal_ctx_params mmhal_ctx_default_params(void);
+
+/**
+ * mmhal_ctx_create() - a new session of a loaded model
+ * @params: NULL for the defaults; size must be set (a caller built against
+ *   an older header passes its smaller size; fields past it take their
+ *   defaults).
+ *
+ * Return: 0; -EINVAL bad parameter (message names it), -ENOTSUP KV type,
+ * -ENOMEM.
+ */
+MMHAL_API int mmhal_ctx_create(struct mmhal_model *model,
+			       const struct mmhal_ctx_params *params,
+			       struct mmhal_ctx **out, char *err,
+			       size_t errlen);
+MMHAL_API void mmhal_ctx_free(struct mmhal_ctx *ctx);
+/* The model's default session (never NULL for a loaded model). */
+MMHAL_API struct mmhal_ctx *mmhal_model_ctx(struct mmhal_model *model);
+MMHAL_API const struct mmhal_model *mmhal_ctx_model(const struct mmhal_ctx *ctx);
+/* The message of the session's last failure ("" if none). */
+MMHAL_API const char *mmhal_ctx_error(const struct mmhal_ctx *ctx);
+
+/* As mmhal_model_eval() etc., on this session. */
+MMHAL_API int mmhal_ctx_eval(struct mmhal_ctx *ctx, const int32_t *tokens,
+			     int n, float *logits_last);
+/**
+ * mmhal_ctx_eval_embd() - run embeddings through the decoder
+ * @embd: n rows of n_embd floats (the model's embedding width), put at
+ *   positions n_past .. n_past + n - 1 in place of token embeddings.
+ *
+ * Return: as mmhal_model_eval(); -EINVAL if n_embd is not the model's.
+ */
+MMHAL_API int mmhal_ctx_eval_embd(struct mmhal_ctx *ctx, const float *embd,
+				  int n, int n_embd, float *logits_last);
+MMHAL_API const float *mmhal_ctx_logits(const struct mmhal_ctx *ctx);
+MMHAL_API int mmhal_ctx_n_past(const struct mmhal_ctx *ctx);
+MMHAL_API const int32_t *mmhal_ctx_tokens(const struct mmhal_ctx *ctx);
+MMHAL_API void mmhal_ctx_reset(struct mmhal_ctx *ctx);
+MMHAL_API int mmhal_ctx_truncate(struct mmhal_ctx *ctx, int n_keep);
+MMHAL_API int mmhal_ctx_generate(struct mmhal_ctx *ctx,
+				 const int32_t *prompt, int n_prompt,
+				 int n_predict, struct mmhal_sampler *sampler,
+				 unsigned flags, int32_t *out,
+				 mmhal_token_cb cb, void *arg, int *n_out);
+MMHAL_API int mmhal_ctx_stats(const struct mmhal_ctx *ctx,
+			      struct mmhal_model_stats *out);
+MMHAL_API void mmhal_ctx_stats_reset(struct mmhal_ctx *ctx);
+
+/*
+ * Multimodal projector (mmproj GGUF, general.architecture "clip"): a
+ * SigLIP/CLIP vision encoder with an idefics3 or mlp projector, a
+ * Whisper-style audio encoder with an ultravox projector, or both.
+ */
+struct mmhal_mmproj;
+struct mmhal_chunk;
+
+struct mmhal_mmproj_params {
+	uint32_t size;		/* sizeof(struct mmhal_mmproj_params) */
+	int n_threads;		/* encoders' threads; <= 0: online CPUs */
+	/* 1 (default): idefics3 images as llama.cpp's mtmd cuts them
+	 * (an overview plus image_size tiles when the file has
+	 * clip.vision.preproc_image_size); 0: the overview only */
+	int image_tiles;
+	/* 1 (default): audio in 30 s windows of 3000 mel frames, padded,
+	 * as mtmd (the encoders' training); 0: latency mode, a window
+	 * shorter than 30 s is encoded at its own length (fewer
+	 * positions; see Documentation/model-runtime.rst for the
+	 * difference) */
+	int audio_exact;
+	uint32_t reserved[8];	/* zero */
+};
+
+MMHAL_API struct mmhal_mmproj_params mmhal_mmproj_default_params(void);
+
+/**
+ * mmhal_mmproj_load() - load an mmproj file for a model
+ * @model: the language model the embeddings are for: its embedding width
+ *   must equal the projectors' output, and its vocabulary supplies the
+ *   marker tokens. Must outlive the mmproj.
+ *
+ * Return: 0; -ENOENT missing key/tensor/file, -EPROTO wrong key type,
+ * -ENOTSUP unsupported projector or tensor type, -EINVAL bad value, shape
+ * or width mismatch with the model, -ENOMEM; err names the key, tensor or
+ * projector.
+ */
+MMHAL_API int mmhal_mmproj_load(const char *path,
+				const struct mmhal_model *model,
+				const struct mmhal_mmproj_params *params,
+				struct mmhal_mmproj **out, char *err,
+				size_t errlen);
+MMHAL_API void mmhal_mmproj_free(struct mmhal_mmproj *proj);
+
+struct mmhal_mmproj_info {
+	uint32_t size;		/* set by the caller: sizeof() */
+	int has_vision;
+	int has_audio;
+	char vision_proj[16];	/* "idefics3", "mlp" or "" */
+	char audio_proj[16];	/* "ultravox" or "" */
+	int image_size;		/* encoder input, pixels per side */
+	int image_tokens;	/* embeddings per image tile */
+	int audio_rate;		/* input sample rate: 16000 */
+	int n_mel;
+	int n_embd;		/* projectors' output = the model's width */
+	uint64_t file_bytes;
+	uint32_t reserved[8];
+};
+
+MMHAL_API int mmhal_mmproj_info(const struct mmhal_mmproj *proj,
+				struct mmhal_mmproj_info *out);
+
+/* Pixel formats: V4L2 fourcc codes, equal to MMEDGE_FMT_*. */
+#define MMHAL_IMAGE_GREY	0x59455247u	/* 'GREY' */
+#define MMHAL_IMAGE_RGB24	0x33424752u	/* 'RGB3' */
+#define MMHAL_IMAGE_NV12	0x3231564eu	/* 'NV12' */
+
+/*
+ * An image read in place (a camera frame's mapping). GREY: plane[0], 1
+ * byte per pixel. RGB24: plane[0], R G B bytes. NV12: plane[0] Y,
+ * plane[1] interleaved U V at half resolution both ways (even width and
+ * height). stride[i]: bytes from one line of plane i to the next.
+ */
+struct mmhal_image {
+	uint32_t format;	/* MMHAL_IMAGE_* */
+	uint32_t width;
+	uint32_t height;
+	const void *plane[2];
+	size_t stride[2];
+};
+
+/* Mono signed 16-bit little-endian PCM, read in place. */
+struct mmhal_audio {
+	const int16_t *samples;
+	size_t n_samples;
+	uint32_t rate;		/* must be the mmproj's audio_rate */
+};
+
+/**
+ * mmhal_encode_image() / mmhal_encode_audio() - encode media into a chunk
+ *
+ * The input is read in place (no copy of the frame or the PCM), converted
+ * and normalized per sampled pixel / mel frame, run through the encoder
+ * and projector; the chunk holds the marker tokens and embeddings the
+ * model expects around them (SmolVLM's <fake_token_around_image>
+ * <global-img> ... layout for idefics3).
+ *
+ * Return: 0; -ENOENT the mmproj has no such encoder, -EINVAL bad format,
+ * size, stride or rate (err names it), -ENOMEM.
+ */
+MMHAL_API int mmhal_encode_image(const struct mmhal_mmproj *proj,
+				 const struct mmhal_image *img,
+				 struct mmhal_chunk **out, char *err,
+				 size_t errlen);
+MMHAL_API int mmhal_encode_audio(const struct mmhal_mmproj *proj,
+				 const struct mmhal_audio *audio,
+				 struct mmhal_chunk **out, char *err,
+				 size_t errlen);
+MMHAL_API void mmhal_chunk_free(struct mmhal_chunk *chunk);
+
+enum mmhal_chunk_type {
+	MMHAL_CHUNK_IMAGE = 1,
+	MMHAL_CHUNK_AUDIO = 2,
+};
+
+struct mmhal_chunk_info {
+	uint32_t size;		/* set by the caller: sizeof() */
+	int type;		/* enum mmhal_chunk_type */
+	int n_pos;		/* decoder positions: markers + embeddings */
+	int n_embd_rows;	/* embedding rows among them */
+	int n_embd;		/* width of a row */
+	int n_tiles;		/* image: encoder passes (tiles + overview);
+				 * audio: 30 s windows */
+	double preprocess_ms;	/* pixels/mel from the input */
+	double encode_ms;	/* encoder + projector */
+	uint32_t reserved[8];
+};
+
+MMHAL_API int mmhal_chunk_info(const struct mmhal_chunk *chunk,
+			       struct mmhal_chunk_info *out);
+/* The embedding rows, n_embd_rows x n_embd, in decoder order. */
+MMHAL_API const float *mmhal_chunk_embd(const struct mmhal_chunk *chunk);
+
+/**
+ * mmhal_ctx_eval_chunk() - append a chunk (its markers and embeddings)
+ *
+ * Return: as mmhal_ctx_eval(); -EINVAL if the chunk's width is not the
+ * session's model's.
+ */
+MMHAL_API int mmhal_ctx_eval_chunk(struct mmhal_ctx *ctx,
+				   const struct mmhal_chunk *chunk,
+				   float *logits_last);
+
+/* Where a chunk goes in a prompt given to mmhal_ctx_eval_prompt(). */
+#define MMHAL_MEDIA_MARKER	"<__media__>"
+
+/**
+ * mmhal_ctx_eval_prompt() - tokenize and evaluate text with media
+ * @text: UTF-8; each MMHAL_MEDIA_MARKER is replaced by the next chunk;
+ *   special tokens are parsed.
+ * @add_bos: 1 to start with the model's BOS token.
+ *
+ * Return: as mmhal_ctx_eval(); -EINVAL if the markers and n_chunks
+ * differ in number.
+ */
+MMHAL_API int mmhal_ctx_eval_prompt(struct mmhal_ctx *ctx, const char *text,
+				    const struct mmhal_chunk *const *chunks,
+				    int n_chunks, int add_bos,
+				    float *logits_last);
 
 #ifdef __cplusplus
 }
