@@ -162,7 +162,8 @@ static void mm_gen_sub(const struct mm_gen_vocab *v, const char *in, char *out,
 
 static const char mm_gen_letters[] = "etaoinshrdlcumwfgypbvkjxqz";
 
-static int mm_gen_vocab_build(struct mm_gen_vocab *v, int spm, uint32_t target)
+static int mm_gen_vocab_build(struct mm_gen_vocab *v, int spm, int img,
+			      uint32_t target)
 {
 	char a[32], b[32];
 
@@ -191,6 +192,18 @@ static int mm_gen_vocab_build(struct mm_gen_vocab *v, int spm, uint32_t target)
 		mm_gen_add(v, "<|endoftext|>", 0, 3);
 		mm_gen_add(v, "<|im_start|>", 0, 3);
 		mm_gen_add(v, "<|im_end|>", 0, 3);
+		/* SmolVLM's image tokens (added_tokens, special: control) */
+		if (img) {
+			mm_gen_add(v, "<fake_token_around_image>", 0, 3);
+			mm_gen_add(v, "<image>", 0, 3);
+			mm_gen_add(v, "<global-img>", 0, 3);
+			for (int r = 1; r <= 6; r++)
+				for (int c = 1; c <= 6; c++) {
+					snprintf(a, sizeof(a), "<row_%d_col_%d>",
+						 r, c);
+					mm_gen_add(v, a, 0, 3);
+				}
+		}
 		for (int i = 0, n = 0; i < 256; i++) {
 			int keep = (i >= '!' && i <= '~') ||
 				   (i >= 0xa1 && i <= 0xac) ||
@@ -374,8 +387,9 @@ static int mm_gen_build(const struct mm_gen_params *p, struct mm_gen_ctx *c,
 		return -EINVAL;
 	}
 	if (!p->tokenizer || (strcmp(p->tokenizer, "gpt2") &&
-			      strcmp(p->tokenizer, "llama"))) {
-		snprintf(err, errlen, "unknown tokenizer '%s' (gpt2, llama)",
+			      strcmp(p->tokenizer, "llama") &&
+			      strcmp(p->tokenizer, "smolvlm"))) {
+		snprintf(err, errlen, "unknown tokenizer '%s' (gpt2, llama, smolvlm)",
 			 p->tokenizer ? p->tokenizer : "");
 		return -EINVAL;
 	}
@@ -384,7 +398,8 @@ static int mm_gen_build(const struct mm_gen_params *p, struct mm_gen_ctx *c,
 		return -EINVAL;
 	}
 	spm = !strcmp(p->tokenizer, "llama");
-	ret = mm_gen_vocab_build(&v, spm, s->n_vocab);
+	ret = mm_gen_vocab_build(&v, spm, !strcmp(p->tokenizer, "smolvlm"),
+				 s->n_vocab);
 	if (!ret && v.n != s->n_vocab)
 		ret = -EINVAL;
 	if (ret) {

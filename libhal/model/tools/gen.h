@@ -28,7 +28,10 @@ struct mm_gen_shape {
 
 struct mm_gen_params {
 	const char *shape;	/* see mm_gen_shape_find() */
-	const char *tokenizer;	/* "gpt2" or "llama" */
+	/* "gpt2", "llama" or "smolvlm" (gpt2 plus SmolVLM's image tokens
+	 * <fake_token_around_image>, <image>, <global-img> and
+	 * <row_R_col_C> for R, C in 1..6, as control tokens) */
+	const char *tokenizer;
 	uint32_t type;		/* ggml type of 2-D tensors: 0 f32, 1 f16 */
 	uint64_t seed;
 };

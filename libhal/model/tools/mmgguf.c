@@ -2,7 +2,7 @@
 /*
  * mmgguf - GGUF model files for mmedge.
  *
- *   mmgguf gen --shape smollm2-135m|tiny|micro|gqa4 --tokenizer gpt2|llama
+ *   mmgguf gen --shape smollm2-135m|tiny|micro|gqa4 --tokenizer gpt2|llama|smolvlm
  *              --type f32|f16 [--seed N] -o FILE
  *   mmgguf gen [--vision smolvlm-256m|smolvlm-224|llava-mlp|tiny|tiny-mlp|micro]
  *              [--audio whisper-tiny|tiny|micro] --type TYPE [--seed N] -o FILE
@@ -28,7 +28,7 @@
 static void mmgguf_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: mmgguf gen --shape smollm2-135m|tiny|micro|gqa4 --tokenizer gpt2|llama\n"
+		"usage: mmgguf gen --shape smollm2-135m|tiny|micro|gqa4 --tokenizer gpt2|llama|smolvlm\n"
 		"                  --type f32|f16 [--seed N] -o FILE\n"
 		"       mmgguf gen [--vision smolvlm-256m|smolvlm-224|llava-mlp|tiny|tiny-mlp|micro]\n"
 		"                  [--audio whisper-tiny|tiny|micro]\n"
