@@ -33,6 +33,7 @@
 #define MMP_MAX_DIM	65536u
 #define MMP_MAX_LAYER	256u
 #define MMP_MAX_IMAGE	8192u
+#define MMP_MAX_PREPROC	65536u
 
 struct mm_mmproj {
 	struct mm_gguf *g;
@@ -466,6 +467,18 @@ static int mmp_vision(struct mm_mmproj *p, char *err, size_t errlen)
 				v->scale_factor, side);
 			ret = -EINVAL;
 		}
+	}
+	/* clip.cpp reads it (u32, optional) for idefics3 only */
+	if (!ret && v->proj == MM_MMPROJ_IDEFICS3)
+		ret = mmp_u32(g, "clip.vision.preproc_image_size", 0, 0, 1,
+			      MMP_MAX_PREPROC, &v->preproc_image_size, err,
+			      errlen);
+	/* with pinpoints clip.cpp does LLaVA-1.6 anyres tiling: not here */
+	if (!ret && v->proj == MM_MMPROJ_MLP &&
+	    mm_gguf_find(g, "clip.vision.image_grid_pinpoints")) {
+		mm_errf(0, err, errlen,
+			"key clip.vision.image_grid_pinpoints: LLaVA-1.6 anyres tiling not supported (mlp projector without pinpoints only)");
+		ret = -ENOTSUP;
 	}
 	if (ret)
 		return ret;

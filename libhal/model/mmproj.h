@@ -88,6 +88,9 @@ struct mm_mmproj_vision {
 	uint32_t n_tokens;		/* embeddings per image out */
 	uint32_t n_mm_hidden;		/* mlp: mm.0 width; else 0 */
 	uint32_t n_out;			/* projector output width */
+	uint32_t preproc_image_size;	/* idefics3: clip.vision.
+					 * preproc_image_size, the tiled
+					 * image's longer side; 0 absent */
 	struct mm_mmproj_w patch_w, patch_b, pos, class_embd;
 	struct mm_mmproj_w pre_ln_w, pre_ln_b, post_ln_w, post_ln_b;
 	struct mm_mmproj_block *blk;	/* n_layer */

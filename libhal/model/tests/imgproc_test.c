@@ -143,10 +143,17 @@ static double *ref_rgb(const struct mm_image *im)
 	return rgb;
 }
 
+/*
+ * The overview: S x S, bilinear (clip.cpp's corner rule, 8-bit
+ * truncation); mlp pads non-square frames to a square of LLaVA's mean
+ * colour first (content: the longer side S, the shorter rounded up).
+ */
 static double *ref_pre(const struct mm_mmproj_vision *v,
 		       const struct mm_image *im)
 {
+	static const double pad[3] = { 122, 116, 104 };
 	uint32_t w = im->width, h = im->height, n = v->image_size;
+	uint32_t cw = n, ch = n, cx = 0, cy = 0;
 	double *rgb = ref_rgb(im);
 	double *out = malloc(sizeof(double) * 3 * n * n);
 
@@ -155,22 +162,39 @@ static double *ref_pre(const struct mm_mmproj_vision *v,
 		free(out);
 		return NULL;
 	}
+	if (v->proj == MM_MMPROJ_MLP && w != h) {
+		if (w > h)
+			ch = (uint32_t)(((uint64_t)h * n + w - 1) / w);
+		else
+			cw = (uint32_t)(((uint64_t)w * n + h - 1) / h);
+		cx = (n - cw) / 2;
+		cy = (n - ch) / 2;
+	}
 	for (uint32_t c = 0; c < 3; c++)
 		for (uint32_t i = 0; i < n; i++)
 			for (uint32_t j = 0; j < n; j++) {
-				double sy = (double)(h - 1) * i / n;
-				double sx = (double)(w - 1) * j / n;
-				long ya = (long)floor(sy), xa = (long)floor(sx);
-				long yb = ya + 1 < (long)h ? ya + 1 : ya;
-				long xb = xa + 1 < (long)w ? xa + 1 : xa;
-				double fy = sy - ya, fx = sx - xa;
+				double val;
+
+				if (w == n && h == n) {
+					val = rgb[3 * ((size_t)i * w + j) + c];
+				} else if (i < cy || i >= cy + ch || j < cx ||
+					   j >= cx + cw) {
+					val = pad[c];
+				} else {
+					double sy = (double)(h - 1) * (i - cy) / ch;
+					double sx = (double)(w - 1) * (j - cx) / cw;
+					long ya = (long)floor(sy), xa = (long)floor(sx);
+					long yb = ya + 1 < (long)h ? ya + 1 : ya;
+					long xb = xa + 1 < (long)w ? xa + 1 : xa;
+					double fy = sy - ya, fx = sx - xa;
 #define P(yy, xx) rgb[3 * ((size_t)(yy) * w + (size_t)(xx)) + c]
-				double val = (1 - fy) * ((1 - fx) * P(ya, xa) +
-							 fx * P(ya, xb)) +
-					     fy * ((1 - fx) * P(yb, xa) +
-						   fx * P(yb, xb));
+					val = (1 - fy) * ((1 - fx) * P(ya, xa) +
+							  fx * P(ya, xb)) +
+					      fy * ((1 - fx) * P(yb, xa) +
+						    fx * P(yb, xb));
 #undef P
-				val = floor(val + 1e-9);
+					val = floor(val + 1e-9);
+				}
 				out[(size_t)c * n * n + (size_t)i * n + j] =
 					(val / 255.0 - v->mean[c]) / v->std[c];
 			}
