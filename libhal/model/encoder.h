@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * encoder.h - the operations the mmproj encoders (vision.c, audio.c) are
+ * made of, on quant.h's kernels: linear layers with optional bias on
+ * weights of any file type, LayerNorm, RMS norm, the FFN activations,
+ * bidirectional multi-head attention and the pre-LN transformer block.
+ * A new encoder is written from these. In-library interface.
+ *
+ * Activations are row-major [row][channel] f32. A linear layer's weight is
+ * ggml's {in, out}: out rows of in, multiplied in the file's type by
+ * mm_matmul() (Q8_0/K-quant weights quantize the f32 activations on the
+ * fly; F32/F16/BF16 in f32 arithmetic). Norms, softmax, activations and
+ * residuals are f32 and split by rows over the context's thread pool
+ * (each row's arithmetic is the same whatever the thread count).
+ *
+ * Attention: per head, S = Q K^T and O = softmax(S / sqrt(d)) V as two
+ * f32 GEMMs through mm_matmul() (K and V^T gathered per head as F32
+ * "weights"), softmax per row in f32 (max subtracted, expf).
+ *
+ * Threading: a struct mm_enc is used by one thread at a time (its mm_ctx
+ * is not reentrant).
+ */
+#ifndef MM_ENCODER_H
+#define MM_ENCODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mmproj.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct mm_ctx;
+
+struct mm_enc {
+	struct mm_ctx *ctx;
+	float *tmp;	/* 2 * wide floats: bias / norm vectors */
+	int64_t wide;
+};
+
+/*
+ * Creates the thread pool (n_threads <= 0: online CPUs) and the scratch
+ * for vectors of up to wide floats. what names the encoder in messages.
+ * Returns 0 or -ENOMEM / -errno with err set.
+ */
+int mm_enc_init(struct mm_enc *s, int n_threads, int64_t wide,
+		const char *what, char *err, size_t errlen);
+void mm_enc_fini(struct mm_enc *s);
+
+/* A 1-D weight (bias, norm) as n floats; zeros when absent (name NULL). */
+void mm_enc_vec(const struct mm_mmproj_w *w, float *y, int64_t n);
+/* Row r of a float-typed 2-D weight {n, rows} (embeddings) as n floats. */
+void mm_enc_row(const struct mm_mmproj_w *w, int64_t r, float *y, int64_t n);
+
+/* Y[n][m] += b[m] for a present bias b (m <= wide). */
+void mm_enc_bias(struct mm_enc *s, const struct mm_mmproj_w *b, float *Y,
+		 int64_t n, int64_t m);
+/* Y[n][m] = X[n][k] . W^T (+ b): W {k, m}, b {m} or NULL/absent. */
+void mm_enc_linear(struct mm_enc *s, const struct mm_mmproj_w *w,
+		   const struct mm_mmproj_w *b, const float *X, float *Y,
+		   int64_t n);
+/* Y = (X - mean) / sqrt(var + eps) * g + b over rows of e (g, b absent:
+ * 1, 0). Y may be X. */
+void mm_enc_layernorm(struct mm_enc *s, const struct mm_mmproj_w *g,
+		      const struct mm_mmproj_w *b, const float *X, float *Y,
+		      int64_t n, int64_t e, float eps);
+/* Y = X / sqrt(mean(X^2) + eps) * g over rows of e (g absent: 1). */
+void mm_enc_rmsnorm(struct mm_enc *s, const struct mm_mmproj_w *g,
+		    const float *X, float *Y, int64_t n, int64_t e, float eps);
+/* x[i] = act(x[i]) for n floats. */
+void mm_enc_act(struct mm_enc *s, enum mm_mmproj_act act, float *x, int64_t n);
+/* One float through an activation (the elementwise rule of mm_enc_act). */
+float mm_enc_act1(enum mm_mmproj_act act, float a);
+
+/*
+ * O[n][e] = multi-head attention of Q, K, V [n][e] (n_head heads of
+ * e / n_head), no mask. Returns 0 or -ENOMEM.
+ */
+int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
+		     const float *V, float *O, int64_t n, int64_t e,
+		     int64_t n_head);
+
+/* Work buffers of mm_enc_block(): h, q, k, v of n * e floats, big of
+ * n * f floats. */
+struct mm_enc_bufs {
+	float *h, *q, *k, *v, *big;
+};
+
+/*
+ * One pre-LN block on x[n][e]: x += o(attn(LN1(x))); x += down(act(up(
+ * LN2(x)))). Returns 0 or -ENOMEM.
+ */
+int mm_enc_block(struct mm_enc *s, const struct mm_mmproj_block *b, float *x,
+		 int64_t n, int64_t e, int64_t f, int64_t n_head,
+		 enum mm_mmproj_act act, float eps,
+		 const struct mm_enc_bufs *w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MM_ENCODER_H */
