@@ -51,7 +51,7 @@ GGUF_FUZZ_CC ?= clang
 GGUF_FUZZ_TIME ?= 30
 GGUF_FUZZ := $(GGUF_O)/fuzz/gguf_fuzz
 GGUF_FUZZ_SRCS := $(GGUF_DIR)/fuzz/gguf_fuzz.c \
-		  $(GGUF_SRCS:%=$(GGUF_DIR)/%)
+		  $(GGUF_SRCS:%=$(GGUF_DIR)/%) $(GGUF_DIR)/imgproc.c
 
 $(GGUF_O)/opt/%.o: $(GGUF_DIR)/%.c $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
@@ -83,7 +83,8 @@ $(GGUF_O)/san/%_test: $(GGUF_DIR)/tests/%_test.c $(GGUF_DIR)/tests/tap.h \
 	$(CC) $(GGUF_CFLAGS) -O1 $(SAN) $< $(GGUF_SAN_OBJS) $(QUANT_SAN_OBJS) \
 		-o $@ $(GGUF_LIBS)
 
-# The fuzz target needs only the reader and the tokenizer. It is built
+# The fuzz target needs the reader, the tokenizer, the mmproj loader and
+# the image preprocessing (no quantized kernels). It is built
 # only when clang can link libFuzzer; otherwise the stamp says why not.
 $(GGUF_FUZZ): $(GGUF_FUZZ_SRCS) $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
