@@ -197,12 +197,13 @@ static int mm_gen_vocab_build(struct mm_gen_vocab *v, int spm, int img,
 			mm_gen_add(v, "<fake_token_around_image>", 0, 3);
 			mm_gen_add(v, "<image>", 0, 3);
 			mm_gen_add(v, "<global-img>", 0, 3);
-			for (int r = 1; r <= 6; r++)
-				for (int c = 1; c <= 6; c++) {
-					snprintf(a, sizeof(a), "<row_%d_col_%d>",
-						 r, c);
-					mm_gen_add(v, a, 0, 3);
-				}
+			for (unsigned r = 0; r < 36; r++) {
+				char rc[48];
+
+				snprintf(rc, sizeof(rc), "<row_%u_col_%u>",
+					 r / 6 + 1, r % 6 + 1);
+				mm_gen_add(v, rc, 0, 3);
+			}
 		}
 		for (int i = 0, n = 0; i < 256; i++) {
 			int keep = (i >= '!' && i <= '~') ||
