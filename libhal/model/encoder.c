@@ -227,17 +227,18 @@ static void enc_softmax_fn(int64_t begin, int64_t end, void *arg)
 		float *sc = a->S + i * a->n;
 		float mx = -INFINITY, sum = 0;
 
-		for (int64_t j = 0; j < a->n; j++) {
-			sc[j] *= a->scale;
+		for (int64_t j = 0; j < a->n; j++)
 			if (sc[j] > mx)
 				mx = sc[j];
-		}
+		/* scale > 0: max(s * scale) = max(s) * scale */
 		for (int64_t j = 0; j < a->n; j++) {
-			sc[j] = expf(sc[j] - mx);
+			sc[j] = expf((sc[j] - mx) * a->scale);
 			sum += sc[j];
 		}
+		const float r = 1.0f / sum;
+
 		for (int64_t j = 0; j < a->n; j++)
-			sc[j] /= sum;
+			sc[j] *= r;
 	}
 }
 

@@ -15,7 +15,8 @@
  *
  * Attention: per head, S = Q K^T and O = softmax(S / sqrt(d)) V as two
  * f32 GEMMs through mm_matmul() (K and V^T gathered per head as F32
- * "weights"), softmax per row in f32 (max subtracted, expf).
+ * "weights"), softmax per row in f32 (exp((s - max) / sqrt(d)), times
+ * 1 / sum).
  *
  * Threading: a struct mm_enc is used by one thread at a time (its mm_ctx
  * is not reentrant).
