@@ -103,8 +103,12 @@ MM_MODEL_API size_t mm_audio_chunk(const struct mm_mmproj *p, const float *mel,
  * Embeddings one chunk of n_frames mel frames gives: positions
  * ceil(n_frames / 2) after the stride-2 conv, then
  * ceil(positions / stack_factor) (the tail group zero-padded, as the
- * graph clip.cpp builds). 0 without audio, for 0 frames or more than the
- * encoder's positions allow (2 * a.position_embd rows).
+ * graph clip.cpp builds and Ultravox's StackAudioFrames). Note that
+ * clip.cpp's clip_n_output_tokens() rounds the other way (3000 frames,
+ * stack 8: 187, while its graph gives 188 rows); this follows the graph.
+ * 0 without audio, for 0 frames or more than the encoder's positions
+ * allow (2 * a.position_embd rows: an exact-mode chunk of 3000 frames
+ * needs 1500).
  */
 MM_MODEL_API size_t mm_audio_n_tokens(const struct mm_mmproj *p,
 				      size_t n_frames);
