@@ -188,7 +188,8 @@ static void ref_rope(const struct ref_llama *r, float *v, int pos)
 	}
 }
 
-int ref_llama_step(struct ref_llama *r, int32_t tok, float *logits)
+/* One position whose input row (n_embd floats) is in; logits after it. */
+static int ref_forward(struct ref_llama *r, const float *in, float *logits)
 {
 	int E = r->E, D = r->D, qd = r->H * D, kd = r->HKV * D, F = r->F;
 	int pos = r->pos, grp = r->H / r->HKV;
@@ -196,8 +197,6 @@ int ref_llama_step(struct ref_llama *r, int32_t tok, float *logits)
 
 	if (pos >= r->n_ctx)
 		return -ENOSPC;
-	if (tok < 0 || tok >= r->V)
-		return -EINVAL;
 	x = malloc(sizeof(float) * E);
 	xn = malloc(sizeof(float) * (E > qd ? E : qd));
 	q = malloc(sizeof(float) * qd);
@@ -206,7 +205,7 @@ int ref_llama_step(struct ref_llama *r, int32_t tok, float *logits)
 	g = malloc(sizeof(float) * F);
 	u = malloc(sizeof(float) * F);
 	sc = malloc(sizeof(float) * r->n_ctx);
-	memcpy(x, r->emb + (size_t)tok * E, sizeof(float) * E);
+	memcpy(x, in, sizeof(float) * E);
 	for (int l = 0; l < r->L; l++) {
 		const struct ref_layer *y = &r->ly[l];
 		float *kc = r->kc + (size_t)l * r->n_ctx * kd;
@@ -264,6 +263,23 @@ int ref_llama_step(struct ref_llama *r, int32_t tok, float *logits)
 	free(x); free(xn); free(q); free(att); free(o); free(g); free(u);
 	free(sc);
 	return 0;
+}
+
+int ref_llama_step(struct ref_llama *r, int32_t tok, float *logits)
+{
+	if (tok < 0 || tok >= r->V)
+		return -EINVAL;
+	return ref_forward(r, r->emb + (size_t)tok * r->E, logits);
+}
+
+int ref_llama_n_embd(const struct ref_llama *r)
+{
+	return r->E;
+}
+
+int ref_llama_step_embd(struct ref_llama *r, const float *embd, float *logits)
+{
+	return ref_forward(r, embd, logits);
 }
 
 /* ---- quantizer -------------------------------------------------------- */

@@ -23,6 +23,10 @@ int ref_llama_n_vocab(const struct ref_llama *r);
 void ref_llama_reset(struct ref_llama *r);
 /* Appends one token; logits (n_vocab) after it. -ENOSPC when full. */
 int ref_llama_step(struct ref_llama *r, int32_t tok, float *logits);
+/* Appends one embedding row (n_embd floats) in place of a token's. */
+int ref_llama_n_embd(const struct ref_llama *r);
+int ref_llama_step_embd(struct ref_llama *r, const float *embd,
+			float *logits);
 
 /*
  * Writes a copy of src with every 2-D tensor quantized to type (1-D

@@ -1,0 +1,831 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mm_api.c - the multimodal half of mmhal_model.h: an mmproj loaded for a
+ * model (struct mmhal_mmproj), media encoded into chunks (struct
+ * mmhal_chunk: the model's marker tokens and the encoders' embeddings in
+ * decoder order) and their evaluation into a session, alone or inside a
+ * prompt (MMHAL_MEDIA_MARKER).
+ *
+ * Chunk layouts, as llama.cpp's tools/mtmd (mtmd.cpp) lays media out for
+ * each projector:
+ *  - idefics3 (SmolVLM), overview only:
+ *      <fake_token_around_image><global-img> E(overview)
+ *      <fake_token_around_image>
+ *    (transformers' Idefics3Processor single-image prompt);
+ *  - idefics3 with tiles (an R x C grid; mtmd's slice template):
+ *      for each row r, each column c:
+ *        <fake_token_around_image><row_r_col_c> E(tile r, c)
+ *      "\n" after every row but the last, then
+ *      "\n\n" <fake_token_around_image><global-img> E(overview)
+ *      <fake_token_around_image>
+ *    (tiles first, the overview last; "\n" and "\n\n" are tokenized
+ *    with the model's vocabulary);
+ *  - mlp (LLaVA): E(image) alone;
+ *  - ultravox: E(window) for each 30 s window, no markers.
+ *
+ * The marker tokens are looked up once at load with the model's tokenizer
+ * (special tokens parsed); a vocabulary without them refuses the mmproj.
+ * The session API (mmhal_ctx_eval(), mmhal_ctx_eval_embd()) evaluates
+ * chunks, so a chunk works with any session of its model; the checks made
+ * here (model, width, context space, marker count) leave their message in
+ * the session (mmhal_ctx_error()) and evaluate nothing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mmhal_model.h"
+#include "audio.h"
+#include "gguf.h"
+#include "imgproc.h"
+#include "llama.h"
+#include "mmproj.h"
+#include "vision.h"
+
+#define MM_FAKE_TOKEN	"<fake_token_around_image>"
+#define MM_GLOBAL_TOKEN	"<global-img>"
+
+struct mmhal_mmproj {
+	struct mm_mmproj *p;
+	const struct mmhal_model *model;
+	struct mmhal_mmproj_params params;
+	int n_embd;
+	uint64_t file_bytes;
+	/* idefics3 markers */
+	int32_t tok_fake, tok_global;
+	int32_t nl[8], nlnl[8];	/* "\n", "\n\n" in the model's vocab */
+	int n_nl, n_nlnl;
+};
+
+/* A run of positions: tokens, or embedding rows. */
+struct mm_seg {
+	int embd;		/* 1: rows of embd, 0: ids of toks */
+	int n;
+	size_t off;		/* first id / first row */
+};
+
+struct mmhal_chunk {
+	const struct mmhal_model *model;
+	int type;
+	int n_embd;
+	int n_tiles;
+	double preprocess_ms, encode_ms;
+	int32_t *toks;
+	int n_toks, cap_toks;
+	float *embd;		/* n_rows x n_embd */
+	int n_rows, cap_rows;
+	struct mm_seg *seg;
+	int n_seg, cap_seg;
+};
+
+static double mm_api_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- mmproj ----------------------------------------------------------- */
+
+MMHAL_API struct mmhal_mmproj_params mmhal_mmproj_default_params(void)
+{
+	struct mmhal_mmproj_params p = {
+		.size = sizeof(struct mmhal_mmproj_params),
+		.n_threads = 0,
+		.image_tiles = 1,
+		.audio_exact = 1,
+	};
+
+	return p;
+}
+
+/* One special token that must be a single id of the vocabulary. */
+static int mm_marker_id(const struct mmhal_model *model, const char *text,
+			const char *why, int32_t *id, char *err, size_t errlen)
+{
+	int32_t ids[8];
+	int n = 0, ret;
+
+	ret = mmhal_model_tokenize(model, text, strlen(text), 0, 1, ids, 8, &n);
+	if ((ret && ret != -ENOSPC) || n != 1)
+		return mm_errf(-EINVAL, err, errlen,
+			       "the model's vocabulary has no %s token (%s needs it): it tokenizes to %d ids",
+			       text, why, n);
+	*id = ids[0];
+	return 0;
+}
+
+/* Plain text of at most 8 ids ("\n", "\n\n"). */
+static int mm_marker_text(const struct mmhal_model *model, const char *text,
+			  int32_t *ids, int *n, char *err, size_t errlen)
+{
+	int ret = mmhal_model_tokenize(model, text, strlen(text), 0, 1, ids, 8,
+				       n);
+
+	if (ret || *n < 1)
+		return mm_errf(ret ? ret : -EINVAL, err, errlen,
+			       "the model's vocabulary cannot encode a newline (%d)",
+			       ret);
+	return 0;
+}
+
+static int mm_params_copy(const struct mmhal_mmproj_params *in,
+			  struct mmhal_mmproj_params *out, char *err,
+			  size_t errlen)
+{
+	*out = mmhal_mmproj_default_params();
+	if (!in)
+		return 0;
+	if (in->size < sizeof(uint32_t) + sizeof(int))
+		return mm_errf(-EINVAL, err, errlen,
+			       "mmproj params.size %u is too small (set it to sizeof(struct mmhal_mmproj_params))",
+			       in->size);
+	if (in->size > sizeof(*out))
+		return mm_errf(-EINVAL, err, errlen,
+			       "mmproj params.size %u is larger than this library's %zu",
+			       in->size, sizeof(*out));
+	memcpy(out, in, in->size);
+	out->size = sizeof(*out);
+	for (size_t i = 0; i < sizeof(out->reserved) / sizeof(out->reserved[0]);
+	     i++)
+		if (out->reserved[i])
+			return mm_errf(-EINVAL, err, errlen,
+				       "mmproj params.reserved[%zu] is not zero",
+				       i);
+	if (out->image_tiles != 0 && out->image_tiles != 1)
+		return mm_errf(-EINVAL, err, errlen,
+			       "mmproj params.image_tiles %d is not 0 or 1",
+			       out->image_tiles);
+	if (out->audio_exact != 0 && out->audio_exact != 1)
+		return mm_errf(-EINVAL, err, errlen,
+			       "mmproj params.audio_exact %d is not 0 or 1",
+			       out->audio_exact);
+	if (out->n_threads > 1024)
+		return mm_errf(-EINVAL, err, errlen,
+			       "mmproj params.n_threads %d is out of range",
+			       out->n_threads);
+	return 0;
+}
+
+MMHAL_API int mmhal_mmproj_load(const char *path,
+				const struct mmhal_model *model,
+				const struct mmhal_mmproj_params *params,
+				struct mmhal_mmproj **out, char *err,
+				size_t errlen)
+{
+	struct mmhal_mmproj *mp;
+	struct mmhal_model_info mi;
+	const struct mm_mmproj_vision *v;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!out)
+		return mm_errf(-EINVAL, err, errlen, "out is NULL");
+	*out = NULL;
+	if (!path || !model)
+		return mm_errf(-EINVAL, err, errlen, "%s is NULL",
+			       path ? "model" : "path");
+	mp = calloc(1, sizeof(*mp));
+	if (!mp)
+		return mm_errf(-ENOMEM, err, errlen, "out of memory");
+	ret = mm_params_copy(params, &mp->params, err, errlen);
+	if (ret)
+		goto fail;
+	ret = mmhal_model_info(model, &mi);
+	if (ret) {
+		mm_errf(ret, err, errlen, "model info: %d", ret);
+		goto fail;
+	}
+	ret = mm_mmproj_load(path, &mp->p, err, errlen);
+	if (ret)
+		goto fail;
+	ret = mm_mmproj_check_llm(mp->p, (uint32_t)mi.n_embd, err, errlen);
+	if (ret)
+		goto fail;
+	mp->model = model;
+	mp->n_embd = mi.n_embd;
+	mp->file_bytes = mm_gguf_file_size(mm_mmproj_gguf(mp->p));
+	v = mm_mmproj_vision(mp->p);
+	if (v && v->proj == MM_MMPROJ_IDEFICS3) {
+		ret = mm_marker_id(model, MM_FAKE_TOKEN, "idefics3", &mp->tok_fake,
+				   err, errlen);
+		if (!ret)
+			ret = mm_marker_id(model, MM_GLOBAL_TOKEN, "idefics3",
+					   &mp->tok_global, err, errlen);
+		if (!ret)
+			ret = mm_marker_text(model, "\n", mp->nl, &mp->n_nl, err,
+					     errlen);
+		if (!ret)
+			ret = mm_marker_text(model, "\n\n", mp->nlnl,
+					     &mp->n_nlnl, err, errlen);
+		if (!ret && v->preproc_image_size && mp->params.image_tiles) {
+			int32_t id;
+
+			ret = mm_marker_id(model, "<row_1_col_1>",
+					   "idefics3 tiles", &id, err, errlen);
+		}
+		if (ret)
+			goto fail;
+	}
+	*out = mp;
+	return 0;
+fail:
+	mm_mmproj_free(mp->p);
+	free(mp);
+	return ret;
+}
+
+MMHAL_API void mmhal_mmproj_free(struct mmhal_mmproj *proj)
+{
+	if (!proj)
+		return;
+	mm_mmproj_free(proj->p);
+	free(proj);
+}
+
+/* Copies min(caller's size, ours) bytes of a filled struct. */
+static int mm_info_out(void *out, const void *full, size_t full_size)
+{
+	uint32_t size;
+
+	memcpy(&size, out, sizeof(size));
+	if (size < sizeof(uint32_t))
+		return -EINVAL;
+	memcpy(out, full, size < full_size ? size : full_size);
+	memcpy(out, &size, sizeof(size));
+	return 0;
+}
+
+MMHAL_API int mmhal_mmproj_info(const struct mmhal_mmproj *proj,
+				struct mmhal_mmproj_info *out)
+{
+	struct mmhal_mmproj_info i;
+	const struct mm_mmproj_vision *v;
+	const struct mm_mmproj_audio *a;
+
+	if (!proj || !out)
+		return -EINVAL;
+	memset(&i, 0, sizeof(i));
+	i.size = sizeof(i);
+	v = mm_mmproj_vision(proj->p);
+	a = mm_mmproj_audio(proj->p);
+	if (v) {
+		i.has_vision = 1;
+		snprintf(i.vision_proj, sizeof(i.vision_proj), "%s",
+			 mm_mmproj_type_name(v->proj));
+		i.image_size = (int)v->image_size;
+		i.image_tokens = (int)v->n_tokens;
+	}
+	if (a) {
+		i.has_audio = 1;
+		snprintf(i.audio_proj, sizeof(i.audio_proj), "%s",
+			 mm_mmproj_type_name(a->proj));
+		i.audio_rate = MM_AUDIO_RATE;
+		i.n_mel = (int)a->n_mel;
+	}
+	i.n_embd = proj->n_embd;
+	i.file_bytes = proj->file_bytes;
+	return mm_info_out(out, &i, sizeof(i));
+}
+
+/* ---- chunks ------------------------------------------------------------ */
+
+static struct mmhal_chunk *mm_chunk_new(const struct mmhal_mmproj *mp,
+					int type)
+{
+	struct mmhal_chunk *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->model = mp->model;
+	c->type = type;
+	c->n_embd = mp->n_embd;
+	return c;
+}
+
+MMHAL_API void mmhal_chunk_free(struct mmhal_chunk *c)
+{
+	if (!c)
+		return;
+	free(c->toks);
+	free(c->embd);
+	free(c->seg);
+	free(c);
+}
+
+static int mm_chunk_seg(struct mmhal_chunk *c, int embd, int n, size_t off)
+{
+	struct mm_seg *s;
+
+	if (c->n_seg && c->seg[c->n_seg - 1].embd == embd) {
+		c->seg[c->n_seg - 1].n += n;
+		return 0;
+	}
+	if (c->n_seg == c->cap_seg) {
+		int cap = c->cap_seg ? 2 * c->cap_seg : 8;
+
+		s = realloc(c->seg, (size_t)cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		c->seg = s;
+		c->cap_seg = cap;
+	}
+	c->seg[c->n_seg++] = (struct mm_seg){ embd, n, off };
+	return 0;
+}
+
+static int mm_chunk_toks(struct mmhal_chunk *c, const int32_t *ids, int n)
+{
+	if (c->n_toks + n > c->cap_toks) {
+		int cap = c->cap_toks ? 2 * c->cap_toks : 32;
+		int32_t *t;
+
+		while (cap < c->n_toks + n)
+			cap *= 2;
+		t = realloc(c->toks, (size_t)cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		c->toks = t;
+		c->cap_toks = cap;
+	}
+	memcpy(c->toks + c->n_toks, ids, (size_t)n * sizeof(*ids));
+	c->n_toks += n;
+	return mm_chunk_seg(c, 0, n, (size_t)(c->n_toks - n));
+}
+
+/* Appends n rows (uninitialized); returns where to write them. */
+static float *mm_chunk_rows(struct mmhal_chunk *c, int n)
+{
+	if (c->n_rows + n > c->cap_rows) {
+		float *e = realloc(c->embd, (size_t)(c->n_rows + n) *
+					    (size_t)c->n_embd * sizeof(float));
+
+		if (!e)
+			return NULL;
+		c->embd = e;
+		c->cap_rows = c->n_rows + n;
+	}
+	if (mm_chunk_seg(c, 1, n, (size_t)c->n_rows))
+		return NULL;
+	c->n_rows += n;
+	return c->embd + (size_t)(c->n_rows - n) * c->n_embd;
+}
+
+MMHAL_API int mmhal_chunk_info(const struct mmhal_chunk *c,
+			       struct mmhal_chunk_info *out)
+{
+	struct mmhal_chunk_info i;
+
+	if (!c || !out)
+		return -EINVAL;
+	memset(&i, 0, sizeof(i));
+	i.size = sizeof(i);
+	i.type = c->type;
+	i.n_pos = c->n_toks + c->n_rows;
+	i.n_embd_rows = c->n_rows;
+	i.n_embd = c->n_embd;
+	i.n_tiles = c->n_tiles;
+	i.preprocess_ms = c->preprocess_ms;
+	i.encode_ms = c->encode_ms;
+	return mm_info_out(out, &i, sizeof(i));
+}
+
+MMHAL_API const float *mmhal_chunk_embd(const struct mmhal_chunk *c)
+{
+	return c ? c->embd : NULL;
+}
+
+/* ---- images ------------------------------------------------------------ */
+
+static int mm_image_check(const struct mmhal_image *img, struct mm_image *im,
+			  char *err, size_t errlen)
+{
+	size_t line;
+
+	if (!img)
+		return mm_errf(-EINVAL, err, errlen, "image is NULL");
+	memset(im, 0, sizeof(*im));
+	if (!img->width || !img->height || img->width > 65536 ||
+	    img->height > 65536)
+		return mm_errf(-EINVAL, err, errlen,
+			       "image size %ux%u out of range (1..65536)",
+			       img->width, img->height);
+	switch (img->format) {
+	case MMHAL_IMAGE_GREY:
+	case MMHAL_IMAGE_RGB24:
+		line = (size_t)img->width *
+		       (img->format == MMHAL_IMAGE_RGB24 ? 3 : 1);
+		if (!img->plane[0])
+			return mm_errf(-EINVAL, err, errlen,
+				       "image plane[0] is NULL");
+		if (img->stride[0] < line)
+			return mm_errf(-EINVAL, err, errlen,
+				       "image stride[0] %zu is shorter than a line of %u pixels (%zu bytes)",
+				       img->stride[0], img->width, line);
+		break;
+	case MMHAL_IMAGE_NV12:
+		if ((img->width | img->height) & 1)
+			return mm_errf(-EINVAL, err, errlen,
+				       "NV12 image needs an even width and height, not %ux%u",
+				       img->width, img->height);
+		for (int i = 0; i < 2; i++) {
+			if (!img->plane[i])
+				return mm_errf(-EINVAL, err, errlen,
+					       "NV12 image plane[%d] is NULL", i);
+			if (img->stride[i] < img->width)
+				return mm_errf(-EINVAL, err, errlen,
+					       "NV12 image stride[%d] %zu is shorter than the width %u",
+					       i, img->stride[i], img->width);
+		}
+		break;
+	default:
+		return mm_errf(-EINVAL, err, errlen,
+			       "image format 0x%08x is not GREY, RGB24 or NV12",
+			       img->format);
+	}
+	im->format = img->format;
+	im->width = img->width;
+	im->height = img->height;
+	im->plane[0] = img->plane[0];
+	im->plane[1] = img->format == MMHAL_IMAGE_NV12 ? img->plane[1] : NULL;
+	im->stride[0] = img->stride[0];
+	im->stride[1] = img->format == MMHAL_IMAGE_NV12 ? img->stride[1] : 0;
+	return 0;
+}
+
+MMHAL_API int mmhal_encode_image(const struct mmhal_mmproj *mp,
+				 const struct mmhal_image *img,
+				 struct mmhal_chunk **out, char *err,
+				 size_t errlen)
+{
+	const struct mm_mmproj_vision *v;
+	struct mmhal_chunk *c = NULL;
+	struct mm_image_plan plan;
+	struct mm_image im;
+	size_t n_px, n_tok, n_out;
+	float *px = NULL;
+	int ret, tiles, idefics;
+	double t0;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!out)
+		return mm_errf(-EINVAL, err, errlen, "out is NULL");
+	*out = NULL;
+	if (!mp)
+		return mm_errf(-EINVAL, err, errlen, "mmproj is NULL");
+	v = mm_mmproj_vision(mp->p);
+	if (!v)
+		return mm_errf(-ENOENT, err, errlen,
+			       "the mmproj has no vision encoder");
+	ret = mm_image_check(img, &im, err, errlen);
+	if (ret)
+		return ret;
+	idefics = v->proj == MM_MMPROJ_IDEFICS3;
+	ret = mm_image_plan(mp->p, im.width, im.height,
+			    idefics && mp->params.image_tiles, &plan, err,
+			    errlen);
+	if (ret)
+		return ret;
+	tiles = (int)(plan.n_rows * plan.n_cols);
+	n_px = mm_vision_n_pixels(mp->p);
+	n_tok = mm_vision_n_tokens(mp->p);
+	n_out = n_tok * mm_vision_n_embd_out(mp->p);
+	c = mm_chunk_new(mp, MMHAL_CHUNK_IMAGE);
+	px = malloc(n_px * sizeof(float));
+	if (!c || !px) {
+		ret = mm_errf(-ENOMEM, err, errlen, "out of memory");
+		goto fail;
+	}
+	c->n_tiles = tiles + 1;
+	/* images in decoder order: tiles row-major, then the overview */
+	for (int k = 0; k <= tiles; k++) {
+		int tile = k < tiles ? k : -1;
+		float *rows;
+
+		ret = 0;
+		if (idefics && tile >= 0) {
+			char t[64];
+			int32_t ids[8];
+			int n = 0;
+
+			snprintf(t, sizeof(t), MM_FAKE_TOKEN "<row_%u_col_%u>",
+				 (unsigned)(tile / plan.n_cols) + 1,
+				 (unsigned)(tile % plan.n_cols) + 1);
+			ret = mmhal_model_tokenize(mp->model, t, strlen(t), 0,
+						   1, ids, 8, &n);
+			if (ret || n != 2 || ids[0] != mp->tok_fake) {
+				ret = mm_errf(-EINVAL, err, errlen,
+					      "the model's vocabulary has no <row_%u_col_%u> token (idefics3 tiles need it)",
+					      (unsigned)(tile / plan.n_cols) + 1,
+					      (unsigned)(tile % plan.n_cols) + 1);
+				goto fail;
+			}
+			ret = mm_chunk_toks(c, ids, 2);
+		} else if (idefics) {
+			int32_t ov[2] = { mp->tok_fake, mp->tok_global };
+
+			if (tiles)
+				ret = mm_chunk_toks(c, mp->nlnl, mp->n_nlnl);
+			if (!ret)
+				ret = mm_chunk_toks(c, ov, 2);
+		}
+		rows = ret ? NULL : mm_chunk_rows(c, (int)n_tok);
+		if (!rows) {
+			ret = mm_errf(-ENOMEM, err, errlen, "out of memory");
+			goto fail;
+		}
+		t0 = mm_api_ms();
+		ret = mm_image_preprocess_tile(mp->p, &im, &plan, tile, px, n_px,
+					       err, errlen);
+		c->preprocess_ms += mm_api_ms() - t0;
+		if (ret)
+			goto fail;
+		t0 = mm_api_ms();
+		ret = mm_vision_encode(mp->p, px, n_px, rows, n_out,
+				       mp->params.n_threads, err, errlen);
+		c->encode_ms += mm_api_ms() - t0;
+		if (ret)
+			goto fail;
+		if (idefics && tile < 0)
+			ret = mm_chunk_toks(c, &mp->tok_fake, 1);
+		else if (idefics && (unsigned)(tile % plan.n_cols) ==
+					    plan.n_cols - 1 &&
+			 (unsigned)(tile / plan.n_cols) + 1 < plan.n_rows)
+			ret = mm_chunk_toks(c, mp->nl, mp->n_nl);
+		if (ret) {
+			ret = mm_errf(-ENOMEM, err, errlen, "out of memory");
+			goto fail;
+		}
+	}
+	free(px);
+	*out = c;
+	return 0;
+fail:
+	free(px);
+	mmhal_chunk_free(c);
+	return ret;
+}
+
+/* ---- audio ------------------------------------------------------------- */
+
+MMHAL_API int mmhal_encode_audio(const struct mmhal_mmproj *mp,
+				 const struct mmhal_audio *au,
+				 struct mmhal_chunk **out, char *err,
+				 size_t errlen)
+{
+	const struct mm_mmproj_audio *a;
+	struct mmhal_chunk *c = NULL;
+	float *mel = NULL;
+	size_t n_frames = 0, n_chunks, w = 0;
+	int ret, exact;
+	double t0;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!out)
+		return mm_errf(-EINVAL, err, errlen, "out is NULL");
+	*out = NULL;
+	if (!mp)
+		return mm_errf(-EINVAL, err, errlen, "mmproj is NULL");
+	a = mm_mmproj_audio(mp->p);
+	if (!a)
+		return mm_errf(-ENOENT, err, errlen,
+			       "the mmproj has no audio encoder");
+	if (!au)
+		return mm_errf(-EINVAL, err, errlen, "audio is NULL");
+	if (au->rate != MM_AUDIO_RATE)
+		return mm_errf(-EINVAL, err, errlen,
+			       "audio rate %u Hz, the encoder takes %u Hz",
+			       au->rate, MM_AUDIO_RATE);
+	if (!au->n_samples || !au->samples)
+		return mm_errf(-EINVAL, err, errlen,
+			       "audio has %s", au->samples ? "no samples" :
+			       "NULL samples");
+	/* the decoder positions must stay countable in an int */
+	if (au->n_samples > (size_t)1 << 31)
+		return mm_errf(-EINVAL, err, errlen,
+			       "audio of %zu samples is too long", au->n_samples);
+	exact = mp->params.audio_exact;
+	t0 = mm_api_ms();
+	ret = mm_audio_mel(mp->p, au->samples, au->n_samples, exact, &mel,
+			   &n_frames, err, errlen);
+	if (ret)
+		return ret;
+	c = mm_chunk_new(mp, MMHAL_CHUNK_AUDIO);
+	if (!c) {
+		ret = mm_errf(-ENOMEM, err, errlen, "out of memory");
+		goto out;
+	}
+	c->preprocess_ms = mm_api_ms() - t0;
+	n_chunks = mm_audio_n_chunks(n_frames);
+	for (size_t k = 0; k < n_chunks; k++) {
+		const float *win;
+		size_t nf = mm_audio_chunk(mp->p, mel, n_frames, k, &win);
+		size_t nt = mm_audio_n_tokens(mp->p, nf);
+		float *rows;
+
+		if (!nf)
+			continue;	/* the dropped incomplete window */
+		if (!nt) {
+			ret = mm_errf(-EINVAL, err, errlen,
+				      "audio window of %zu mel frames: the encoder takes at most %u (a.position_embd has %u rows)%s",
+				      nf, 2 * a->n_pos, a->n_pos,
+				      exact ? "; exact mode needs 3000" : "");
+			goto out;
+		}
+		rows = mm_chunk_rows(c, (int)nt);
+		if (!rows) {
+			ret = mm_errf(-ENOMEM, err, errlen, "out of memory");
+			goto out;
+		}
+		t0 = mm_api_ms();
+		ret = mm_audio_encode(mp->p, win, nf, rows,
+				      nt * mm_audio_n_embd_out(mp->p),
+				      mp->params.n_threads, err, errlen);
+		c->encode_ms += mm_api_ms() - t0;
+		if (ret)
+			goto out;
+		w++;
+	}
+	if (!w) {
+		ret = mm_errf(-EINVAL, err, errlen,
+			      "audio of %zu samples gives no encoder window",
+			      au->n_samples);
+		goto out;
+	}
+	c->n_tiles = (int)w;
+out:
+	free(mel);
+	if (ret)
+		mmhal_chunk_free(c);
+	else
+		*out = c;
+	return ret;
+}
+
+/* ---- evaluation ---------------------------------------------------------- */
+
+static int mm_fits(struct mmhal_ctx *ctx, int n)
+{
+	struct mmhal_model_stats st;
+
+	if (mmhal_ctx_stats(ctx, &st))
+		return -EINVAL;
+	if (st.n_past + (int64_t)n <= st.n_ctx)
+		return 0;
+	return mm_errf(-ENOSPC, ctx->err, sizeof(ctx->err),
+		       "context full: %d positions + %d of the prompt/chunk > n_ctx %d (nothing evaluated)",
+		       st.n_past, n, st.n_ctx);
+}
+
+static int mm_eval_segs(struct mmhal_ctx *ctx, const struct mmhal_chunk *c,
+			float *logits_last, int last)
+{
+	int ret = 0;
+
+	for (int i = 0; i < c->n_seg && !ret; i++) {
+		const struct mm_seg *s = &c->seg[i];
+		float *lg = last && i == c->n_seg - 1 ? logits_last : NULL;
+
+		if (s->embd)
+			ret = mmhal_ctx_eval_embd(ctx,
+						  c->embd + s->off * c->n_embd,
+						  s->n, c->n_embd, lg);
+		else
+			ret = mmhal_ctx_eval(ctx, c->toks + s->off, s->n, lg);
+	}
+	return ret;
+}
+
+static int mm_chunk_check(struct mmhal_ctx *ctx, const struct mmhal_chunk *c,
+			  int i)
+{
+	const struct mmhal_model *m = mmhal_ctx_model(ctx);
+	struct mmhal_model_info mi;
+
+	if (!c)
+		return mm_errf(-EINVAL, ctx->err, sizeof(ctx->err),
+			       "chunk %d is NULL", i);
+	if (!m || mmhal_model_info(m, &mi))
+		return -EINVAL;
+	if (c->model != m)
+		return mm_errf(-EINVAL, ctx->err, sizeof(ctx->err),
+			       "chunk %d was encoded by an mmproj loaded for another model",
+			       i);
+	if (c->n_embd != mi.n_embd)
+		return mm_errf(-EINVAL, ctx->err, sizeof(ctx->err),
+			       "chunk %d has rows of %d, the model's width is %d",
+			       i, c->n_embd, mi.n_embd);
+	return 0;
+}
+
+MMHAL_API int mmhal_ctx_eval_chunk(struct mmhal_ctx *ctx,
+				   const struct mmhal_chunk *c,
+				   float *logits_last)
+{
+	int ret;
+
+	if (!ctx || !c)
+		return -EINVAL;
+	ret = mm_chunk_check(ctx, c, 0);
+	if (!ret)
+		ret = mm_fits(ctx, c->n_toks + c->n_rows);
+	if (!ret)
+		ret = mm_eval_segs(ctx, c, logits_last, 1);
+	return ret;
+}
+
+/* Tokens of one text piece, malloc'd. */
+static int mm_tokenize(const struct mmhal_model *m, const char *s,
+		       size_t len, int bos, int32_t **ids, int *n)
+{
+	int cap = (int)(len > (size_t)1 << 28 ? 1 << 28 : len) + 2, ret;
+
+	*ids = malloc((size_t)cap * sizeof(int32_t));
+	if (!*ids)
+		return -ENOMEM;
+	ret = mmhal_model_tokenize(m, s, len, bos, 1, *ids, cap, n);
+	if (ret) {
+		free(*ids);
+		*ids = NULL;
+	}
+	return ret;
+}
+
+MMHAL_API int mmhal_ctx_eval_prompt(struct mmhal_ctx *ctx, const char *text,
+				    const struct mmhal_chunk *const *chunks,
+				    int n_chunks, int add_bos,
+				    float *logits_last)
+{
+	const struct mmhal_model *m;
+	const size_t ml = strlen(MMHAL_MEDIA_MARKER);
+	int n_mark = 0, n_parts, ret = 0, total = 0;
+	int32_t **ids = NULL;
+	int *n_ids = NULL;
+	const char *s, *q;
+
+	if (!ctx || !text || n_chunks < 0 || (n_chunks && !chunks))
+		return -EINVAL;
+	m = mmhal_ctx_model(ctx);
+	for (s = text; (q = strstr(s, MMHAL_MEDIA_MARKER)); s = q + ml)
+		n_mark++;
+	if (n_mark != n_chunks)
+		return mm_errf(-EINVAL, ctx->err, sizeof(ctx->err),
+			       "the prompt has %d %s markers for %d chunks",
+			       n_mark, MMHAL_MEDIA_MARKER, n_chunks);
+	for (int i = 0; i < n_chunks; i++) {
+		ret = mm_chunk_check(ctx, chunks[i], i);
+		if (ret)
+			return ret;
+		total += chunks[i]->n_toks + chunks[i]->n_rows;
+	}
+	n_parts = n_chunks + 1;
+	ids = calloc((size_t)n_parts, sizeof(*ids));
+	n_ids = calloc((size_t)n_parts, sizeof(*n_ids));
+	if (!ids || !n_ids) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	s = text;
+	for (int i = 0; i < n_parts && !ret; i++) {
+		q = i < n_chunks ? strstr(s, MMHAL_MEDIA_MARKER) : s + strlen(s);
+		ret = mm_tokenize(m, s, (size_t)(q - s), add_bos && i == 0,
+				  &ids[i], &n_ids[i]);
+		if (ret)
+			mm_errf(ret, ctx->err, sizeof(ctx->err),
+				"tokenizing the prompt failed (%d)", ret);
+		if (!ret && n_ids[i] > (1 << 30) - total)
+			ret = mm_errf(-ENOSPC, ctx->err, sizeof(ctx->err),
+				      "the prompt is too long");
+		if (!ret)
+			total += n_ids[i];
+		s = q + ml;
+	}
+	if (!ret && !total)
+		ret = mm_errf(-EINVAL, ctx->err, sizeof(ctx->err),
+			      "the prompt is empty");
+	if (!ret)
+		ret = mm_fits(ctx, total);
+	for (int i = 0; i < n_parts && !ret; i++) {
+		int last_text = i == n_chunks;
+		int last_chunk = i + 1 == n_chunks && n_ids[n_chunks] == 0;
+
+		if (n_ids[i])
+			ret = mmhal_ctx_eval(ctx, ids[i], n_ids[i],
+					     last_text ? logits_last : NULL);
+		if (!ret && i < n_chunks)
+			ret = mm_eval_segs(ctx, chunks[i], logits_last,
+					   last_chunk);
+	}
+out:
+	for (int i = 0; ids && i < n_parts; i++)
+		free(ids[i]);
+	free(ids);
+	free(n_ids);
+	return ret;
+}

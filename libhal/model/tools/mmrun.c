@@ -1,0 +1,566 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mmrun - ask a multimodal model about a picture and/or a sound from the
+ * command line:
+ *
+ *   mmrun --model M.gguf --mmproj P.gguf [--image F] [--audio F.wav]
+ *         -p TEXT [-n N] [-t THREADS] [--temp T] [--seed S] [--no-tiles]
+ *         [--audio-latency] [--raw]
+ *
+ * Images: binary PNM (P5 grey, P6 RGB, maxval 255) and, when built with
+ * libpng, PNG. Audio: RIFF WAVE, PCM signed 16-bit little-endian, mono, at
+ * the mmproj's rate (16000 Hz). The prompt may place the media with
+ * <__media__> (images first, then audio, in the order given); without a
+ * marker they go before the text. The prompt is wrapped in the model's
+ * chat template as the user's message (--raw: used as is). Prints the
+ * answer, then a timing line on stderr.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "mmhal_model.h"
+
+#ifdef MMRUN_PNG
+#include <png.h>
+#endif
+
+#define MAX_MEDIA 8
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+__attribute__((format(printf, 1, 2)))
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "mmrun: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	return -1;
+}
+
+static int read_file(const char *path, uint8_t **buf, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+
+	*buf = NULL;
+	if (!f)
+		return fail("%s: %s", path, strerror(errno));
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		return fail("%s: cannot size the file", path);
+	}
+	*buf = malloc(n ? (size_t)n : 1);
+	if (!*buf || fread(*buf, 1, (size_t)n, f) != (size_t)n) {
+		fclose(f);
+		free(*buf);
+		*buf = NULL;
+		return fail("%s: read failed", path);
+	}
+	fclose(f);
+	*size = (size_t)n;
+	return 0;
+}
+
+/* ---- images ------------------------------------------------------------- */
+
+struct picture {
+	uint8_t *pix;		/* GREY or RGB24, packed lines */
+	struct mmhal_image img;
+};
+
+/* One PNM header number after whitespace and comments. */
+static int pnm_num(const uint8_t *b, size_t n, size_t *i, uint32_t *v)
+{
+	uint64_t x = 0;
+	size_t d = 0;
+
+	for (;;) {
+		while (*i < n && (b[*i] == ' ' || b[*i] == '\t' ||
+				  b[*i] == '\n' || b[*i] == '\r'))
+			(*i)++;
+		if (*i < n && b[*i] == '#') {
+			while (*i < n && b[*i] != '\n')
+				(*i)++;
+			continue;
+		}
+		break;
+	}
+	while (*i < n && b[*i] >= '0' && b[*i] <= '9' && d < 10) {
+		x = x * 10 + (uint64_t)(b[*i] - '0');
+		(*i)++;
+		d++;
+	}
+	if (!d || x > 0xffffffffu || (*i < n && b[*i] >= '0' && b[*i] <= '9'))
+		return -1;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+static int read_pnm(const char *path, const uint8_t *b, size_t n,
+		    struct picture *p)
+{
+	uint32_t w, h, maxv, ch;
+	size_t i = 2, need;
+
+	if (n < 2 || b[0] != 'P' || (b[1] != '5' && b[1] != '6'))
+		return fail("%s: not a binary PNM (P5/P6)%s", path,
+#ifdef MMRUN_PNG
+			    " or PNG"
+#else
+			    " (PNG needs mmrun built with libpng)"
+#endif
+			    );
+	ch = b[1] == '6' ? 3 : 1;
+	if (pnm_num(b, n, &i, &w) || pnm_num(b, n, &i, &h) ||
+	    pnm_num(b, n, &i, &maxv))
+		return fail("%s: PNM header: bad width, height or maxval",
+			    path);
+	if (!w || !h || w > 65536 || h > 65536)
+		return fail("%s: PNM size %ux%u out of range (1..65536)", path,
+			    w, h);
+	if (maxv != 255)
+		return fail("%s: PNM maxval %u, only 255 (8 bits) is read",
+			    path, maxv);
+	if (i >= n || (b[i] != ' ' && b[i] != '\n' && b[i] != '\r' &&
+		       b[i] != '\t'))
+		return fail("%s: PNM header: no whitespace before the pixels",
+			    path);
+	i++;
+	need = (size_t)w * h * ch;
+	if (n - i < need)
+		return fail("%s: PNM pixels: %zu bytes, %ux%u needs %zu", path,
+			    n - i, w, h, need);
+	p->pix = malloc(need);
+	if (!p->pix)
+		return fail("out of memory");
+	memcpy(p->pix, b + i, need);
+	p->img.format = ch == 3 ? MMHAL_IMAGE_RGB24 : MMHAL_IMAGE_GREY;
+	p->img.width = w;
+	p->img.height = h;
+	p->img.plane[0] = p->pix;
+	p->img.stride[0] = (size_t)w * ch;
+	return 0;
+}
+
+#ifdef MMRUN_PNG
+static int read_png(const char *path, const uint8_t *b, size_t n,
+		    struct picture *p)
+{
+	png_image im;
+
+	memset(&im, 0, sizeof(im));
+	im.version = PNG_IMAGE_VERSION;
+	if (!png_image_begin_read_from_memory(&im, b, n))
+		return fail("%s: PNG: %s", path, im.message);
+	if (!im.width || !im.height || im.width > 65536 || im.height > 65536) {
+		png_image_free(&im);
+		return fail("%s: PNG size %ux%u out of range (1..65536)", path,
+			    im.width, im.height);
+	}
+	/* alpha composited onto black; colour or grey as stored */
+	im.format = im.format & PNG_FORMAT_FLAG_COLOR ? PNG_FORMAT_RGB :
+							PNG_FORMAT_GRAY;
+	p->pix = malloc(PNG_IMAGE_SIZE(im));
+	if (!p->pix) {
+		png_image_free(&im);
+		return fail("out of memory");
+	}
+	if (!png_image_finish_read(&im, NULL, p->pix, 0, NULL)) {
+		free(p->pix);
+		p->pix = NULL;
+		return fail("%s: PNG: %s", path, im.message);
+	}
+	p->img.format = im.format == PNG_FORMAT_RGB ? MMHAL_IMAGE_RGB24 :
+						      MMHAL_IMAGE_GREY;
+	p->img.width = im.width;
+	p->img.height = im.height;
+	p->img.plane[0] = p->pix;
+	p->img.stride[0] = PNG_IMAGE_ROW_STRIDE(im);
+	return 0;
+}
+#endif
+
+static int read_picture(const char *path, struct picture *p)
+{
+	uint8_t *b;
+	size_t n;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	if (read_file(path, &b, &n))
+		return -1;
+#ifdef MMRUN_PNG
+	if (n >= 8 && !memcmp(b, "\x89PNG\r\n\x1a\n", 8))
+		ret = read_png(path, b, n, p);
+	else
+#endif
+		ret = read_pnm(path, b, n, p);
+	free(b);
+	return ret;
+}
+
+/* ---- WAV -------------------------------------------------------------------- */
+
+static uint32_t le32(const uint8_t *p)
+{
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static uint16_t le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static int read_wav(const char *path, uint32_t rate, int16_t **pcm,
+		    size_t *n_out)
+{
+	uint8_t *b;
+	size_t n, i = 12;
+	int have_fmt = 0, r;
+
+	*pcm = NULL;
+	*n_out = 0;
+	if (read_file(path, &b, &n))
+		return -1;
+	if (n < 12 || memcmp(b, "RIFF", 4) || memcmp(b + 8, "WAVE", 4)) {
+		r = fail("%s: not a RIFF WAVE file", path);
+		goto out;
+	}
+	while (n - i >= 8) {
+		uint32_t sz = le32(b + i + 4);
+		const uint8_t *d = b + i + 8;
+
+		if (sz > n - i - 8) {
+			r = fail("%s: chunk '%.4s' of %u bytes runs past the end of the file",
+				 path, (const char *)(b + i), sz);
+			goto out;
+		}
+		if (!memcmp(b + i, "fmt ", 4)) {
+			uint16_t fmt, chn, bits;
+			uint32_t sr;
+
+			if (sz < 16) {
+				r = fail("%s: fmt chunk of %u bytes (< 16)", path,
+					 sz);
+				goto out;
+			}
+			fmt = le16(d);
+			chn = le16(d + 2);
+			sr = le32(d + 4);
+			bits = le16(d + 14);
+			if (fmt == 0xfffe && sz >= 40)
+				fmt = le16(d + 24);	/* extensible: subformat */
+			if (fmt != 1) {
+				r = fail("%s: fmt audio_format %u, only 1 (PCM) is read",
+					 path, fmt);
+				goto out;
+			}
+			if (chn != 1) {
+				r = fail("%s: fmt num_channels %u, only mono is read",
+					 path, chn);
+				goto out;
+			}
+			if (bits != 16) {
+				r = fail("%s: fmt bits_per_sample %u, only 16 is read",
+					 path, bits);
+				goto out;
+			}
+			if (sr != rate) {
+				r = fail("%s: fmt sample_rate %u Hz, the mmproj takes %u Hz (resample it, e.g. sox in.wav -r %u -c 1 -b 16 out.wav)",
+					 path, sr, rate, rate);
+				goto out;
+			}
+			have_fmt = 1;
+		} else if (!memcmp(b + i, "data", 4)) {
+			if (!have_fmt) {
+				r = fail("%s: data chunk before the fmt chunk",
+					 path);
+				goto out;
+			}
+			if (sz < 2) {
+				r = fail("%s: data chunk has no samples", path);
+				goto out;
+			}
+			*pcm = malloc((size_t)(sz / 2) * sizeof(int16_t));
+			if (!*pcm) {
+				r = fail("out of memory");
+				goto out;
+			}
+			*n_out = sz / 2;
+			for (size_t k = 0; k < *n_out; k++)
+				(*pcm)[k] = (int16_t)le16(d + 2 * k);
+			r = 0;
+			goto out;
+		}
+		i += 8 + (size_t)sz + (sz & 1);
+		if (i > n)
+			break;
+	}
+	r = fail("%s: no %s chunk", path, have_fmt ? "data" : "fmt");
+out:
+	free(b);
+	return r;
+}
+
+/* ---- main --------------------------------------------------------------------- */
+
+struct gen_state {
+	double t0, t_first;
+	int n;
+};
+
+static int on_token(int32_t tok, const char *piece, size_t len, void *arg)
+{
+	struct gen_state *g = arg;
+
+	(void)tok;
+	if (!g->n++)
+		g->t_first = now_ms();
+	fwrite(piece, 1, len, stdout);
+	fflush(stdout);
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: mmrun --model M.gguf --mmproj P.gguf [--image F.ppm|.pgm"
+#ifdef MMRUN_PNG
+		"|.png"
+#endif
+		"]... [--audio F.wav]...\n"
+		"             -p TEXT [-n N] [-t THREADS] [--temp T] [--seed S]\n"
+		"             [--no-tiles] [--audio-latency] [--raw]\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *model_path = NULL, *proj_path = NULL, *text = NULL;
+	const char *img_path[MAX_MEDIA], *wav_path[MAX_MEDIA];
+	int n_img = 0, n_wav = 0, n_predict = 128, n_threads = 0, raw = 0;
+	int tiles = 1, exact = 1, ret = 1, n_chunks = 0;
+	float temp = 0;
+	uint64_t seed = 0;
+	struct mmhal_model_params mp = mmhal_model_default_params();
+	struct mmhal_mmproj_params pp = mmhal_mmproj_default_params();
+	struct mmhal_model *model = NULL;
+	struct mmhal_mmproj *proj = NULL;
+	struct mmhal_sampler *smp = NULL;
+	struct mmhal_chunk *chunks[2 * MAX_MEDIA] = { NULL };
+	struct mmhal_mmproj_info pi = { .size = sizeof(pi) };
+	struct mmhal_model_stats st;
+	struct mmhal_ctx *ctx;
+	struct gen_state gs = { 0, 0, 0 };
+	double pre_ms = 0, enc_ms = 0, t_media, t_prefill0, t_prefill1;
+	char err[512], *user = NULL, *prompt = NULL;
+	size_t len = 0, cap;
+	struct rusage ru;
+	int n_gen = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--no-tiles")) {
+			tiles = 0;
+			continue;
+		}
+		if (!strcmp(a, "--audio-latency")) {
+			exact = 0;
+			continue;
+		}
+		if (!strcmp(a, "--raw")) {
+			raw = 1;
+			continue;
+		}
+		if (!v) {
+			usage();
+			return 2;
+		}
+		if (!strcmp(a, "--model") || !strcmp(a, "-m"))
+			model_path = v;
+		else if (!strcmp(a, "--mmproj"))
+			proj_path = v;
+		else if (!strcmp(a, "--image") && n_img < MAX_MEDIA)
+			img_path[n_img++] = v;
+		else if (!strcmp(a, "--audio") && n_wav < MAX_MEDIA)
+			wav_path[n_wav++] = v;
+		else if (!strcmp(a, "-p") || !strcmp(a, "--prompt"))
+			text = v;
+		else if (!strcmp(a, "-n"))
+			n_predict = atoi(v);
+		else if (!strcmp(a, "-t"))
+			n_threads = atoi(v);
+		else if (!strcmp(a, "--temp"))
+			temp = strtof(v, NULL);
+		else if (!strcmp(a, "--seed"))
+			seed = strtoull(v, NULL, 0);
+		else {
+			usage();
+			return 2;
+		}
+		i++;
+	}
+	if (!model_path || !proj_path || !text || n_predict < 0) {
+		usage();
+		return 2;
+	}
+
+	mp.n_threads = n_threads;
+	if (mmhal_model_load(model_path, &mp, &model, err, sizeof(err))) {
+		fail("%s: %s", model_path, err);
+		goto out;
+	}
+	pp.n_threads = n_threads;
+	pp.image_tiles = tiles;
+	pp.audio_exact = exact;
+	if (mmhal_mmproj_load(proj_path, model, &pp, &proj, err, sizeof(err))) {
+		fail("%s: %s", proj_path, err);
+		goto out;
+	}
+	mmhal_mmproj_info(proj, &pi);
+
+	t_media = now_ms();
+	for (int i = 0; i < n_img; i++) {
+		struct picture pic;
+		struct mmhal_chunk_info ci = { .size = sizeof(ci) };
+		int r;
+
+		if (read_picture(img_path[i], &pic))
+			goto out;
+		r = mmhal_encode_image(proj, &pic.img, &chunks[n_chunks], err,
+				       sizeof(err));
+		free(pic.pix);
+		if (r) {
+			fail("%s: %s", img_path[i], err);
+			goto out;
+		}
+		mmhal_chunk_info(chunks[n_chunks++], &ci);
+		pre_ms += ci.preprocess_ms;
+		enc_ms += ci.encode_ms;
+	}
+	for (int i = 0; i < n_wav; i++) {
+		struct mmhal_chunk_info ci = { .size = sizeof(ci) };
+		int16_t *pcm = NULL;
+		size_t n = 0;
+		int r;
+
+		if (!pi.has_audio) {
+			fail("%s: the mmproj has no audio encoder", wav_path[i]);
+			goto out;
+		}
+		if (read_wav(wav_path[i], (uint32_t)pi.audio_rate, &pcm, &n))
+			goto out;
+		r = mmhal_encode_audio(proj,
+				       &(struct mmhal_audio){ pcm, n,
+							      (uint32_t)pi.audio_rate },
+				       &chunks[n_chunks], err, sizeof(err));
+		free(pcm);
+		if (r) {
+			fail("%s: %s", wav_path[i], err);
+			goto out;
+		}
+		mmhal_chunk_info(chunks[n_chunks++], &ci);
+		pre_ms += ci.preprocess_ms;
+		enc_ms += ci.encode_ms;
+	}
+
+	/* the user's message: media first unless the text places them */
+	cap = strlen(text) + (size_t)n_chunks * sizeof(MMHAL_MEDIA_MARKER) + 2;
+	user = malloc(cap);
+	if (!user) {
+		fail("out of memory");
+		goto out;
+	}
+	user[0] = 0;
+	if (!strstr(text, MMHAL_MEDIA_MARKER)) {
+		for (int i = 0; i < n_chunks; i++)
+			strcat(user, MMHAL_MEDIA_MARKER);
+		if (n_chunks)
+			strcat(user, "\n");
+	}
+	strcat(user, text);
+	if (raw) {
+		prompt = user;
+		user = NULL;
+	} else {
+		struct mmhal_chat_msg msg = { "user", user };
+		int r = mmhal_model_chat_format(model, &msg, 1, 1, NULL, 0,
+						&len);
+
+		if (r && r != -ENOSPC) {
+			fail("the model's chat template is not supported (%d); use --raw",
+			     r);
+			goto out;
+		}
+		prompt = malloc(len + 1);
+		if (!prompt || mmhal_model_chat_format(model, &msg, 1, 1, prompt,
+						       len + 1, &len)) {
+			fail("chat template failed");
+			goto out;
+		}
+	}
+
+	ctx = mmhal_model_ctx(model);
+	t_prefill0 = now_ms();
+	if (mmhal_ctx_eval_prompt(ctx, prompt, (const struct mmhal_chunk *const *)chunks,
+				  n_chunks, raw, NULL)) {
+		fail("evaluating the prompt: %s", mmhal_ctx_error(ctx));
+		goto out;
+	}
+	t_prefill1 = now_ms();
+	if (temp > 0) {
+		struct mmhal_sampler_params sp = mmhal_sampler_default_params();
+
+		sp.temperature = temp;
+		sp.seed = seed;
+		if (mmhal_sampler_create(&sp, &smp)) {
+			fail("sampler: bad parameters");
+			goto out;
+		}
+	}
+	gs.t0 = t_prefill1;
+	mmhal_ctx_stats_reset(ctx);
+	if (mmhal_ctx_generate(ctx, NULL, 0, n_predict, smp, 0, NULL, on_token,
+			       &gs, &n_gen)) {
+		fail("generating: %s", mmhal_ctx_error(ctx));
+		goto out;
+	}
+	printf("\n");
+	mmhal_ctx_stats(ctx, &st);
+	getrusage(RUSAGE_SELF, &ru);
+	fprintf(stderr,
+		"mmrun: preprocess %.1f ms, encode %.1f ms, prefill %.1f ms (%d positions), first token %.1f ms after the media, %d tokens at %.1f tokens/s, peak RSS %.1f MiB\n",
+		pre_ms, enc_ms, t_prefill1 - t_prefill0,
+		mmhal_ctx_n_past(ctx) - n_gen,
+		(gs.n ? gs.t_first : t_prefill1) - t_media, n_gen,
+		st.decode_ms > 0 ? st.decode_tokens * 1e3 / st.decode_ms : 0.0,
+		ru.ru_maxrss / 1024.0);
+	ret = 0;
+out:
+	for (int i = 0; i < n_chunks; i++)
+		mmhal_chunk_free(chunks[i]);
+	free(user);
+	free(prompt);
+	mmhal_sampler_free(smp);
+	mmhal_mmproj_free(proj);
+	mmhal_model_free(model);
+	return ret;
+}
