@@ -19,10 +19,11 @@
  *  - A model handle may be used from one thread at a time; the caller
  *    serialises every call on it (eval, tokenizer passthroughs, stats...).
  *    Distinct model handles are independent, even for the same file.
- *  - While it runs, mmhal_model_eval() uses the model's own worker threads
- *    (params.n_threads in all, the calling thread included). The workers
- *    live as long as the model and sleep when idle; no callback runs on
- *    them.
+ *  - While it runs, an evaluation uses its session's own worker threads
+ *    (params.n_threads in all, the calling thread included; the default
+ *    session's for mmhal_model_eval()). The workers live as long as the
+ *    session and sleep when idle; no callback runs on them (the abort
+ *    callback runs on the calling thread).
  *  - A sampler is used by one thread at a time; distinct samplers are
  *    independent. mmhal_model_generate()'s callback runs on the calling
  *    thread and must not call into the same model.
@@ -124,18 +125,18 @@ struct mmhal_model_info {
 	int n_head_kv;
 	int n_ff;
 	int n_rot;		/* RoPE dimensions per head */
-	int n_ctx;		/* this model's KV cache size */
+	int n_ctx;		/* the default session's KV cache size */
 	int n_ctx_train;	/* llama.context_length */
-	int n_threads;
-	int kv_type;		/* enum mmhal_kv_type */
+	int n_threads;		/* the default session's */
+	int kv_type;		/* enum mmhal_kv_type, the default session's */
 	int tied_output;	/* 1 if output.weight is absent */
 	uint64_t file_bytes;
 	uint64_t weight_bytes;	/* all tensor data */
 	/* bytes of weights read for one decoded token (every matrix once,
 	 * one embedding row): the memory traffic of decode */
 	uint64_t weight_bytes_per_token;
-	/* KV cache, allocated at load; its pages become resident as the
-	 * context fills */
+	/* the default session's KV cache, allocated at load; its pages
+	 * become resident as the context fills */
 	uint64_t kv_bytes;
 	/* weight bytes rearranged at load (params.repack) */
 	uint64_t repacked_bytes;
@@ -197,7 +198,8 @@ MMHAL_API int mmhal_model_eval(struct mmhal_model *model,
 MMHAL_API const float *mmhal_model_logits(const struct mmhal_model *model);
 /* Tokens in the KV cache. */
 MMHAL_API int mmhal_model_n_past(const struct mmhal_model *model);
-/* The tokens in the KV cache (n_past of them); valid until the next eval. */
+/* The tokens in the KV cache (n_past of them; MMHAL_TOKEN_EMBD where an
+ * embedding row was evaluated); valid until the next eval. */
 MMHAL_API const int32_t *mmhal_model_tokens(const struct mmhal_model *model);
 /* Empties the KV cache. */
 MMHAL_API void mmhal_model_reset(struct mmhal_model *model);
@@ -227,7 +229,8 @@ MMHAL_API void mmhal_sampler_reseed(struct mmhal_sampler *s, uint64_t seed);
  * mmhal_sampler_sample() - pick the next token
  * @logits: n_vocab values (not modified).
  * @history, @n_history: previous tokens (for the repetition penalty; may
- *   be NULL/0).
+ *   be NULL/0). Negative entries (MMHAL_TOKEN_EMBD) are skipped: they are
+ *   not penalised and repeat_last_n counts token ids only.
  *
  * Order, as llama.cpp's default chain: repetition penalty (divide a
  * positive logit, multiply a negative one), then greedy if temperature
@@ -270,9 +273,11 @@ MMHAL_API int mmhal_model_generate(struct mmhal_model *model,
 				   unsigned flags, int32_t *out,
 				   mmhal_token_cb cb, void *arg, int *n_out);
 
-/* Accounting. */
+/* Accounting: per session (mmhal_ctx_stats()); mmhal_model_stats() gives
+ * the default session's, with the model's own allocations in alloc_bytes.
+ * An evaluation stopped by the abort callback is not counted. */
 struct mmhal_model_stats {
-	double load_ms;			/* mmhal_model_load() */
+	double load_ms;			/* mmhal_model_load() (the model's) */
 	double prefill_ms;		/* all evals with n > 1 */
 	int64_t prefill_tokens;
 	int64_t prefill_calls;
@@ -333,8 +338,12 @@ MMHAL_API struct mmhal_ctx_params mmhal_ctx_default_params(void);
  *   an older header passes its smaller size; fields past it take their
  *   defaults).
  *
- * Return: 0; -EINVAL bad parameter (message names it), -ENOTSUP KV type,
- * -ENOMEM.
+ * The session's kernels are those the model's weights were laid out for
+ * at load (see mmhal_model_params.repack).
+ *
+ * Return: 0; -EINVAL bad parameter (message names it: size, reserved,
+ * kv_type, n_ctx > 2^20, n_threads > 1024), -ENOTSUP KV type (Q8_0 with a
+ * head dimension not a multiple of 32), -ENOMEM.
  */
 MMHAL_API int mmhal_ctx_create(struct mmhal_model *model,
 			       const struct mmhal_ctx_params *params,
@@ -355,7 +364,10 @@ MMHAL_API int mmhal_ctx_eval(struct mmhal_ctx *ctx, const int32_t *tokens,
  * @embd: n rows of n_embd floats (the model's embedding width), put at
  *   positions n_past .. n_past + n - 1 in place of token embeddings.
  *
- * Return: as mmhal_model_eval(); -EINVAL if n_embd is not the model's.
+ * tokens[] records MMHAL_TOKEN_EMBD for these positions.
+ *
+ * Return: as mmhal_model_eval(); -EINVAL if n_embd is not the model's or
+ * a value is not finite (nothing evaluated).
  */
 MMHAL_API int mmhal_ctx_eval_embd(struct mmhal_ctx *ctx, const float *embd,
 				  int n, int n_embd, float *logits_last);

@@ -18,7 +18,12 @@
 #                generated models are kept in $(O)/llama/models (about 1 GB)
 #                and reused.
 #
-# For the library (../Makefile): LLAMA_SRCS are the sources.
+# For the library (../Makefile): LLAMA_SRCS are the sources: llama_load.c
+# (hyperparameters, weights, repacking, info), llama_ctx.c (sessions: KV
+# cache, activations, stats), llama_attn.c (attention over the KV cache),
+# llama.c (forward pass, eval/generate, model API), vec.c (SIMD row helpers
+# and the F16 attention kernel, chosen from quant.c's kernel set) and
+# sampler.c.
 #
 # The tests and the benchmark link the objects of gguf.mk and quant.mk
 # (GGUF_*_OBJS, QUANT_*_OBJS, gen.o included); if those lists are absent,
@@ -32,7 +37,7 @@ LLAMA_WARN := -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef
 LLAMA_CFLAGS := $(BASE_CFLAGS) -I$(LLAMA_DIR)/tools -I$(LLAMA_DIR)/tests \
 	-pthread
 
-LLAMA_SRCS := llama.c sampler.c
+LLAMA_SRCS := llama.c llama_load.c llama_ctx.c llama_attn.c vec.c sampler.c
 LLAMA_OWN := $(LLAMA_SRCS) tests/ref_llama.c
 LLAMA_DEP_SRCS := $(filter-out $(LLAMA_SRCS),$(sort $(MODEL_SRCS) \
 	quant.c threadpool.c kern_scalar.c gguf.c gguf_write.c tokenizer.c)) \
@@ -104,12 +109,12 @@ LLAMA_PF_FUNCS := mm_avx2_gemv_q8_0 mm_avx2_gemv_q4_0 mm_avx2_gemv_q4_0_r8 \
 # the layout only the AVX2 set has
 LLAMA_PF_AVX2 := mm_avx2_gemv_q8_0_r8 mm_avx2_gemm_q8_0_r8
 
-llama-check-prefetch: $(LLAMA_PF_KERN) $(LLAMA_O)/opt/llama.o
+llama-check-prefetch: $(LLAMA_PF_KERN) $(LLAMA_O)/opt/vec.o
 ifeq ($(shell uname -m),x86_64)
 	$(LLAMA_DIR)/tests/prefetch_check.sh \
 		$(foreach o,$(LLAMA_PF_KERN),$(foreach f,$(LLAMA_PF_FUNCS),$(o):$(f))) \
 		$(foreach o,$(filter %/kern_avx2.o,$(LLAMA_PF_KERN)),$(foreach f,$(LLAMA_PF_AVX2),$(o):$(f))) \
-		$(LLAMA_O)/opt/llama.o:mm_attn_h_avx2
+		$(LLAMA_O)/opt/vec.o:mm_attn_h_avx2
 else
 	@echo "RESULT prefetch 0 0"
 endif

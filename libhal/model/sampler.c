@@ -196,9 +196,18 @@ MMHAL_API int32_t mmhal_sampler_sample(struct mmhal_sampler *s,
 	/* repetition penalty over the last repeat_last_n tokens */
 	if (s->p.repeat_penalty != 1.0f && s->p.repeat_last_n != 0 &&
 	    n_history) {
-		int from = s->p.repeat_last_n < 0 ||
-			s->p.repeat_last_n > n_history ? 0 :
-			n_history - s->p.repeat_last_n;
+		int from = 0;
+
+		/* the window counts token ids: embedding positions
+		 * (MMHAL_TOKEN_EMBD, negative) are neither penalised nor
+		 * counted */
+		if (s->p.repeat_last_n > 0) {
+			int cnt = 0;
+
+			for (from = n_history; from > 0 &&
+			     cnt < s->p.repeat_last_n; from--)
+				cnt += history[from - 1] >= 0;
+		}
 
 		memcpy(s->pen, logits, n_vocab * sizeof(float));
 		memset(s->seen, 0, n_vocab);

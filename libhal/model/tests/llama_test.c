@@ -15,15 +15,22 @@
  *   KV cache Q8_0 vs F16 (Q8_0 weights): 3e-2
  * The quantization of the weights themselves is not counted: the
  * reference uses the same (dequantized) weights.
+ *
+ * Sessions (mmhal_ctx) are checked against each other: a session's
+ * logits depend only on what was evaluated in it, so runs that should
+ * agree are compared bit for bit (same thread count, same batches).
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "gen.h"
+#include "gguf.h"
 #include "mmhal_model.h"
 #include "ref_llama.h"
 
@@ -48,7 +55,7 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 54
+#define N_TESTS 71
 
 /* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
  * at F32, for the attention kernel's other head groupings */
@@ -555,6 +562,476 @@ static void test_load_misc(void)
 	mmhal_model_free(b);
 }
 
+/* ---- sessions --------------------------------------------------------- */
+
+static struct mmhal_ctx *ctx_new(struct mmhal_model *m, int n_ctx,
+				 int n_batch, mmhal_abort_cb cb, void *arg)
+{
+	struct mmhal_ctx_params p = mmhal_ctx_default_params();
+	struct mmhal_ctx *c = NULL;
+	char err[256];
+	int ret;
+
+	if (!m)
+		return NULL;
+	p.n_ctx = n_ctx;
+	p.n_threads = 2;
+	if (n_batch)
+		p.n_batch = n_batch;
+	p.abort_cb = cb;
+	p.abort_arg = arg;
+	ret = mmhal_ctx_create(m, &p, &c, err, sizeof(err));
+	if (ret)
+		printf("# ctx_create: %d %s\n", ret, err);
+	return c;
+}
+
+/* A prompt, then SCRIPT_STEPS greedy decode steps; logits[k] after call k */
+#define SCRIPT_STEPS 6
+struct script {
+	const int32_t *prompt;
+	int n_prompt;
+	float logits[SCRIPT_STEPS + 1][300];
+	int32_t toks[SCRIPT_STEPS];
+};
+
+static int script_step(struct mmhal_ctx *c, struct script *sc, int k)
+{
+	if (!k)
+		return mmhal_ctx_eval(c, sc->prompt, sc->n_prompt, sc->logits[0]);
+	sc->toks[k - 1] = argmax(sc->logits[k - 1], 300);
+	return mmhal_ctx_eval(c, &sc->toks[k - 1], 1, sc->logits[k]);
+}
+
+static int script_run(struct mmhal_ctx *c, struct script *sc)
+{
+	int ret = 0;
+
+	for (int k = 0; k <= SCRIPT_STEPS && !ret; k++)
+		ret = script_step(c, sc, k);
+	return ret;
+}
+
+static void script_init(struct script *sc, const int32_t *p, int n)
+{
+	memset(sc, 0, sizeof(*sc));
+	sc->prompt = p;
+	sc->n_prompt = n;
+}
+
+/*
+ * Two sessions of one model (Q8_0, repacked) interleaved call by call give
+ * the logits each gives alone in a third session, and session a's those
+ * of the model's default session; each keeps its own cache and stats.
+ */
+static void test_sessions(void)
+{
+	static struct script sa, sb, ra, rb, rd;
+	struct mmhal_model *m = load(1, 64, MMHAL_KV_F16, 0, 1);
+	struct mmhal_ctx *a = ctx_new(m, 64, 0, NULL, NULL);
+	struct mmhal_ctx *b = ctx_new(m, 64, 0, NULL, NULL);
+	struct mmhal_ctx *c = ctx_new(m, 64, 0, NULL, NULL);
+	struct mmhal_model_stats st, sd, sb2;
+	struct mmhal_model_info in;
+	int ret = !a || !b || !c;
+
+	script_init(&sa, prompt, 8);
+	script_init(&ra, prompt, 8);
+	script_init(&rd, prompt, 8);
+	script_init(&sb, long_prompt, 20);
+	script_init(&rb, long_prompt, 20);
+	for (int k = 0; k <= SCRIPT_STEPS && !ret; k++)
+		ret = script_step(a, &sa, k) || script_step(b, &sb, k);
+	if (!ret) {
+		ret = script_run(c, &ra);
+		mmhal_ctx_reset(c);
+		ret |= script_run(c, &rb);
+		ret |= script_run(mmhal_model_ctx(m), &rd);
+	}
+	ok(!ret && !memcmp(sa.logits, ra.logits, sizeof(sa.logits)) &&
+	   !memcmp(sb.logits, rb.logits, sizeof(sb.logits)) &&
+	   !memcmp(sa.logits, rd.logits, sizeof(sa.logits)) &&
+	   memcmp(sa.logits, sb.logits, sizeof(sa.logits)),
+	   "two sessions of one model interleaved == each alone == the default session (bitwise, prefill + %d steps)",
+	   SCRIPT_STEPS);
+	ok(!ret && mmhal_ctx_n_past(a) == 8 + SCRIPT_STEPS &&
+	   mmhal_ctx_n_past(b) == 20 + SCRIPT_STEPS &&
+	   mmhal_ctx_tokens(a)[8] == sa.toks[0] &&
+	   mmhal_ctx_tokens(b)[19] == long_prompt[19] &&
+	   mmhal_ctx_model(a) == m && mmhal_model_ctx(m) &&
+	   mmhal_model_ctx(m) != a &&
+	   mmhal_model_n_past(m) == 8 + SCRIPT_STEPS &&
+	   mmhal_ctx_logits(a) && !memcmp(mmhal_ctx_logits(a),
+					  sa.logits[SCRIPT_STEPS], sizeof(sa.logits[0])),
+	   "each session keeps its own cache, tokens and logits (n_past %d, %d)",
+	   mmhal_ctx_n_past(a), mmhal_ctx_n_past(b));
+	ret |= mmhal_ctx_stats(a, &st) | mmhal_model_stats(m, &sd) |
+	       mmhal_model_info(m, &in);
+	mmhal_ctx_stats_reset(a);
+	ret |= mmhal_ctx_stats(b, &sb2);
+	ok(!ret && st.prefill_tokens == 8 && st.prefill_calls == 1 &&
+	   st.decode_tokens == SCRIPT_STEPS && sb2.prefill_tokens == 20 &&
+	   sd.prefill_tokens == 8 && sd.decode_tokens == SCRIPT_STEPS &&
+	   st.load_ms > 0 && st.load_ms == sd.load_ms &&
+	   st.kv_bytes == in.kv_bytes && st.alloc_bytes >= st.kv_bytes &&
+	   sd.alloc_bytes > st.alloc_bytes && st.n_past == 8 + SCRIPT_STEPS &&
+	   st.n_ctx == 64 && mmhal_ctx_stats(a, &st) == 0 &&
+	   st.decode_tokens == 0 && st.prefill_tokens == 0 &&
+	   mmhal_ctx_stats(b, &sb2) == 0 && sb2.decode_tokens == SCRIPT_STEPS,
+	   "stats per session (prefill %lld/%lld tokens, KV %llu), model-level load_ms; reset touches one session",
+	   (long long)sd.prefill_tokens, (long long)sb2.prefill_tokens,
+	   (unsigned long long)st.kv_bytes);
+	mmhal_ctx_free(a);
+	mmhal_ctx_free(b);
+	mmhal_ctx_free(c);
+	mmhal_model_free(m);
+}
+
+/* Rows of token_embd.weight for toks, dequantized as the file stores them
+ * (the GGUF reader and mm_dequantize_row, not the model's layout). */
+static float *embd_rows(const char *fn, const int32_t *toks, int n,
+			int *n_embd)
+{
+	const struct mm_gguf_tensor *t;
+	struct mm_gguf *g = NULL;
+	float *rows = NULL;
+	char err[256];
+
+	if (mm_gguf_open(fn, &g, err, sizeof(err))) {
+		printf("# %s: %s\n", fn, err);
+		return NULL;
+	}
+	t = mm_gguf_tensor(g, "token_embd.weight");
+	if (t) {
+		const size_t rs = mm_row_bytes((enum mm_type)t->type, t->ne[0]);
+
+		rows = malloc(sizeof(float) * n * t->ne[0]);
+		for (int i = 0; rows && i < n; i++)
+			mm_dequantize_row((enum mm_type)t->type,
+					  (const uint8_t *)t->data + toks[i] * rs,
+					  rows + (size_t)i * t->ne[0], t->ne[0]);
+		*n_embd = (int)t->ne[0];
+	}
+	mm_gguf_close(g);
+	return rows;
+}
+
+/*
+ * mmhal_ctx_eval_embd() with the token_embd rows of tokens gives the
+ * logits of mmhal_ctx_eval() of the tokens: a prefill of 8 and 4 decode
+ * steps bit for bit (same batches); tokens then embeddings in one cache
+ * within the chunked-prefill tolerance. Positions advance, tokens[] says
+ * MMHAL_TOKEN_EMBD, and generation with a repetition penalty runs over
+ * such a history.
+ */
+static void test_eval_embd(int t)
+{
+	struct mmhal_model *m = load(t, 64, MMHAL_KV_F16, 0, 1);
+	struct mmhal_ctx *a = ctx_new(m, 64, 0, NULL, NULL);
+	struct mmhal_ctx *b = ctx_new(m, 64, 0, NULL, NULL);
+	struct mmhal_ctx *c = ctx_new(m, 64, 0, NULL, NULL);
+	struct mmhal_sampler_params sp = mmhal_sampler_default_params();
+	struct mmhal_sampler *s = NULL;
+	float la[300], lb[300], l8[300], lc[300];
+	int e = 0, ret = !a || !b || !c, same = 1, recorded = 1, ng = 0;
+	float *rows = embd_rows(path[t], prompt, 8, &e);
+	double d = 1;
+
+	ret |= !rows;
+	if (!ret) {
+		ret = mmhal_ctx_eval(a, prompt, 8, la) |
+		      mmhal_ctx_eval_embd(b, rows, 8, e, lb);
+		same = !memcmp(la, lb, sizeof(la));
+		memcpy(l8, la, sizeof(l8));
+	}
+	for (int step = 0; step < 4 && !ret && same; step++) {
+		int32_t tok = argmax(la, 300);
+		float *row = embd_rows(path[t], &tok, 1, &e);
+
+		ret = !row || mmhal_ctx_eval(a, &tok, 1, la) ||
+		      mmhal_ctx_eval_embd(b, row, 1, e, lb);
+		same &= !memcmp(la, lb, sizeof(la));
+		free(row);
+	}
+	ok(!ret && same,
+	   "%s: eval_embd of token_embd rows == eval of the tokens, bitwise (prefill 8, 4 decode steps)",
+	   tname[t]);
+	if (!ret) {
+		ret = mmhal_ctx_eval(c, prompt, 4, NULL) |
+		      mmhal_ctx_eval_embd(c, rows + 4 * e, 4, e, lc);
+		d = reldiff(lc, l8, 300);
+		for (int i = 0; i < 12; i++)
+			recorded &= mmhal_ctx_tokens(b)[i] == MMHAL_TOKEN_EMBD;
+		recorded &= mmhal_ctx_n_past(b) == 12 &&
+			    mmhal_ctx_n_past(c) == 8 &&
+			    mmhal_ctx_tokens(c)[3] == prompt[3] &&
+			    mmhal_ctx_tokens(c)[4] == MMHAL_TOKEN_EMBD;
+		sp.repeat_penalty = 1.3f;
+		sp.seed = 3;
+		ret |= mmhal_sampler_create(&sp, &s);
+		if (!ret)
+			ret = mmhal_ctx_generate(b, NULL, 0, 4, s,
+						 MMHAL_GEN_IGNORE_EOG, NULL,
+						 NULL, NULL, &ng);
+	}
+	ok(!ret && d < 1e-4 && recorded && ng == 4 &&
+	   mmhal_ctx_n_past(b) == 16,
+	   "%s: 4 tokens + 4 embedding rows == prefill of the 8 tokens (%.1e); tokens[] records MMHAL_TOKEN_EMBD; generate over it",
+	   tname[t], d);
+	mmhal_sampler_free(s);
+	free(rows);
+	mmhal_ctx_free(a);
+	mmhal_ctx_free(b);
+	mmhal_ctx_free(c);
+	mmhal_model_free(m);
+}
+
+struct abort_arg {
+	int calls, stop_at;	/* stop_at > 0: non-zero from that call on */
+};
+
+static int on_abort(void *p)
+{
+	struct abort_arg *a = p;
+
+	a->calls++;
+	return a->stop_at > 0 && a->calls >= a->stop_at;
+}
+
+/* The abort callback stops an evaluation between layers (-ECANCELED);
+ * the batches done before stay, and the rest evaluated afterwards gives
+ * the logits of an uninterrupted run (same batches of 4). */
+static void test_abort(void)
+{
+	struct mmhal_model *m = load(0, 64, MMHAL_KV_F16, 0, 1);
+	struct abort_arg ab = { 0, 0 };
+	struct mmhal_ctx *c = ctx_new(m, 64, 4, on_abort, &ab);
+	struct mmhal_ctx *r = ctx_new(m, 64, 4, NULL, NULL);
+	float lr[300], lc[300];
+	int ret = !c || !r, r1 = 0, r2 = 0, r3 = 0;
+
+	if (!ret)
+		ret = mmhal_ctx_eval(r, long_prompt, 12, lr);
+	if (!ret) {
+		/* 2 layers: polls 1-2 are batch 1's, 4 is batch 2's second */
+		ab.stop_at = 4;
+		r1 = mmhal_ctx_eval(c, long_prompt, 12, lc);
+	}
+	ok(!ret && r1 == -ECANCELED && ab.calls == 4 &&
+	   mmhal_ctx_n_past(c) == 4 && !mmhal_ctx_logits(c) &&
+	   strstr(mmhal_ctx_error(c), "abort"),
+	   "abort callback: -ECANCELED between layers, the first batch kept (n_past %d): \"%s\"",
+	   c ? mmhal_ctx_n_past(c) : -1, c ? mmhal_ctx_error(c) : "");
+	if (!ret) {
+		ab.stop_at = 0;
+		r2 = mmhal_ctx_eval(c, long_prompt + 4, 8, lc);
+	}
+	ok(!ret && !r2 && mmhal_ctx_n_past(c) == 12 &&
+	   !memcmp(lc, lr, sizeof(lc)),
+	   "after -ECANCELED, the rest of the prompt gives the uninterrupted logits (bitwise)");
+	if (!ret) {
+		ab.calls = 0;
+		ab.stop_at = 1;
+		r3 = mmhal_ctx_eval(c, long_prompt + 12, 1, NULL);
+	}
+	ok(!ret && r3 == -ECANCELED && ab.calls == 1 &&
+	   mmhal_ctx_n_past(c) == 12 && mmhal_ctx_logits(c) &&
+	   !memcmp(mmhal_ctx_logits(c), lr, sizeof(lr)),
+	   "abort at the first layer: nothing evaluated, the logits kept");
+	mmhal_ctx_free(c);
+	mmhal_ctx_free(r);
+	mmhal_model_free(m);
+}
+
+/* r is expect, with a message, and no session made */
+static int rejected(int r, int expect, const char *err,
+		    const struct mmhal_ctx *c, const char *what)
+{
+	printf("# %s: %d \"%s\"\n", what, r, err);
+	return r == expect && err[0] && !c;
+}
+
+static void test_ctx_params(void)
+{
+	struct mmhal_model *m = load(0, 64, MMHAL_KV_F16, 0, 1);
+	struct mmhal_model *g4 = load(GQA4, 64, MMHAL_KV_F16, 0, 1);
+	union {
+		struct mmhal_ctx_params p;
+		uint8_t b[sizeof(struct mmhal_ctx_params) + 16];
+	} big;
+	struct mmhal_ctx_params p;
+	struct mmhal_model_stats st;
+	struct mmhal_ctx *c = NULL;
+	char err[256] = "";
+	float row[257], l[300];
+	int good = !!m && !!g4, r;
+
+	/* NULL arguments */
+	r = mmhal_ctx_create(NULL, NULL, &c, err, sizeof(err));
+	good &= rejected(r, -EINVAL, err, c, "NULL model");
+	err[0] = 0;
+	r = m ? mmhal_ctx_create(m, NULL, NULL, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, NULL, "NULL out");
+	ok(good, "mmhal_ctx_create: NULL model or out: -EINVAL with a message");
+
+	/* size and reserved */
+	good = !!m;
+	p = mmhal_ctx_default_params();
+	p.size = 0;
+	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, c, "size 0");
+	p.size = offsetof(struct mmhal_ctx_params, abort_cb) + 4;
+	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, c, "size inside abort_cb");
+	p.size = 6;
+	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, c, "size 6");
+	memset(&big, 0, sizeof(big));
+	big.p = mmhal_ctx_default_params();
+	big.p.size = sizeof(big);
+	big.b[sizeof(p) + 5] = 1;
+	r = m ? mmhal_ctx_create(m, &big.p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, c, "larger size, unknown field set");
+	p = mmhal_ctx_default_params();
+	p.reserved[3] = 1;
+	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, c, "reserved[3] set");
+	ok(good, "params.size 0, 6 or inside a pointer, unknown trailing fields set, reserved set: -EINVAL with a message");
+
+	/* sizes accepted: larger with zeros past ours, an older header's
+	 * smaller one (fields past it are not read: abort_cb garbage here),
+	 * NULL params (defaults: n_ctx min(512, 4096)) */
+	good = !!m;
+	big.b[sizeof(p) + 5] = 0;
+	big.p.n_ctx = 32;
+	r = m ? mmhal_ctx_create(m, &big.p, &c, err, sizeof(err)) : -1;
+	good &= !r && c && !mmhal_ctx_stats(c, &st) && st.n_ctx == 32;
+	mmhal_ctx_free(c);
+	c = NULL;
+	p = mmhal_ctx_default_params();
+	p.size = offsetof(struct mmhal_ctx_params, abort_cb);
+	p.abort_cb = (mmhal_abort_cb)(uintptr_t)1;	/* past size: unread */
+	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : -1;
+	good &= !r && c && !mmhal_ctx_eval(c, prompt, 8, l);
+	mmhal_ctx_free(c);
+	c = NULL;
+	r = m ? mmhal_ctx_create(m, NULL, &c, err, sizeof(err)) : -1;
+	good &= !r && c && !mmhal_ctx_stats(c, &st) && st.n_ctx == 512 &&
+		!err[0];
+	mmhal_ctx_free(c);
+	c = NULL;
+	ok(good, "params: a larger size with zeros past ours, an older (smaller) size, NULL (defaults) accepted");
+
+	/* values */
+	good = !!m && !!g4;
+	p = mmhal_ctx_default_params();
+	p.kv_type = 3;
+	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, c, "kv_type 3");
+	p.kv_type = MMHAL_KV_Q8_0;
+	r = g4 ? mmhal_ctx_create(g4, &p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -ENOTSUP, err, c, "Q8_0 KV, head dim 24");
+	p = mmhal_ctx_default_params();
+	p.n_ctx = 1 << 21;
+	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, c, "n_ctx 2^21");
+	p = mmhal_ctx_default_params();
+	p.n_threads = 5000;
+	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, c, "n_threads 5000");
+	ok(good, "kv_type 3, n_ctx 2^21, n_threads 5000: -EINVAL; Q8_0 KV with head dim 24: -ENOTSUP");
+
+	/* eval_embd arguments */
+	good = !!m;
+	c = ctx_new(m, 64, 0, NULL, NULL);
+	for (int i = 0; i < 257; i++)
+		row[i] = (float)i / 257.0f;
+	if (c) {
+		r = mmhal_ctx_eval_embd(c, row, 1, 255, NULL);
+		good &= r == -EINVAL && strstr(mmhal_ctx_error(c), "255") &&
+			strstr(mmhal_ctx_error(c), "256");
+		printf("# n_embd 255: %d \"%s\"\n", r, mmhal_ctx_error(c));
+		good &= mmhal_ctx_eval_embd(c, NULL, 1, 256, NULL) == -EINVAL;
+		good &= mmhal_ctx_eval_embd(c, row, 0, 256, NULL) == -EINVAL;
+		row[100] = NAN;
+		r = mmhal_ctx_eval_embd(c, row, 1, 256, NULL);
+		good &= r == -EINVAL && strstr(mmhal_ctx_error(c), "finite");
+		printf("# NaN: %d \"%s\"\n", r, mmhal_ctx_error(c));
+		good &= mmhal_ctx_n_past(c) == 0 && !mmhal_ctx_logits(c);
+	} else {
+		good = 0;
+	}
+	good &= mmhal_ctx_eval_embd(NULL, row, 1, 256, NULL) == -EINVAL &&
+		mmhal_ctx_eval(NULL, prompt, 1, NULL) == -EINVAL &&
+		mmhal_ctx_stats(NULL, &st) == -EINVAL &&
+		!strcmp(mmhal_ctx_error(NULL), "") && !mmhal_ctx_model(NULL) &&
+		!mmhal_model_ctx(NULL);
+	mmhal_ctx_free(NULL);
+	ok(good, "eval_embd: n_embd 255 (model 256), NULL rows, 0 rows, NaN: -EINVAL, nothing evaluated; NULL session: -EINVAL");
+	mmhal_ctx_free(c);
+	mmhal_model_free(m);
+	mmhal_model_free(g4);
+}
+
+struct thr_job {
+	struct mmhal_ctx *c;
+	struct script *sc;
+	int ret;
+};
+
+static void *thr_run(void *p)
+{
+	struct thr_job *j = p;
+
+	mmhal_ctx_reset(j->c);
+	j->ret = script_run(j->c, j->sc);
+	return NULL;
+}
+
+/* Two sessions of one model (Q4_K) on two threads at once, 3 rounds,
+ * agree bit for bit with the same scripts run one after the other. */
+static void test_threads(void)
+{
+	static struct script ref[2], run[2];
+	struct mmhal_model *m = load(3, 64, MMHAL_KV_F16, 0, 1);
+	struct mmhal_ctx *c[2] = { ctx_new(m, 64, 0, NULL, NULL),
+				   ctx_new(m, 64, 0, NULL, NULL) };
+	int ret = !c[0] || !c[1], same = 1, rounds = 0;
+
+	script_init(&ref[0], prompt, 8);
+	script_init(&ref[1], long_prompt, 40);
+	ret = ret || script_run(c[0], &ref[0]);
+	if (!ret) {
+		mmhal_ctx_reset(c[0]);
+		ret = script_run(c[0], &ref[1]);
+	}
+	for (int round = 0; round < 3 && !ret; round++) {
+		struct thr_job j[2];
+		pthread_t th[2];
+
+		for (int i = 0; i < 2; i++) {
+			script_init(&run[i], ref[i].prompt, ref[i].n_prompt);
+			j[i] = (struct thr_job){ .c = c[i ^ (round & 1)],
+						 .sc = &run[i] };
+			if (pthread_create(&th[i], NULL, thr_run, &j[i]))
+				ret = 1;
+		}
+		for (int i = 0; i < 2; i++) {
+			if (!ret)
+				pthread_join(th[i], NULL);
+			ret |= j[i].ret;
+			same &= !memcmp(run[i].logits, ref[i].logits,
+					sizeof(ref[i].logits));
+		}
+		rounds++;
+	}
+	ok(!ret && same && rounds == 3,
+	   "q4_K: two sessions on two threads at once == one after the other (bitwise, 3 rounds)");
+	mmhal_ctx_free(c[0]);
+	mmhal_ctx_free(c[1]);
+	mmhal_model_free(m);
+}
+
 static void test_sampler(void)
 {
 	struct mmhal_sampler_params p = mmhal_sampler_default_params();
@@ -691,6 +1168,12 @@ static void test_sampler(void)
 		   mmhal_sampler_sample(s, l3, 4, (int32_t[]){ 1, 0 }, 2) == 1 &&
 		   l3[1] == 1.2f,
 		   "repetition penalty lowers repeated tokens (positive and negative logits, window)");
+		/* embedding positions in the history: neither penalised nor
+		 * counted in the window of 1 (token 1 is still its last) */
+		ok(mmhal_sampler_sample(s, l3, 4, (int32_t[]){ 1, MMHAL_TOKEN_EMBD,
+			MMHAL_TOKEN_EMBD }, 3) == 0 &&
+		   mmhal_sampler_sample(s, l3, 4, (int32_t[]){ MMHAL_TOKEN_EMBD }, 1) == 1,
+		   "repetition penalty skips MMHAL_TOKEN_EMBD entries (window counts token ids)");
 		mmhal_sampler_free(s);
 	}
 	ok(mmhal_sampler_create(&(struct mmhal_sampler_params){
@@ -826,6 +1309,12 @@ int main(void)
 	test_load_misc();
 	test_sampler();
 	test_chat();
+	test_sessions();
+	test_eval_embd(0);
+	test_eval_embd(1);
+	test_abort();
+	test_ctx_params();
+	test_threads();
 
 	for (int t = 0; t < 6; t++)
 		unlink(path[t]);

@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: MIT
+/*
+ * llama_ctx.c - sessions of a loaded model (struct mmhal_ctx): parameters,
+ * the KV cache and activation buffers, worker threads, stats; and the
+ * allocation accounting that models and sessions share.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include "llama.h"
+#include "quant_kern.h"
+
+/* ---- allocation accounting -------------------------------------------- */
+
+/*
+ * Buffers of MM_LLAMA_MAP_MIN bytes or more (the KV cache, activations
+ * for n_batch rows, the prefill K/V staging) are anonymous mappings: zero
+ * pages that become resident only when written. Zeroing them with memset
+ * made the whole cache resident at load (94 MB for SmolLM2 at the default
+ * 4096-token context) whatever the context in use. Smaller ones come from
+ * aligned_alloc and are zeroed.
+ */
+#define MM_LLAMA_MAP_MIN (64u << 10)
+
+void *mm_llama_alloc(struct mm_llama_mem *mem, size_t bytes)
+{
+	size_t sz = (bytes + 63) & ~(size_t)63;
+	void *p;
+
+	if (!sz)
+		sz = 64;
+	if (sz >= MM_LLAMA_MAP_MIN && mem->nmap < MM_LLAMA_MAX_MAPS) {
+		p = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		mem->maps[mem->nmap].p = p;
+		mem->maps[mem->nmap++].bytes = sz;
+	} else {
+		p = aligned_alloc(64, sz);
+		if (!p)
+			return NULL;
+		memset(p, 0, sz);
+	}
+	mem->bytes += sz;
+	if (mem->bytes > mem->peak)
+		mem->peak = mem->bytes;
+	return p;
+}
+
+void mm_llama_free(struct mm_llama_mem *mem, void *p)
+{
+	for (int i = 0; p && i < mem->nmap; i++)
+		if (mem->maps[i].p == p) {
+			munmap(p, mem->maps[i].bytes);
+			mem->maps[i] = mem->maps[--mem->nmap];
+			return;
+		}
+	free(p);
+}
+
+/* ---- parameters ------------------------------------------------------- */
+
+#define MM_CTX_MAX_THREADS 1024
+
+MMHAL_API struct mmhal_ctx_params mmhal_ctx_default_params(void)
+{
+	struct mmhal_ctx_params p = {
+		.size = sizeof(struct mmhal_ctx_params),
+		.n_ctx = 0,
+		.n_batch = 512,
+		.n_threads = 0,
+		.kv_type = MMHAL_KV_F16,
+	};
+
+	return p;
+}
+
+#define MM_OFFSETOFEND(t, f) (offsetof(t, f) + sizeof(((t *)0)->f))
+
+/*
+ * The caller's params as this library's struct: a smaller size (an older
+ * header) leaves the later fields at their defaults; a larger one (a
+ * newer header) is accepted when the bytes past ours are zero. size must
+ * cover n_ctx and end at a field boundary.
+ */
+static int mm_ctx_params_get(const struct mmhal_ctx_params *in,
+			     struct mmhal_ctx_params *p, char *err,
+			     size_t errlen)
+{
+	static const size_t ptr_end[] = {
+		MM_OFFSETOFEND(struct mmhal_ctx_params, abort_cb),
+		MM_OFFSETOFEND(struct mmhal_ctx_params, abort_arg),
+	};
+	const size_t ours = sizeof(*p);
+	size_t size;
+
+	*p = mmhal_ctx_default_params();
+	if (!in)
+		return 0;
+	size = in->size;
+	if (size < MM_OFFSETOFEND(struct mmhal_ctx_params, n_ctx) ||
+	    size % sizeof(uint32_t))
+		return mm_errf(-EINVAL, err, errlen,
+			       "params.size %zu: not the size of a struct mmhal_ctx_params (%zu)",
+			       size, ours);
+	for (size_t i = 0; i < sizeof(ptr_end) / sizeof(ptr_end[0]); i++)
+		if (size > ptr_end[i] - sizeof(void *) && size < ptr_end[i])
+			return mm_errf(-EINVAL, err, errlen,
+				       "params.size %zu: ends inside a pointer field",
+				       size);
+	for (size_t i = ours; i < size; i++)
+		if (((const uint8_t *)in)[i])
+			return mm_errf(-EINVAL, err, errlen,
+				       "params.size %zu: byte %zu, past the %zu this library knows, is set",
+				       size, i, ours);
+	memcpy(p, in, size < ours ? size : ours);
+	p->size = (uint32_t)ours;
+	for (int i = 0; i < (int)(sizeof(p->reserved) / sizeof(p->reserved[0]));
+	     i++)
+		if (p->reserved[i])
+			return mm_errf(-EINVAL, err, errlen,
+				       "params.reserved[%d]: %u, must be 0", i,
+				       p->reserved[i]);
+	return 0;
+}
+
+/* ---- sessions --------------------------------------------------------- */
+
+int mm_llama_ctx_new(const struct mmhal_model *m,
+		     const struct mmhal_ctx_params *p, const char *kernels,
+		     struct mmhal_ctx **out, char *err, size_t errlen)
+{
+	const struct mm_llama_hp *hp = &m->hp;
+	struct mmhal_ctx *c;
+	size_t nb;
+	int ret;
+
+	*out = NULL;
+	if (p->kv_type != MMHAL_KV_F16 && p->kv_type != MMHAL_KV_Q8_0)
+		return mm_errf(-EINVAL, err, errlen,
+			       "kv_type %d not supported (F16 1, Q8_0 8)",
+			       p->kv_type);
+	if (p->kv_type == MMHAL_KV_Q8_0 && hp->head_dim % MM_QK)
+		return mm_errf(-ENOTSUP, err, errlen,
+			       "kv_type Q8_0 needs a head dimension multiple of 32 (%d)",
+			       hp->head_dim);
+	if (p->n_ctx > (1 << 20))
+		return mm_errf(-EINVAL, err, errlen, "n_ctx %d too large",
+			       p->n_ctx);
+	if (p->n_threads > MM_CTX_MAX_THREADS)
+		return mm_errf(-EINVAL, err, errlen,
+			       "n_threads %d: at most %d", p->n_threads,
+			       MM_CTX_MAX_THREADS);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return mm_errf(-ENOMEM, err, errlen, "out of memory");
+	c->model = m;
+	c->abort_cb = p->abort_cb;
+	c->abort_arg = p->abort_arg;
+	c->n_ctx = p->n_ctx > 0 ? p->n_ctx :
+		(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+	c->n_batch = p->n_batch > 0 ? p->n_batch : 512;
+	if (c->n_batch > c->n_ctx)
+		c->n_batch = c->n_ctx;
+	c->kv_type = p->kv_type;
+	c->kv_dim = hp->n_head_kv * hp->head_dim;
+	ret = kernels ? mm_ctx_create_with(p->n_threads, kernels, &c->mm) :
+		mm_ctx_create(p->n_threads, &c->mm);
+	if (ret) {
+		mm_errf(0, err, errlen, "creating %d threads: %s",
+			p->n_threads, strerror(-ret));
+		goto fail;
+	}
+	c->n_threads = mm_ctx_threads(c->mm);
+	c->vec = mm_vec_select(mm_ctx_kernels(c->mm));
+
+	/* KV cache */
+	c->kv_rs = mm_row_bytes((enum mm_type)c->kv_type, hp->head_dim);
+	nb = c->kv_rs * (size_t)c->n_ctx * hp->n_layer * hp->n_head_kv;
+	c->kv_k = mm_llama_alloc(&c->mem, nb);
+	c->kv_v = mm_llama_alloc(&c->mem, nb);
+	c->st.kv_bytes = 2 * nb;
+	c->tokens = mm_llama_alloc(&c->mem, c->n_ctx * sizeof(int32_t));
+
+	/* activations */
+	{
+		size_t B = c->n_batch, e = hp->n_embd, f = hp->n_ff;
+		size_t qd = (size_t)hp->n_head * hp->head_dim;
+		/* per thread: grp score rows of n_ctx, one K/V row, grp
+		 * maxima and sums */
+		size_t grp = hp->n_head / hp->n_head_kv;
+
+		c->x = mm_llama_alloc(&c->mem, B * e * sizeof(float));
+		c->xn = mm_llama_alloc(&c->mem, B * (e > qd ? e : qd) *
+				       sizeof(float));
+		c->q = mm_llama_alloc(&c->mem, B * qd * sizeof(float));
+		c->k = mm_llama_alloc(&c->mem, B * c->kv_dim * sizeof(float));
+		c->v = mm_llama_alloc(&c->mem, B * c->kv_dim * sizeof(float));
+		c->att = mm_llama_alloc(&c->mem, B * qd * sizeof(float));
+		c->gate = mm_llama_alloc(&c->mem, B * f * sizeof(float));
+		c->up = mm_llama_alloc(&c->mem, B * f * sizeof(float));
+		c->logits = mm_llama_alloc(&c->mem, hp->n_vocab * sizeof(float));
+		c->rope_cs = mm_llama_alloc(&c->mem, B * hp->n_rot *
+					    sizeof(float));
+		c->scratch_stride = ((size_t)c->n_ctx * grp + hp->head_dim +
+				     2 * grp + 15) & ~(size_t)15;
+		c->kf = mm_llama_alloc(&c->mem, (size_t)c->n_ctx * c->kv_dim *
+				       sizeof(float));
+		c->vf = mm_llama_alloc(&c->mem, (size_t)c->n_ctx * c->kv_dim *
+				       sizeof(float));
+		c->scratch = mm_llama_alloc(&c->mem, c->scratch_stride *
+					    c->n_threads * sizeof(float));
+		c->aseg_max = 2 * c->n_threads;
+		c->apart = mm_llama_alloc(&c->mem, (size_t)hp->n_head_kv *
+					  c->aseg_max * grp *
+					  (hp->head_dim + 2) * sizeof(float));
+	}
+	if (!c->kv_k || !c->kv_v || !c->tokens || !c->x || !c->xn || !c->q ||
+	    !c->k || !c->v || !c->att || !c->gate || !c->up || !c->logits ||
+	    !c->scratch || !c->kf || !c->vf || !c->apart || !c->rope_cs) {
+		mm_errf(0, err, errlen, "out of memory for the KV cache (%zu bytes) "
+			"and activations", 2 * nb);
+		ret = -ENOMEM;
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	mmhal_ctx_free(c);
+	return ret;
+}
+
+MMHAL_API int mmhal_ctx_create(struct mmhal_model *m,
+			       const struct mmhal_ctx_params *params,
+			       struct mmhal_ctx **out, char *err,
+			       size_t errlen)
+{
+	struct mmhal_ctx_params p;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (out)
+		*out = NULL;
+	if (!m || !out)
+		return mm_errf(-EINVAL, err, errlen,
+			       "model and out must not be NULL");
+	ret = mm_ctx_params_get(params, &p, err, errlen);
+	if (!ret)
+		ret = mm_llama_ctx_new(m, &p, m->kernels, out, err, errlen);
+	return ret;
+}
+
+MMHAL_API void mmhal_ctx_free(struct mmhal_ctx *c)
+{
+	if (!c)
+		return;
+	mm_llama_free(&c->mem, c->kv_k);
+	mm_llama_free(&c->mem, c->kv_v);
+	mm_llama_free(&c->mem, c->tokens);
+	mm_llama_free(&c->mem, c->x);
+	mm_llama_free(&c->mem, c->xn);
+	mm_llama_free(&c->mem, c->q);
+	mm_llama_free(&c->mem, c->k);
+	mm_llama_free(&c->mem, c->v);
+	mm_llama_free(&c->mem, c->att);
+	mm_llama_free(&c->mem, c->gate);
+	mm_llama_free(&c->mem, c->up);
+	mm_llama_free(&c->mem, c->logits);
+	mm_llama_free(&c->mem, c->rope_cs);
+	mm_llama_free(&c->mem, c->scratch);
+	mm_llama_free(&c->mem, c->apart);
+	mm_llama_free(&c->mem, c->kf);
+	mm_llama_free(&c->mem, c->vf);
+	mm_ctx_destroy(c->mm);
+	free(c);
+}
+
+MMHAL_API struct mmhal_ctx *mmhal_model_ctx(struct mmhal_model *m)
+{
+	return m ? m->ctx : NULL;
+}
+
+MMHAL_API const struct mmhal_model *mmhal_ctx_model(const struct mmhal_ctx *c)
+{
+	return c ? c->model : NULL;
+}
+
+MMHAL_API const char *mmhal_ctx_error(const struct mmhal_ctx *c)
+{
+	return c ? c->err : "";
+}
+
+/* ---- cache state ------------------------------------------------------ */
+
+MMHAL_API const float *mmhal_ctx_logits(const struct mmhal_ctx *c)
+{
+	return c && c->has_logits ? c->logits : NULL;
+}
+
+MMHAL_API int mmhal_ctx_n_past(const struct mmhal_ctx *c)
+{
+	return c ? c->n_past : 0;
+}
+
+MMHAL_API const int32_t *mmhal_ctx_tokens(const struct mmhal_ctx *c)
+{
+	return c ? c->tokens : NULL;
+}
+
+MMHAL_API void mmhal_ctx_reset(struct mmhal_ctx *c)
+{
+	if (!c)
+		return;
+	c->n_past = 0;
+	c->has_logits = 0;
+}
+
+MMHAL_API int mmhal_ctx_truncate(struct mmhal_ctx *c, int n_keep)
+{
+	if (!c || n_keep < 0 || n_keep > c->n_past)
+		return -EINVAL;
+	if (n_keep != c->n_past)
+		c->has_logits = 0;
+	c->n_past = n_keep;
+	return 0;
+}
+
+/* ---- accounting ------------------------------------------------------- */
+
+MMHAL_API int mmhal_ctx_stats(const struct mmhal_ctx *c,
+			      struct mmhal_model_stats *out)
+{
+	struct rusage ru;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!c)
+		return -EINVAL;
+	*out = c->st;
+	out->load_ms = c->model->load_ms;
+	out->file_bytes = c->model->info.file_bytes;
+	out->alloc_bytes = c->mem.bytes;
+	out->alloc_peak_bytes = c->mem.peak;
+	if (!getrusage(RUSAGE_SELF, &ru))
+		out->peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024;
+	out->n_past = c->n_past;
+	out->n_ctx = c->n_ctx;
+	return 0;
+}
+
+MMHAL_API void mmhal_ctx_stats_reset(struct mmhal_ctx *c)
+{
+	if (!c)
+		return;
+	c->st.prefill_ms = 0;
+	c->st.prefill_tokens = 0;
+	c->st.prefill_calls = 0;
+	c->st.decode_ms = 0;
+	c->st.decode_tokens = 0;
+	c->st.decode_last_ms = 0;
+	c->st.decode_min_ms = 0;
+	c->st.decode_max_ms = 0;
+	c->st.sample_ms = 0;
+	c->st.sample_tokens = 0;
+}
