@@ -137,7 +137,8 @@ int mm_image_plan(const struct mm_mmproj *p, uint32_t width, uint32_t height,
 		out->content_h = ch < (float)s ? (uint32_t)ch : s;
 		out->content_x = (s - out->content_w) / 2;
 		out->content_y = (s - out->content_h) / 2;
-		memcpy(out->pad_rgb, mm_llava_pad, 3);
+		if (out->content_w < s || out->content_h < s)
+			memcpy(out->pad_rgb, mm_llava_pad, 3);
 	}
 	if (tiles && v->proj == MM_MMPROJ_IDEFICS3 && v->preproc_image_size) {
 		double l = v->preproc_image_size;

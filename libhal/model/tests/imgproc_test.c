@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * imgproc_test.c - mm_image_preprocess() against a double-precision
+ * imgproc_test.c - mm_image_preprocess() and the tile plan
+ * (mm_image_plan(), mm_image_preprocess_tile()) against a double-precision
  * reference written here (whole frame first converted to a double RGB
  * image, NV12 by the BT.601 limited-range matrix in floating point
  * rounded to nearest; then clip.cpp's bilinear rule in double with the
@@ -9,6 +10,15 @@
  * downscaling, strides larger than the line with junk in the padding,
  * GREY/RGB24/NV12; GREY vs RGB24 of the same gray image bit-identical;
  * NV12 of known colours vs RGB24; the error cases.
+ *
+ * Tiles: mmprojs with clip.vision.preproc_image_size added; the plan's
+ * grid vs the rule in exact integer arithmetic (longer side L, the other
+ * ceil(short * L / long), both rounded up to multiples of S); every tile
+ * vs a crop of the whole refined image computed in double by Lagrange
+ * cubic interpolation through the 4x4 neighbours (the polynomial clip.cpp's
+ * bicubic coefficients define), rounded once. Tolerance: GREY/RGB24 1
+ * level, NV12 3 (the conversion's level scaled by the cubic's weights).
+ * LLaVA (mlp) pad-to-square: content size by integer ceil, pad colour.
  *
  * Tolerance in 8-bit levels before normalization: GREY/RGB24 1 level
  * (float vs double lerp may truncate either side of an integer), NV12 2
@@ -22,6 +32,7 @@
 #include <string.h>
 
 #include "gen.h"
+#include "gguf.h"
 #include "imgproc.h"
 #include "mmproj.h"
 #include "quant.h"
@@ -448,10 +459,401 @@ static void run_shape(const char *shape)
 	free(buf);
 }
 
+/* ---- tiles -------------------------------------------------------------- */
+
+/* buf with clip.vision.preproc_image_size = l added (l 0: as is) */
+static void *with_preproc(const void *src, size_t n, uint32_t l,
+			  size_t *size)
+{
+	struct mm_gguf_writer *w = mm_gguf_writer_new(MM_GGUF_DEFAULT_ALIGNMENT);
+	struct mm_gguf *g = NULL;
+	void *out = NULL;
+	char err[256];
+	int ret = !w ? -ENOMEM : mm_gguf_open_mem(src, n, &g, err, sizeof(err));
+
+	for (uint64_t i = 0; !ret && i < mm_gguf_n_kv(g); i++)
+		ret = mm_gguf_w_kv(w, mm_gguf_kv_at(g, i));
+	if (!ret && l)
+		ret = mm_gguf_w_u32(w, "clip.vision.preproc_image_size", l);
+	for (uint64_t i = 0; !ret && i < mm_gguf_n_tensors(g); i++) {
+		const struct mm_gguf_tensor *t = mm_gguf_tensor_at(g, i);
+
+		ret = mm_gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne,
+				       t->data);
+	}
+	if (!ret)
+		ret = mm_gguf_w_write_mem(w, &out, size, err, sizeof(err));
+	mm_gguf_close(g);
+	mm_gguf_writer_free(w);
+	return ret ? NULL : out;
+}
+
+/* generated mmproj of shape with preproc_image_size l; *buf to free */
+static struct mm_mmproj *load_shape(const char *shape, uint32_t l,
+				    void **buf)
+{
+	struct mm_gen_mmproj_params gp = {
+		.vision = shape, .type = MM_TYPE_F32, .seed = 3,
+	};
+	struct mm_mmproj *p = NULL;
+	char err[256] = "";
+	void *base = NULL;
+	size_t n = 0, size = 0;
+
+	*buf = NULL;
+	if (mm_gen_mmproj_mem(&gp, &base, &n, err, sizeof(err)))
+		return NULL;
+	*buf = with_preproc(base, n, l, &size);
+	free(base);
+	if (!*buf || mm_mmproj_load_mem(*buf, size, &p, err, sizeof(err))) {
+		tap_diag("%s + preproc %u: %s", shape, l, err);
+		return NULL;
+	}
+	return p;
+}
+
+/* ceil(a / b) for integers */
+static uint64_t cdiv(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* the grid by the rule, in integers: cols x rows */
+static void ref_grid(uint32_t w, uint32_t h, uint32_t l, uint32_t s,
+		     uint32_t *cols, uint32_t *rows)
+{
+	/* the longer side -> l, the other side * l / longer; each rounded
+	 * up to a multiple of s: ceil(side * l / (longer * s)) tiles */
+	*cols = (uint32_t)(w >= h ? cdiv(l, s) :
+			   cdiv((uint64_t)w * l, (uint64_t)h * s));
+	*rows = (uint32_t)(h >= w ? cdiv(l, s) :
+			   cdiv((uint64_t)h * l, (uint64_t)w * s));
+}
+
+/*
+ * Plans on tiny (S 32). L 128 with S 32 is 2048 with 512 scaled by 2^-4:
+ * the same floating-point roundings as SmolVLM's L 2048, S 512.
+ */
+static void check_plans(void)
+{
+	static const struct {
+		uint32_t w, h, l;
+	} c[] = {
+		{ 960, 720, 128 },	/* 4 x 3, not 4 x 4 */
+		{ 720, 960, 128 }, { 1920, 1080, 128 }, { 640, 480, 128 },
+		{ 1000, 1, 128 }, { 1, 1000, 128 }, { 1, 1, 128 },
+		{ 32, 32, 128 }, { 1279, 853, 128 }, { 65536, 65535, 128 },
+		{ 37, 23, 96 }, { 23, 37, 96 }, { 64, 48, 96 },
+		{ 48, 64, 100 }, { 333, 1000, 100 }, { 3, 2, 64 },
+		{ 4000, 3000, 2048 }, { 3000, 4000, 2047 },
+	};
+	uint32_t last_l = 0, s = 32;
+	struct mm_mmproj *p = NULL;
+	void *buf = NULL;
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct mm_image_plan pl, p0;
+		uint32_t cols, rows;
+		char err[256] = "";
+		int ret, ret0;
+
+		if (c[i].l != last_l) {
+			mm_mmproj_free(p);
+			free(buf);
+			p = load_shape("tiny", c[i].l, &buf);
+			last_l = c[i].l;
+		}
+		if (!tap_ok(p != NULL, "tiny + preproc_image_size %u", c[i].l))
+			continue;
+		ref_grid(c[i].w, c[i].h, c[i].l, s, &cols, &rows);
+		ret = mm_image_plan(p, c[i].w, c[i].h, 1, &pl, err, sizeof(err));
+		ret0 = mm_image_plan(p, c[i].w, c[i].h, 0, &p0, NULL, 0);
+		tap_ok(!ret && !ret0 && pl.n_cols == cols && pl.n_rows == rows &&
+		       pl.refined_w == cols * s && pl.refined_h == rows * s &&
+		       pl.n_images == cols * rows + 1 && pl.tile_size == s &&
+		       pl.width == c[i].w && pl.height == c[i].h &&
+		       pl.content_w == s && pl.content_x == 0 &&
+		       pl.overview_resize == MM_IMAGE_BILINEAR &&
+		       pl.tile_resize == MM_IMAGE_BICUBIC &&
+		       p0.n_rows == 0 && p0.n_cols == 0 && p0.n_images == 1 &&
+		       p0.refined_w == 0,
+		       "plan %ux%u, L %u, S %u: %ux%u tiles (rule %ux%u), refined %ux%u; tiles 0: overview only %s",
+		       c[i].w, c[i].h, c[i].l, s, pl.n_cols, pl.n_rows, cols,
+		       rows, pl.refined_w, pl.refined_h, err);
+	}
+	mm_mmproj_free(p);
+	free(buf);
+}
+
+/* Lagrange cubic through p[-1..2] (at -1, 0, 1, 2) at t */
+static double lagrange(const double q[4], double t)
+{
+	return q[0] * (-t * (t - 1) * (t - 2) / 6) +
+	       q[1] * ((t + 1) * (t - 1) * (t - 2) / 2) +
+	       q[2] * (-(t + 1) * t * (t - 2) / 2) +
+	       q[3] * ((t + 1) * t * (t - 1) / 6);
+}
+
+/* the whole refined image, 8-bit levels as doubles, CHW */
+static double *ref_refined(const struct mm_image *im, uint32_t rw,
+			   uint32_t rh)
+{
+	uint32_t w = im->width, h = im->height;
+	double *rgb = ref_rgb(im);
+	double *out = malloc(sizeof(double) * 3 * rw * rh);
+
+	if (!rgb || !out) {
+		free(rgb);
+		free(out);
+		return NULL;
+	}
+	for (uint32_t c = 0; c < 3; c++)
+		for (uint32_t i = 0; i < rh; i++)
+			for (uint32_t j = 0; j < rw; j++) {
+				double sy = (double)h * i / rh, sx = (double)w * j / rw;
+				long y = (long)floor(sy), x = (long)floor(sx);
+				double q[4], col[4], val;
+
+				if (rw == w && rh == h) {
+					val = rgb[3 * ((size_t)i * w + j) + c];
+					goto put;
+				}
+				for (int a = 0; a < 4; a++) {
+					long yy = y - 1 + a;
+
+					yy = yy < 0 ? 0 : yy >= (long)h ? (long)h - 1 : yy;
+					for (int b = 0; b < 4; b++) {
+						long xx = x - 1 + b;
+
+						xx = xx < 0 ? 0 : xx >= (long)w ? (long)w - 1 : xx;
+						q[b] = rgb[3 * ((size_t)yy * w + (size_t)xx) + c];
+					}
+					col[a] = lagrange(q, sx - x);
+				}
+				val = round(lagrange(col, sy - y));
+				val = val < 0 ? 0 : val > 255 ? 255 : val;
+put:
+				out[((size_t)c * rh + i) * rw + j] = val;
+			}
+	free(rgb);
+	return out;
+}
+
+static void check_tiles(const struct mm_mmproj *p, uint32_t fmt, uint32_t w,
+			uint32_t h, size_t pad, int kind)
+{
+	const struct mm_mmproj_vision *v = mm_mmproj_vision(p);
+	uint32_t s = v->image_size, cols, rows;
+	size_t n = 3 * (size_t)s * s, exact = 0, total = 0;
+	double lv = fmt == MM_IMAGE_NV12 ? 3 : 1, worst = 0;
+	float *out = malloc(n * sizeof(float));
+	struct mm_image_plan pl;
+	double *ref = NULL;
+	char err[256] = "";
+	struct frame f;
+	int ok = 1;
+
+	if (frame_make(&f, fmt, w, h, pad, kind) || !out) {
+		tap_ok(0, "alloc");
+		goto done;
+	}
+	ref_grid(w, h, v->preproc_image_size, s, &cols, &rows);
+	if (mm_image_plan(p, w, h, 1, &pl, err, sizeof(err)) ||
+	    pl.n_cols != cols || pl.n_rows != rows) {
+		tap_ok(0, "%s %ux%u plan: %s", fmt_name(fmt), w, h, err);
+		goto done;
+	}
+	ref = ref_refined(&f.im, pl.refined_w, pl.refined_h);
+	for (uint32_t t = 0; ref && t < rows * cols; t++) {
+		uint32_t r = t / cols, cc = t % cols;
+
+		if (mm_image_preprocess_tile(p, &f.im, &pl, (int)t, out, n, err,
+					     sizeof(err))) {
+			ok = 0;
+			break;
+		}
+		for (uint32_t c = 0; c < 3; c++)
+			for (uint32_t i = 0; i < s; i++)
+				for (uint32_t j = 0; j < s; j++) {
+					double e = ref[((size_t)c * pl.refined_h +
+							r * s + i) * pl.refined_w +
+						       cc * s + j];
+					double got = out[((size_t)c * s + i) * s + j];
+					double d = fabs(got - (e / 255.0 - v->mean[c]) /
+							      v->std[c]) *
+						   v->std[c] * 255.0;
+
+					if (d > worst)
+						worst = d;
+					exact += d < 1e-3;
+					total++;
+					if (d > lv + 1e-3)
+						ok = 0;
+				}
+	}
+	tap_ok(ok && ref, "%s %ux%u pad %zu pattern %d: %ux%u tiles of %u (refined %ux%u): max %.3f levels (<= %.0f), %.1f%% exact %s",
+	       fmt_name(fmt), w, h, pad, kind, cols, rows, s, pl.refined_w,
+	       pl.refined_h, worst, lv, total ? 100.0 * exact / total : 0.0, err);
+done:
+	free(ref);
+	free(out);
+	frame_free(&f);
+}
+
+static void check_tile_errors(const struct mm_mmproj *p)
+{
+	const struct mm_mmproj_vision *v = mm_mmproj_vision(p);
+	size_t n = 3 * (size_t)v->image_size * v->image_size;
+	float *out = calloc(n, sizeof(float));
+	struct mm_image_plan pl, bad;
+	struct frame f;
+	char err[256];
+	int nt;
+
+#define EXPECT_TERR(pl_, t_, needle) do {					\
+		err[0] = 0;							\
+		int r_ = mm_image_preprocess_tile(p, &f.im, pl_, t_, out, n,	\
+						  err, sizeof(err));		\
+		tap_ok(r_ == -EINVAL && strstr(err, needle),			\
+		       "tile rejects %s: %s", #pl_ ", " #t_, err);		\
+	} while (0)
+
+	if (!out || frame_make(&f, MM_IMAGE_RGB24, 50, 30, 0, 0) ||
+	    mm_image_plan(p, 50, 30, 1, &pl, NULL, 0)) {
+		tap_ok(0, "alloc/plan");
+		free(out);
+		return;
+	}
+	nt = (int)(pl.n_rows * pl.n_cols);
+	EXPECT_TERR(&pl, nt, "out of range");
+	EXPECT_TERR(&pl, -2, "out of range");
+	EXPECT_TERR(NULL, 0, "plan is NULL");
+	bad = pl;
+	bad.n_cols++;
+	EXPECT_TERR(&bad, 0, "not made by mm_image_plan");
+	bad = pl;
+	bad.refined_w = 1u << 30;
+	EXPECT_TERR(&bad, 0, "not made by mm_image_plan");
+	bad = pl;
+	bad.content_x = 5;
+	EXPECT_TERR(&bad, -1, "not made by mm_image_plan");
+	bad = pl;
+	bad.width = 49;
+	EXPECT_TERR(&bad, 0, "plan is for a 49x30 image");
+	err[0] = 0;
+	tap_ok(mm_image_preprocess_tile(p, &f.im, &pl, 0, out, n - 1, err,
+					sizeof(err)) == -EINVAL &&
+	       strstr(err, "n_out"), "tile rejects short n_out: %s", err);
+	mm_image_plan(p, 50, 30, 0, &bad, NULL, 0);
+	EXPECT_TERR(&bad, 0, "out of range");
+	tap_ok(!mm_image_preprocess_tile(p, &f.im, &bad, -1, out, n, NULL, 0),
+	       "overview-only plan: tile -1 works");
+#undef EXPECT_TERR
+	err[0] = 0;
+	tap_ok(mm_image_plan(p, 0, 5, 1, &pl, err, sizeof(err)) == -EINVAL &&
+	       strstr(err, "size"), "plan rejects width 0: %s", err);
+	err[0] = 0;
+	tap_ok(mm_image_plan(p, 5, 65537, 1, &pl, err, sizeof(err)) == -EINVAL &&
+	       strstr(err, "size"), "plan rejects height 65537: %s", err);
+	err[0] = 0;
+	tap_ok(mm_image_plan(p, 5, 5, 1, NULL, err, sizeof(err)) == -EINVAL &&
+	       strstr(err, "NULL"), "plan rejects NULL out: %s", err);
+	err[0] = 0;
+	tap_ok(mm_image_plan(NULL, 5, 5, 1, &pl, err, sizeof(err)) == -EINVAL,
+	       "plan rejects NULL mmproj: %s", err);
+	frame_free(&f);
+	free(out);
+}
+
+static void run_tiles(void)
+{
+	static const uint32_t sz[][2] = {
+		{ 37, 23 }, { 23, 37 }, { 1, 1 }, { 32, 32 }, { 96, 96 },
+		{ 101, 77 }, { 5, 300 }, { 200, 150 },
+	};
+	static const uint32_t nv[][2] = {
+		{ 38, 22 }, { 2, 2 }, { 96, 96 }, { 100, 78 }, { 64, 480 },
+	};
+	void *buf;
+	struct mm_mmproj *p = load_shape("tiny", 96, &buf);
+	struct mm_image_plan pl;
+	char err[256] = "";
+
+	if (!tap_ok(p && mm_mmproj_vision(p)->preproc_image_size == 96,
+		    "tiny + preproc_image_size 96 loads"))
+		goto out;
+	for (int k = 0; k < 3; k++) {
+		for (size_t i = 0; i < sizeof(sz) / sizeof(sz[0]); i++) {
+			check_tiles(p, MM_IMAGE_GREY, sz[i][0], sz[i][1],
+				    i & 1 ? 5 : 0, k);
+			check_tiles(p, MM_IMAGE_RGB24, sz[i][0], sz[i][1],
+				    i & 1 ? 0 : 7, k);
+		}
+		for (size_t i = 0; i < sizeof(nv) / sizeof(nv[0]); i++)
+			check_tiles(p, MM_IMAGE_NV12, nv[i][0], nv[i][1],
+				    i & 1 ? 3 : 0, k);
+		/* the overview of a tiled file is the plain one */
+		check_ref(p, MM_IMAGE_RGB24, 101, 77, 0, k);
+	}
+	check_tile_errors(p);
+	mm_mmproj_free(p);
+	free(buf);
+	/* a grid over 64 per side is refused */
+	p = load_shape("tiny", 65536, &buf);
+	tap_ok(p && mm_image_plan(p, 100, 100, 1, &pl, err, sizeof(err)) ==
+	       -EINVAL && strstr(err, "over 64"), "plan rejects 2048x2048 tiles: %s",
+	       err);
+	mm_mmproj_free(p);
+	free(buf);
+	/* mlp: never tiles; idefics3 without the key: overview only */
+	p = load_shape("tiny-mlp", 0, &buf);
+	if (p) {
+		static const uint32_t m[][2] = {
+			{ 64, 32 }, { 32, 64 }, { 37, 23 }, { 1, 1000 },
+			{ 1000, 3 }, { 32, 32 }, { 100, 100 }, { 33, 31 },
+		};
+
+		for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+			uint32_t w = m[i][0], h = m[i][1], cw = 32, ch = 32;
+			int r = mm_image_plan(p, w, h, 1, &pl, NULL, 0);
+
+			if (w > h)
+				ch = (uint32_t)cdiv((uint64_t)h * 32, w);
+			if (h > w)
+				cw = (uint32_t)cdiv((uint64_t)w * 32, h);
+			tap_ok(!r && pl.n_images == 1 && pl.content_w == cw &&
+			       pl.content_h == ch && pl.content_x == (32 - cw) / 2 &&
+			       pl.content_y == (32 - ch) / 2 &&
+			       (cw == 32 && ch == 32 ? pl.pad_rgb[0] == 0 :
+				pl.pad_rgb[0] == 122 && pl.pad_rgb[1] == 116 &&
+				pl.pad_rgb[2] == 104),
+			       "mlp plan %ux%u: content %ux%u at %u,%u (rule %ux%u), pad %u,%u,%u",
+			       w, h, pl.content_w, pl.content_h, pl.content_x,
+			       pl.content_y, cw, ch, pl.pad_rgb[0], pl.pad_rgb[1],
+			       pl.pad_rgb[2]);
+		}
+		check_ref(p, MM_IMAGE_NV12, 64, 20, 4, 2);
+		check_ref(p, MM_IMAGE_GREY, 7, 90, 0, 0);
+		check_ref(p, MM_IMAGE_RGB24, 32, 32, 0, 2);
+	}
+	mm_mmproj_free(p);
+	free(buf);
+	p = load_shape("tiny", 0, &buf);
+	tap_ok(p && !mm_image_plan(p, 300, 100, 1, &pl, NULL, 0) &&
+	       pl.n_images == 1 && pl.n_rows == 0,
+	       "idefics3 without preproc_image_size: overview only");
+	mm_mmproj_free(p);
+	free(buf);
+out:
+	return;
+}
+
 int main(void)
 {
 	run_shape("micro");
 	run_shape("tiny");
 	run_shape("tiny-mlp");
+	check_plans();
+	run_tiles();
 	return tap_done("imgproc");
 }
