@@ -236,6 +236,9 @@ struct mut {
 	const char *tensor;	/* rewritten with ne or type */
 	int64_t ne[2];
 	uint32_t ttype;
+	const char *add_key;	/* appended as add_type (U32, I32, ARR of
+				 * i32 pairs) with value key_u */
+	uint32_t add_type;
 	const char *expect;	/* substring of the message */
 	int err;
 };
@@ -284,6 +287,16 @@ static void *mutate(const void *src, size_t n, const struct mut *m,
 			continue;
 		}
 		ret = mm_gguf_w_kv(w, kv);
+	}
+	if (!ret && m->add_key) {
+		static const int32_t pins[] = { 336, 672, 672, 336, 672, 672 };
+
+		if (m->add_type == MM_GGUF_U32)
+			ret = mm_gguf_w_u32(w, m->add_key, (uint32_t)m->key_u);
+		else if (m->add_type == MM_GGUF_I32)
+			ret = mm_gguf_w_i32(w, m->add_key, (int32_t)m->key_u);
+		else
+			ret = mm_gguf_w_arr(w, m->add_key, MM_GGUF_I32, pins, 6);
 	}
 	for (uint64_t i = 0; i < mm_gguf_n_tensors(g) && !ret; i++) {
 		const struct mm_gguf_tensor *t = mm_gguf_tensor_at(g, i);
@@ -489,6 +502,72 @@ static void test_flags(void)
 	free(base);
 }
 
+/* clip.vision.preproc_image_size (idefics3 tiles), image_grid_pinpoints */
+static void test_preproc(void)
+{
+	static const struct mut m[] = {
+		{ .what = "preproc_image_size read",
+		  .add_key = "clip.vision.preproc_image_size",
+		  .add_type = MM_GGUF_U32, .key_u = 2048 },
+		{ .what = "preproc_image_size as i32",
+		  .add_key = "clip.vision.preproc_image_size",
+		  .add_type = MM_GGUF_I32, .key_u = 2048,
+		  .expect = "key clip.vision.preproc_image_size: type i32, expected u32",
+		  .err = -EPROTO },
+		{ .what = "preproc_image_size 0",
+		  .add_key = "clip.vision.preproc_image_size",
+		  .add_type = MM_GGUF_U32, .key_u = 0,
+		  .expect = "key clip.vision.preproc_image_size: 0 out of range",
+		  .err = -EINVAL },
+		{ .what = "preproc_image_size 65537",
+		  .add_key = "clip.vision.preproc_image_size",
+		  .add_type = MM_GGUF_U32, .key_u = 65537,
+		  .expect = "key clip.vision.preproc_image_size: 65537 out of range",
+		  .err = -EINVAL },
+		{ .what = "LLaVA-1.6 pinpoints",
+		  .add_key = "clip.vision.image_grid_pinpoints",
+		  .add_type = MM_GGUF_ARR,
+		  .expect = "key clip.vision.image_grid_pinpoints: LLaVA-1.6 anyres tiling not supported",
+		  .err = -ENOTSUP },
+	};
+
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		int mlp = m[i].add_type == MM_GGUF_ARR;
+		struct mm_mmproj *p = NULL;
+		char err[256] = "";
+		size_t n, size;
+		void *base = gen_mem(mlp ? "tiny-mlp" : "tiny", NULL,
+				     MM_TYPE_F16, &n);
+		void *buf = base ? mutate(base, n, &m[i], &size) : NULL;
+		int ret = buf ? mm_mmproj_load_mem(buf, size, &p, err,
+						   sizeof(err)) : -ENOMEM;
+
+		if (!m[i].err)
+			tap_ok(!ret && p &&
+			       mm_mmproj_vision(p)->preproc_image_size ==
+			       m[i].key_u, "%s: %u", m[i].what,
+			       p ? mm_mmproj_vision(p)->preproc_image_size : 0);
+		else
+			tap_ok(ret == m[i].err && !p && strstr(err, m[i].expect),
+			       "%s: %d \"%s\"", m[i].what, ret, err);
+		mm_mmproj_free(p);
+		free(buf);
+		free(base);
+	}
+	/* without the key: 0 (overview only) */
+	{
+		struct mm_mmproj *p = NULL;
+		size_t n;
+		void *base = gen_mem("tiny", NULL, MM_TYPE_F16, &n);
+
+		tap_ok(base && !mm_mmproj_load_mem(base, n, &p, NULL, 0) &&
+		       mm_mmproj_vision(p)->preproc_image_size == 0,
+		       "no preproc_image_size: 0");
+		mm_mmproj_free(p);
+		free(base);
+	}
+}
+
 /* The projector's width against an LLM's token embedding width. */
 static void test_llm_width(void)
 {
@@ -543,6 +622,7 @@ int main(void)
 	test_file();
 	test_malformed();
 	test_flags();
+	test_preproc();
 	test_llm_width();
 	return tap_done("mmproj");
 }
