@@ -764,8 +764,8 @@ MMHAL_API int mmhal_ctx_eval_prompt(struct mmhal_ctx *ctx, const char *text,
 {
 	const struct mmhal_model *m;
 	const size_t ml = strlen(MMHAL_MEDIA_MARKER);
-	int n_mark = 0, n_parts, ret = 0, total = 0;
-	int32_t **ids = NULL;
+	int n_mark = 0, n_parts, ret = 0, total = 0, np = 0;
+	int32_t **ids = NULL, *pend = NULL;
 	int *n_ids = NULL;
 	const char *s, *q;
 
@@ -811,18 +811,41 @@ MMHAL_API int mmhal_ctx_eval_prompt(struct mmhal_ctx *ctx, const char *text,
 			      "the prompt is empty");
 	if (!ret)
 		ret = mm_fits(ctx, total);
+	/* adjacent token runs (text, markers) go to the decoder as one
+	 * batch: each call is a pass over the weights */
+	pend = ret ? NULL : malloc((size_t)total * sizeof(int32_t));
+	if (!ret && !pend)
+		ret = -ENOMEM;
 	for (int i = 0; i < n_parts && !ret; i++) {
-		int last_text = i == n_chunks;
-		int last_chunk = i + 1 == n_chunks && n_ids[n_chunks] == 0;
+		const struct mmhal_chunk *c = i < n_chunks ? chunks[i] : NULL;
 
-		if (n_ids[i])
-			ret = mmhal_ctx_eval(ctx, ids[i], n_ids[i],
-					     last_text ? logits_last : NULL);
-		if (!ret && i < n_chunks)
-			ret = mm_eval_segs(ctx, chunks[i], logits_last,
-					   last_chunk);
+		memcpy(pend + np, ids[i], (size_t)n_ids[i] * sizeof(int32_t));
+		np += n_ids[i];
+		for (int k = 0; c && k < c->n_seg && !ret; k++) {
+			const struct mm_seg *sg = &c->seg[k];
+			int last = i + 1 == n_chunks && k + 1 == c->n_seg &&
+				   !n_ids[n_chunks];
+
+			if (!sg->embd) {
+				memcpy(pend + np, c->toks + sg->off,
+				       (size_t)sg->n * sizeof(int32_t));
+				np += sg->n;
+				continue;
+			}
+			if (np)
+				ret = mmhal_ctx_eval(ctx, pend, np, NULL);
+			np = 0;
+			if (!ret)
+				ret = mmhal_ctx_eval_embd(ctx, c->embd + sg->off *
+							  c->n_embd, sg->n,
+							  c->n_embd,
+							  last ? logits_last : NULL);
+		}
 	}
+	if (!ret && np)
+		ret = mmhal_ctx_eval(ctx, pend, np, logits_last);
 out:
+	free(pend);
 	for (int i = 0; ids && i < n_parts; i++)
 		free(ids[i]);
 	free(ids);

@@ -192,29 +192,27 @@ static int argmax(const float *x, int n)
 	return b;
 }
 
-/* A prompt text of exactly n tokens. */
+/* A prompt text of exactly n tokens: the first n tokens of some English,
+ * decoded (checked by encoding it again). */
 static char *text_of(const struct mmhal_model *m, int n)
 {
-	static const char *const words[] = {
-		"describe", " the", " picture", " and", " the", " sound",
-		" in", " one", " short", " sentence", ",", " then", " say",
-		" what", " the", " speaker", " wants", " from", " us", ".",
-	};
-	size_t cap = 4096;
-	char *s = calloc(1, cap);
-	int k;
+	static const char src[] =
+		"Describe the picture and the sound in one short sentence, "
+		"then say what the speaker wants from us and whether the "
+		"room in the picture is the one where the sound was "
+		"recorded, and how sure you are about it.";
+	int32_t ids[256];
+	size_t cap = 4096, len;
+	char *s = malloc(cap);
+	int k = 0;
 
-	for (int i = 0; s; i++) {
-		int32_t ids[256];
-
-		strncat(s, words[i % 20], cap - strlen(s) - 1);
-		if (mmhal_model_tokenize(m, s, strlen(s), 0, 1, ids, 256, &k))
-			break;
-		if (k >= n)
-			return s;
+	if (!s || mmhal_model_tokenize(m, src, strlen(src), 0, 1, ids, 256, &k) ||
+	    k < n || mmhal_model_detokenize(m, ids, n, s, cap, &len) ||
+	    mmhal_model_tokenize(m, s, len, 0, 1, ids, 256, &k) || k != n) {
+		free(s);
+		return NULL;
 	}
-	free(s);
-	return NULL;
+	return s;
 }
 
 static void run_cfg(const struct cfg *c, struct res *r)
