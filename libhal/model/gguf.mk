@@ -14,7 +14,9 @@
 #                counted as one test; last line "RESULT gguf <passed>
 #                <failed>", non-zero exit on failure
 #   gguf-fuzz    builds and runs only the fuzz target
-#   gguf-bench   nothing yet (no benchmark of its own)
+#   gguf-bench   vision-bench: the vision encoder (SigLIP-B/16 at 224 and
+#                512 px, Q8_0) in s/image and GEMM throughput against the
+#                int8 peak measured in the same run
 #
 # For the library (../Makefile): GGUF_SRCS are the sources (no special
 # flags).
@@ -164,10 +166,29 @@ gguf-check: $(GGUF_TESTS) $(GGUF_FUZZ) $(GGUF_O)/fuzz/seeds.stamp
 
 .SECONDARY: $(GGUF_OPT_OBJS) $(GGUF_SAN_OBJS)
 
-gguf-bench:
+# The vision encoder benchmark (optimised): SigLIP-B/16 at 224 and 512 px,
+# Q8_0, generated once into $(GGUF_O)/bench and reused while present.
+GGUF_VBENCH := $(GGUF_O)/opt/vision_bench
+GGUF_VBENCH_FILES := $(GGUF_O)/bench/smolvlm-224-q8_0.gguf \
+		     $(GGUF_O)/bench/smolvlm-256m-q8_0.gguf
+
+$(GGUF_VBENCH): $(GGUF_DIR)/bench/vision_bench.c $(GGUF_OPT_OBJS) \
+		$$(QUANT_OPT_OBJS) $(GGUF_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(GGUF_CFLAGS) $(OPT) $< $(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) \
+		-o $@ $(GGUF_LIBS)
+
+$(GGUF_O)/bench/smolvlm-%-q8_0.gguf: | $(GGUF_TOOL)
+	@mkdir -p $(dir $@)
+	$(GGUF_TOOL) gen --vision smolvlm-$* --type q8_0 -o $@.tmp && mv $@.tmp $@
+
+vision-bench: $(GGUF_VBENCH) $(GGUF_VBENCH_FILES)
+	$(GGUF_VBENCH) $(GGUF_VBENCH_FILES)
+
+gguf-bench: vision-bench
 
 MODEL_ALL += gguf-all
 MODEL_CHECK += gguf-check
 MODEL_BENCH += gguf-bench
 
-.PHONY: gguf-all gguf-check gguf-fuzz gguf-bench
+.PHONY: gguf-all gguf-check gguf-fuzz gguf-bench vision-bench
