@@ -246,7 +246,10 @@ static int mmedge_chan_check_perm(u32 weight, u32 class)
  *  -EINVAL: unknown dir or flags, bad source config (feed, copy: not all
  *	     zero), weight/class/cap out of range (cap above
  *	     MMEDGE_RATE_CAP_MAX, latency without a cap), bad segment or
- *	     overrun (feed, copy: not zero), reserved set.
+ *	     overrun (feed, copy: not zero), reserved set; sensor clock
+ *	     offset or drift out of range (MMEDGE_SENSOR_OFFSET_MAX,
+ *	     MMEDGE_SENSOR_DRIFT_MAX) or set on a feed or copy channel,
+ *	     sensor_pad set.
  *  -EPERM:  weight above the default or latency class without
  *	     CAP_SYS_NICE.
  *  -ENOSPC: the instance has MMEDGE_MAX_CHANS channels, or this file
@@ -268,7 +271,13 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	int ret;
 
 	if (c->dir > MMEDGE_CHAN_COPY || c->flags || c->pad ||
-	    c->reserved[0] || c->reserved[1])
+	    c->reserved[0] || c->reserved[1] || c->sensor_pad)
+		return -EINVAL;
+	ret = mmedge_sclk_check(c->sensor_offset_ns, c->sensor_drift_ppb);
+	if (ret)
+		return ret;
+	if (c->dir != MMEDGE_CHAN_CAPTURE &&
+	    (c->sensor_offset_ns || c->sensor_drift_ppb))
 		return -EINVAL;
 	ret = mmedge_name_check(c->name, sizeof(c->name));
 	if (ret)
@@ -303,6 +312,8 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 		ch->frame_bytes = mmedge_src_frame_bytes(&c->src);
 		ch->meta_offset = ALIGN(ch->frame_bytes, 64);
 		ch->period_ns = mmedge_src_period_ns(&c->src);
+		ch->sclk.offset_ns = c->sensor_offset_ns;
+		ch->sclk.drift_ppb = c->sensor_drift_ppb;
 	}
 	ch->segment = segment;
 	ch->overrun = c->overrun;
@@ -352,6 +363,10 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 		goto err_unlock;
 	}
 	ch->bw_start_ns = ktime_get_ns();
+	/* The sensor's epoch: fixed before anyone can find the channel. */
+	if (ch->dir == MMEDGE_CHAN_CAPTURE)
+		ch->sclk.epoch_ns = mmedge_ts_soc_ns(&eng->tc_mono,
+						     mmedge_counter_read(eng));
 	mmedge_arb_add(&eng->arb, &ch->arb, ch->bw_start_ns);
 	list_add_tail(&ch->node, &eng->chans);
 	mf->nr_chans++;
@@ -362,6 +377,7 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	dir = ch->dir;
 	c->frame_size = ch->frame_bytes;
 	c->meta_offset = ch->meta_offset;
+	c->sensor_epoch = ch->sclk.epoch_ns;
 	mutex_unlock(&eng->lock);
 
 	c->weight = weight;
@@ -1054,6 +1070,8 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 	d->sequence = qb->sequence;
 	d->bytesused = qb->bytesused;
 	d->ts = qb->ts;
+	d->sensor_sof = qb->sensor_sof;
+	d->sensor_eof = qb->sensor_eof;
 	d->dropped = qb->dropped;
 	d->checksum = qb->len && !qb->src ? qb->crc : 0;
 	/* Released once the result reached userspace (mmedge_dqbuf_finish). */

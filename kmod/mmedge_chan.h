@@ -234,6 +234,8 @@ __poll_t mmedge_chan_poll(struct mmedge_file *mf, struct file *file,
  * @sequence: frame number.
  * @bytesused: bytes of data.
  * @ts: the frame's timestamps.
+ * @sensor_sof: capture: @ts.sof_raw on the source's sensor clock.
+ * @sensor_eof: capture: @ts.eof_raw on the source's sensor clock.
  * @dropped: the channel's drop count when the frame completed.
  * @att: attachment to the dmaengine back end's device, if there is one.
  * @dsgt: the buffer mapped for it (DMA_BIDIRECTIONAL: the CPU writes the
@@ -254,6 +256,8 @@ struct mmedge_qb {
 	u64 sequence;
 	u64 bytesused;
 	struct mmedge_timestamps ts;
+	u64 sensor_sof;
+	u64 sensor_eof;
 	u64 dropped;
 	struct dma_buf_attachment *att;
 	struct sg_table *dsgt;
@@ -277,6 +281,9 @@ struct mmedge_qb {
  * @segment: bytes per arbitration segment.
  * @overrun: MMEDGE_OVERRUN_*.
  * @period_ns: time between frames.
+ * @sclk: capture: the source's sensor clock; set before the channel is
+ *	published and never changed, so readers need no lock beyond the one
+ *	that found the channel.
  * @arb: the arbiter's view.
  * @staging: jobs a QBUF is preparing (waiting for the buffer's fences);
  *	the engine does not see them, but they hold their buffers.
@@ -337,6 +344,7 @@ struct mmedge_chan {
 	u32 segment;
 	u32 overrun;
 	u64 period_ns;
+	struct mmedge_sclk sclk;
 	struct mmedge_arb_chan arb;
 
 	struct list_head staging;

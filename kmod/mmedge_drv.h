@@ -100,6 +100,8 @@ struct mmedge_file {
  *	-EFAULT instead of losing it.
  * @finish_obj: what @finish hands over.
  * @finish_id: the id it belongs to (a channel).
+ * @usize: the size of the caller's structure (_IOC_SIZE of the command):
+ *	a handler whose request needs fields of a later size checks it.
  */
 struct mmedge_ioctl_ctx {
 	struct file *install_file;
@@ -108,6 +110,7 @@ struct mmedge_ioctl_ctx {
 		       bool copied);
 	void *finish_obj;
 	u32 finish_id;
+	unsigned int usize;
 };
 
 static inline struct mmedge_dev *to_mmedge_dev(struct device *dev)

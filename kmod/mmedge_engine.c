@@ -134,6 +134,13 @@ u64 mmedge_counter_read(const struct mmedge_engine *eng)
 	return get_cycles();
 }
 
+/* Counter value @raw on sensor clock @sc (mult and shift never change). */
+static u64 mmedge_sensor_at(const struct mmedge_engine *eng,
+			    const struct mmedge_sclk *sc, u64 raw)
+{
+	return mmedge_sclk_from_soc(sc, mmedge_ts_soc_ns(&eng->tc_mono, raw));
+}
+
 /* Anchor the counter conversion on a (mono, counter, mono) sandwich. */
 static void mmedge_engine_anchor(struct mmedge_engine *eng)
 {
@@ -314,6 +321,11 @@ static void mmedge_chan_complete(struct mmedge_chan *ch, u32 flags, int error)
 	qb->ts.eof_mono = mmedge_ts_to_ns(&eng->tc_mono, eof_raw);
 	qb->ts.sof_boot = qb->ts.sof_mono + eng->boot_offset;
 	qb->ts.eof_boot = qb->ts.eof_mono + eng->boot_offset;
+	if (ch->dir == MMEDGE_CHAN_CAPTURE) {
+		qb->flags |= MMEDGE_FRAME_TS_SENSOR;
+		qb->sensor_sof = mmedge_sensor_at(eng, &ch->sclk, qb->ts.sof_raw);
+		qb->sensor_eof = mmedge_sensor_at(eng, &ch->sclk, qb->ts.eof_raw);
+	}
 	qb->dropped = ch->dropped;
 	if (ch->dir == MMEDGE_CHAN_FEED) {
 		qb->crc = ~qb->crc;
@@ -336,6 +348,8 @@ static void mmedge_chan_complete(struct mmedge_chan *ch, u32 flags, int error)
 	meta->bytesused = qb->bytesused;
 	meta->ts = qb->ts;
 	meta->dropped = qb->dropped;
+	meta->sensor_sof = qb->sensor_sof;
+	meta->sensor_eof = qb->sensor_eof;
 	mmedge_qb_cpu_written(eng, qb, meta_off, sizeof(*meta));
 
 done:
@@ -358,6 +372,8 @@ static void mmedge_chan_fail_job(struct mmedge_chan *ch, struct mmedge_qb *qb,
 	qb->sequence = 0;
 	qb->bytesused = 0;
 	memset(&qb->ts, 0, sizeof(qb->ts));
+	qb->sensor_sof = 0;
+	qb->sensor_eof = 0;
 	qb->dropped = ch->dropped;
 	qb->crc = 0;
 	mmedge_chan_job_done(ch, qb, error);
@@ -914,23 +930,72 @@ void mmedge_engine_set_bus(struct mmedge_engine *eng, u64 bandwidth)
 }
 
 /*
+ * The sensor clock of capture channel @id, for MMEDGE_XTS_SENSOR: it never
+ * changes once the channel exists, so a copy serves the whole call.
+ */
+static int mmedge_engine_sclk(struct mmedge_engine *eng, u32 id,
+			      struct mmedge_sclk *sc)
+{
+	struct mmedge_chan *ch;
+	int ret = -ENOENT;
+
+	mutex_lock(&eng->lock);
+	list_for_each_entry(ch, &eng->chans, node) {
+		if (ch->id != id)
+			continue;
+		ret = ch->dir == MMEDGE_CHAN_CAPTURE ? 0 : -EINVAL;
+		*sc = ch->sclk;
+		break;
+	}
+	mutex_unlock(&eng->lock);
+	return ret;
+}
+
+/*
  * MMEDGE_IOC_XTS: cross-timestamp the hardware counter against
- * CLOCK_MONOTONIC (and BOOTTIME through boot_offset).
+ * CLOCK_MONOTONIC (and BOOTTIME through boot_offset); with
+ * MMEDGE_XTS_SENSOR also give each sample's counter on a channel's sensor
+ * clock: (sensor, SoC counter, CLOCK_MONOTONIC) triples.
  *
  * Errors:
- *  -EINVAL: n_samples 0 or above MMEDGE_XTS_MAX_SAMPLES, flags/reserved
- *	     set.
+ *  -EINVAL: n_samples 0 or above MMEDGE_XTS_MAX_SAMPLES, unknown flags,
+ *	     pad/reserved set, chan set without MMEDGE_XTS_SENSOR or 0
+ *	     with it,
+ *	     MMEDGE_XTS_SENSOR with a structure smaller than
+ *	     MMEDGE_XTS_SIZE_VER1 or on a feed or copy channel.
+ *  -ENOENT: MMEDGE_XTS_SENSOR and no channel chan in the instance.
  */
 int mmedge_ioctl_xts(struct mmedge_file *mf, void *data,
 		     struct mmedge_ioctl_ctx *ctx)
 {
 	struct mmedge_engine *eng = &mf->mdev->eng;
 	struct mmedge_xts *x = data;
+	bool sensor = x->flags & MMEDGE_XTS_SENSOR;
+	struct mmedge_sclk sc = { 0 };
 	unsigned int i;
+	int ret;
 
 	if (!x->n_samples || x->n_samples > MMEDGE_XTS_MAX_SAMPLES ||
-	    x->flags || x->pad || x->reserved[0] || x->reserved[1])
+	    x->flags & ~MMEDGE_XTS_FLAGS_VALID || x->pad ||
+	    x->reserved[0] || x->reserved[1])
 		return -EINVAL;
+	if (sensor ? !x->chan : !!x->chan)
+		return -EINVAL;
+	/* Out fields: whatever the caller left there goes. */
+	x->sensor_drift_ppb = 0;
+	x->sensor_offset_ns = 0;
+	x->sensor_epoch = 0;
+	memset(x->sensor, 0, sizeof(x->sensor));
+	if (sensor) {
+		if (ctx->usize < MMEDGE_XTS_SIZE_VER1)
+			return -EINVAL;
+		ret = mmedge_engine_sclk(eng, x->chan, &sc);
+		if (ret)
+			return ret;
+		x->sensor_drift_ppb = sc.drift_ppb;
+		x->sensor_offset_ns = sc.offset_ns;
+		x->sensor_epoch = sc.epoch_ns;
+	}
 	x->counter_hz = eng->counter_hz;
 	x->mult = eng->tc_mono.mult;
 	x->shift = eng->tc_mono.shift;
@@ -945,6 +1010,8 @@ int mmedge_ioctl_xts(struct mmedge_file *mf, void *data,
 		s->sys_after = ktime_get_ns();
 		local_irq_restore(flags);
 		s->boot_offset = ktime_to_ns(ktime_mono_to_any(0, TK_OFFS_BOOT));
+		if (sensor)
+			x->sensor[i] = mmedge_sensor_at(eng, &sc, s->raw);
 	}
 	return 0;
 }

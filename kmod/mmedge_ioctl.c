@@ -106,6 +106,10 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		     MMEDGE_BUF_IMPORT_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct mmedge_buf_release) !=
 		     MMEDGE_BUF_RELEASE_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct mmedge_chan_create) !=
+		     MMEDGE_CHAN_CREATE_SIZE_VER1);
+	BUILD_BUG_ON(sizeof(struct mmedge_dqbuf) != MMEDGE_DQBUF_SIZE_VER1);
+	BUILD_BUG_ON(sizeof(struct mmedge_xts) != MMEDGE_XTS_SIZE_VER1);
 	BUILD_BUG_ON(MMEDGE_BUF_SYNC_READ != DMA_BUF_SYNC_READ);
 	BUILD_BUG_ON(MMEDGE_BUF_SYNC_WRITE != DMA_BUF_SYNC_WRITE);
 	BUILD_BUG_ON(MMEDGE_BUF_SYNC_END != DMA_BUF_SYNC_END);
@@ -116,6 +120,7 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	usize = _IOC_SIZE(cmd);
 	ksize = _IOC_SIZE(info->cmd);
+	ctx.usize = usize;
 	if (WARN_ON_ONCE(ksize > sizeof(kdata)))
 		return -EINVAL;
 

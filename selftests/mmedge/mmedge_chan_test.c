@@ -214,8 +214,9 @@ static int check_meta(const struct mmedge_frame_meta *m,
 	if (memcmp(&m->ts, &d->ts, sizeof(m->ts)))
 		return mmedge_pat_why(why, len,
 				      "meta timestamps differ from the dequeue's");
-	if (m->reserved[0] || m->reserved[1])
-		return mmedge_pat_why(why, len, "meta reserved not zero");
+	if (m->sensor_sof != d->sensor_sof || m->sensor_eof != d->sensor_eof)
+		return mmedge_pat_why(why, len,
+				      "meta sensor stamps differ from the dequeue's");
 	return 0;
 }
 
@@ -854,7 +855,7 @@ TEST_F(chan, xts_bad)
 	EXPECT_EQ(-EINVAL, xioctl(self->fd, MMEDGE_IOC_XTS, &x));
 	memset(&x, 0, sizeof(x));
 	x.n_samples = 1;
-	x.flags = 1;
+	x.flags = 2;
 	EXPECT_EQ(-EINVAL, xioctl(self->fd, MMEDGE_IOC_XTS, &x));
 	memset(&x, 0, sizeof(x));
 	x.n_samples = 1;

@@ -25,7 +25,7 @@
 #define MMEDGE_IOC_MAGIC		0xE7
 
 /* Version of this interface; grows when ioctls or fields are added. */
-#define MMEDGE_API_VERSION		1
+#define MMEDGE_API_VERSION		2
 
 /* Length of the strings in struct mmedge_caps, including the NUL. */
 #define MMEDGE_NAME_LEN			16
@@ -424,11 +424,42 @@ struct mmedge_src_config {
  *	from the source type and a number ("camera0", "mic0", "imu0";
  *	"feed0", "copy0" for the other directions).
  * @reserved: must be zero.
+ * @sensor_offset_ns: in: capture: the source's clock offset from the SoC
+ *	counter, ns, -MMEDGE_SENSOR_OFFSET_MAX..MMEDGE_SENSOR_OFFSET_MAX;
+ *	feed, copy: must be zero.
+ * @sensor_drift_ppb: in: capture: the source's clock rate error, parts
+ *	per billion, -MMEDGE_SENSOR_DRIFT_MAX..MMEDGE_SENSOR_DRIFT_MAX
+ *	(+-1000 ppm); feed, copy: must be zero.
+ * @sensor_pad: must be zero.
+ * @sensor_epoch: out: capture: the SoC counter in ns (see "Sensor
+ *	clocks" below) when the channel was created; feed, copy: 0.
+ *
+ * Sensor clocks. Each capture source has its own clock domain, a 64-bit
+ * nanosecond counter derived exactly from the SoC counter (the raw counter
+ * of struct mmedge_timestamps, converted with mmedge_xts.mult and .shift
+ * and a 128-bit product: soc_ns = (raw * mult) >> shift, which is raw
+ * itself when mmedge_xts.counter_hz is 10^9):
+ *
+ *	sensor = soc_ns + sensor_offset_ns
+ *		 + trunc(sensor_drift_ppb * (soc_ns - sensor_epoch) / 10^9)
+ *
+ * in exact integer arithmetic, the quotient truncated toward zero, the
+ * sum taken modulo 2^64. Offset 0 and drift 0 (the default, and what a
+ * caller of the first published size gets) give the SoC counter's own
+ * timeline. Frames carry the sensor stamps in mmedge_frame_meta and
+ * mmedge_dqbuf (MMEDGE_FRAME_TS_SENSOR); MMEDGE_IOC_XTS with
+ * MMEDGE_XTS_SENSOR samples a channel's sensor clock against the SoC
+ * counter and CLOCK_MONOTONIC.
  *
  * An instance has at most 64 channels and an open file at most 16
  * (-ENOSPC).
  *
- * First published size: 112 bytes.
+ * Errors (beyond the above): -EINVAL for @sensor_offset_ns or
+ * @sensor_drift_ppb out of range or set on a feed or copy channel,
+ * @sensor_pad not zero.
+ *
+ * First published size: 112 bytes. Size 136 (MMEDGE_CHAN_CREATE_SIZE_VER1)
+ * adds the sensor clock fields.
  */
 struct mmedge_chan_create {
 	__u32 dir;
@@ -445,9 +476,18 @@ struct mmedge_chan_create {
 	__u32 pad;
 	__u8 name[MMEDGE_NAME_LEN];
 	__u64 reserved[2];
+	__s64 sensor_offset_ns;
+	__s32 sensor_drift_ppb;
+	__u32 sensor_pad;
+	__u64 sensor_epoch;
 };
 
 #define MMEDGE_CHAN_CREATE_SIZE_VER0	112
+#define MMEDGE_CHAN_CREATE_SIZE_VER1	136
+
+/* Sensor clock limits (mmedge_chan_create.sensor_*) */
+#define MMEDGE_SENSOR_OFFSET_MAX	86400000000000LL /* one day, ns */
+#define MMEDGE_SENSOR_DRIFT_MAX		1000000		/* ppb: 1000 ppm */
 
 /* mmedge_chan_config.set: which fields to apply */
 #define MMEDGE_CHAN_SET_WEIGHT		_BITUL(0)
@@ -562,6 +602,7 @@ struct mmedge_qbuf {
 #define MMEDGE_FRAME_ERROR		_BITUL(0) /* transfer failed or cancelled */
 #define MMEDGE_FRAME_DROPPED_BEFORE	_BITUL(1) /* frames were dropped since the last */
 #define MMEDGE_FRAME_TS_SOF_SOURCE	_BITUL(2) /* SOF stamp is the source's exposure start */
+#define MMEDGE_FRAME_TS_SENSOR		_BITUL(3) /* sensor_sof/eof are valid */
 
 /**
  * struct mmedge_timestamps - when a frame was taken and delivered
@@ -596,7 +637,9 @@ struct mmedge_timestamps {
  * @bytesused: bytes of data in the frame.
  * @ts: the frame's timestamps, equal to those of the dequeue.
  * @dropped: frames dropped on the channel so far.
- * @reserved: zero.
+ * @sensor_sof: with MMEDGE_FRAME_TS_SENSOR (capture): @ts.sof_raw on the
+ *	source's sensor clock (see struct mmedge_chan_create); else 0.
+ * @sensor_eof: likewise for @ts.eof_raw.
  *
  * Written at mmedge_chan_create.meta_offset with the data, so a device
  * reading the buffer (NPU, GPU) sees the stamp without a syscall. A copy
@@ -620,7 +663,8 @@ struct mmedge_frame_meta {
 	__u64 bytesused;
 	struct mmedge_timestamps ts;
 	__u64 dropped;
-	__u64 reserved[2];
+	__u64 sensor_sof;
+	__u64 sensor_eof;
 };
 
 /* mmedge_dqbuf.flags */
@@ -647,11 +691,15 @@ struct mmedge_frame_meta {
  *	copy: 0.
  * @pad: must be zero.
  * @reserved: must be zero.
+ * @sensor_sof: out: as mmedge_frame_meta.sensor_sof (capture channels,
+ *	MMEDGE_FRAME_TS_SENSOR in @frame_flags); else 0.
+ * @sensor_eof: out: as mmedge_frame_meta.sensor_eof.
  *
  * poll() on the mmedge fd reports POLLIN when any channel of the file
  * has a filled buffer (a finished job).
  *
- * First published size: 112 bytes.
+ * First published size: 112 bytes. Size 128 (MMEDGE_DQBUF_SIZE_VER1) adds
+ * @sensor_sof and @sensor_eof.
  */
 struct mmedge_dqbuf {
 	__u32 chan;
@@ -666,9 +714,12 @@ struct mmedge_dqbuf {
 	__u32 checksum;
 	__u32 pad;
 	__u64 reserved;
+	__u64 sensor_sof;
+	__u64 sensor_eof;
 };
 
 #define MMEDGE_DQBUF_SIZE_VER0		112
+#define MMEDGE_DQBUF_SIZE_VER1		128
 
 /* Buckets of mmedge_chan_stats.wait_hist: queue wait < 2^(i+10) ns */
 #define MMEDGE_WAIT_BUCKETS		16
@@ -729,6 +780,11 @@ struct mmedge_bus_config {
 
 #define MMEDGE_XTS_MAX_SAMPLES		16
 
+/* mmedge_xts.flags */
+/* Also sample channel @chan's sensor clock (needs MMEDGE_XTS_SIZE_VER1). */
+#define MMEDGE_XTS_SENSOR		_BITUL(0)
+#define MMEDGE_XTS_FLAGS_VALID		MMEDGE_XTS_SENSOR
+
 /**
  * struct mmedge_xts_sample - one (system, counter, system) sandwich
  * @sys_before: CLOCK_MONOTONIC ns read just before the counter.
@@ -746,7 +802,7 @@ struct mmedge_xts_sample {
 /**
  * struct mmedge_xts - cross-timestamp the hardware counter
  * @n_samples: in: 1..MMEDGE_XTS_MAX_SAMPLES.
- * @flags: in: must be zero.
+ * @flags: in: MMEDGE_XTS_SENSOR or 0.
  * @counter_hz: out: the counter's calibrated frequency.
  * @mult: out: ns = (raw * mult) >> shift (relative to a base pair).
  * @shift: out: see @mult.
@@ -754,6 +810,30 @@ struct mmedge_xts_sample {
  * @pad: must be zero.
  * @samples: out: the sandwiches, like PTP_SYS_OFFSET_EXTENDED.
  * @reserved: must be zero.
+ * @chan: in: with MMEDGE_XTS_SENSOR, a capture channel of the instance
+ *	(of any file); else must be zero.
+ * @sensor_drift_ppb: out: with MMEDGE_XTS_SENSOR, the channel's
+ *	mmedge_chan_create.sensor_drift_ppb; else 0.
+ * @sensor_offset_ns: out: likewise, its sensor_offset_ns.
+ * @sensor_epoch: out: likewise, its sensor_epoch.
+ * @sensor: out: with MMEDGE_XTS_SENSOR, @samples[i].raw on the channel's
+ *	sensor clock: each sample is a (sensor, SoC counter,
+ *	CLOCK_MONOTONIC) triple, the SoC counter read once between
+ *	sys_before and sys_after and the sensor value derived from it.
+ *
+ * The sensor samples extend this ioctl rather than a new one: they are
+ * the same sandwiches, one more value per sample, and the SoC counter
+ * stays in the triple so userspace can check the sensor mapping and put
+ * several channels on one timeline from one call per channel.
+ *
+ * Errors: -EINVAL for @n_samples 0 or above MMEDGE_XTS_MAX_SAMPLES,
+ * unknown flags, @pad or reserved fields set, @chan set without
+ * MMEDGE_XTS_SENSOR or 0 with it, MMEDGE_XTS_SENSOR with a size below
+ * MMEDGE_XTS_SIZE_VER1 or on a feed or copy channel; -ENOENT for no
+ * channel @chan in the instance.
+ *
+ * First published size: 560 bytes. Size 712 (MMEDGE_XTS_SIZE_VER1) adds
+ * @chan to @sensor.
  */
 struct mmedge_xts {
 	__u32 n_samples;
@@ -765,9 +845,15 @@ struct mmedge_xts {
 	__u32 pad;
 	struct mmedge_xts_sample samples[MMEDGE_XTS_MAX_SAMPLES];
 	__u64 reserved[2];
+	__u32 chan;
+	__s32 sensor_drift_ppb;
+	__s64 sensor_offset_ns;
+	__u64 sensor_epoch;
+	__u64 sensor[MMEDGE_XTS_MAX_SAMPLES];
 };
 
 #define MMEDGE_XTS_SIZE_VER0		560
+#define MMEDGE_XTS_SIZE_VER1		712
 
 #define MMEDGE_IOC_CHAN_CREATE	_IOWR(MMEDGE_IOC_MAGIC, 0x06, struct mmedge_chan_create)
 #define MMEDGE_IOC_CHAN_CONFIG	_IOWR(MMEDGE_IOC_MAGIC, 0x07, struct mmedge_chan_config)
