@@ -495,6 +495,11 @@ MMHAL_API struct mmhal_src mmhal_src_imu(uint32_t rate, uint32_t period);
  * @segment: bytes per arbitration segment: 0 = the driver's default, or
  *	MMHAL_SEGMENT_MIN..MAX, a multiple of 64.
  * @overrun: MMHAL_OVERRUN_*.
+ * @sensor_offset_ns: the source's sensor clock offset from the SoC
+ *	counter, ns, |.| <= MMHAL_SENSOR_OFFSET_MAX (see "Sensor clocks").
+ * @sensor_drift_ppb: its rate error, parts per billion,
+ *	|.| <= MMHAL_SENSOR_DRIFT_MAX; 0/0 is the SoC counter's timeline.
+ * @pad: zero.
  * @reserved: zero.
  */
 struct mmhal_chan_params {
@@ -503,8 +508,15 @@ struct mmhal_chan_params {
 	uint64_t cap;
 	uint32_t segment;
 	uint32_t overrun;
-	uint64_t reserved[4];
+	int64_t sensor_offset_ns;
+	int32_t sensor_drift_ppb;
+	uint32_t pad;
+	uint64_t reserved[2];
 };
+
+/* Sensor clock limits: one day of offset, 1000 ppm of drift. */
+#define MMHAL_SENSOR_OFFSET_MAX	86400000000000LL
+#define MMHAL_SENSOR_DRIFT_MAX	1000000
 
 /**
  * mmhal_chan_default_params() - weight 100, best effort, no cap, default
@@ -586,6 +598,7 @@ MMHAL_API int mmhal_chan_queue(struct mmhal_chan *chan, struct mmhal_buf *buf,
 #define MMHAL_FRAME_ERROR		(1U << 0) /* failed or cancelled */
 #define MMHAL_FRAME_DROPPED_BEFORE	(1U << 1) /* frames were dropped since the last */
 #define MMHAL_FRAME_TS_SOF_SOURCE	(1U << 2) /* SOF is the source's exposure start */
+#define MMHAL_FRAME_TS_SENSOR		(1U << 3) /* sensor_sof/eof are valid */
 
 /**
  * struct mmhal_timestamps - when a frame was taken and delivered
@@ -615,6 +628,9 @@ struct mmhal_timestamps {
  * @bytesused: bytes of data.
  * @ts: timestamps.
  * @dropped: frames dropped on the channel so far.
+ * @sensor_sof: with MMHAL_FRAME_TS_SENSOR: @ts.sof_raw on the source's
+ *	sensor clock, ns; else 0.
+ * @sensor_eof: likewise for @ts.eof_raw.
  * @reserved: zero.
  */
 struct mmhal_frame {
@@ -626,7 +642,9 @@ struct mmhal_frame {
 	uint64_t bytesused;
 	struct mmhal_timestamps ts;
 	uint64_t dropped;
-	uint64_t reserved[4];
+	uint64_t sensor_sof;
+	uint64_t sensor_eof;
+	uint64_t reserved[2];
 };
 
 /* mmhal_chan_dequeue() timeouts */
@@ -758,7 +776,8 @@ MMHAL_API uint64_t mmhal_wait_bucket_ns(unsigned int bucket);
  * @bytesused: bytes of data.
  * @ts: timestamps, equal to those of the dequeue.
  * @dropped: frames dropped on the channel so far.
- * @reserved: zero.
+ * @sensor_sof: as mmhal_frame.sensor_sof (MMHAL_FRAME_TS_SENSOR).
+ * @sensor_eof: as mmhal_frame.sensor_eof.
  */
 struct mmhal_frame_meta {
 	uint64_t magic;
@@ -770,7 +789,8 @@ struct mmhal_frame_meta {
 	uint64_t bytesused;
 	struct mmhal_timestamps ts;
 	uint64_t dropped;
-	uint64_t reserved[2];
+	uint64_t sensor_sof;
+	uint64_t sensor_eof;
 };
 
 /**
@@ -809,6 +829,205 @@ struct mmhal_imu_sample {
 	int16_t gx, gy, gz;
 	uint32_t reserved;
 };
+
+/*
+ * Sensor clocks and alignment
+ *
+ * Each capture source has its own clock (mmhal_chan_params.sensor_*): a
+ * ns counter derived from the SoC counter,
+ *
+ *	soc_ns = (raw * mult) >> shift		(mmhal_soc_ns())
+ *	sensor = soc_ns + offset + trunc(drift_ppb * (soc_ns - epoch) / 1e9)
+ *
+ * modulo 2^64 (mmhal_sensor_from_soc()), the epoch being soc_ns when the
+ * channel was created. Frames carry their sensor stamps
+ * (mmhal_frame.sensor_sof, the in-band record's too). To put every
+ * source on CLOCK_MONOTONIC, sample (sensor, SoC, CLOCK_MONOTONIC)
+ * triples with mmhal_dev_sensor_xts() now and then, feed them to a
+ * struct mmhal_clock_fit per source and map the stamps with
+ * mmhal_clock_fit_map(); the fit does not assume the formula, so it works
+ * for any sensor clock that is close to linear over its window.
+ */
+
+/**
+ * struct mmhal_sensor_clock - a source's sensor clock parameters
+ * @offset_ns: offset from the SoC counter's ns timeline.
+ * @drift_ppb: rate error, parts per billion.
+ * @pad: zero.
+ * @epoch: soc_ns at the channel's creation.
+ */
+struct mmhal_sensor_clock {
+	int64_t offset_ns;
+	int32_t drift_ppb;
+	uint32_t pad;
+	uint64_t epoch;
+};
+
+/**
+ * mmhal_chan_sensor_clock() - the sensor clock of a channel made by
+ *	mmhal_chan_create()
+ * @chan: channel handle.
+ * @out: filled in on success, zeroed on failure (if not NULL).
+ *
+ * Return: 0, or -EINVAL (NULL argument).
+ */
+MMHAL_API int mmhal_chan_sensor_clock(const struct mmhal_chan *chan,
+				      struct mmhal_sensor_clock *out);
+
+/**
+ * mmhal_soc_ns() - the SoC counter on its ns timeline: (@raw * @mult) >>
+ *	@shift with a 128-bit product (mult and shift from mmhal_dev_xts())
+ */
+MMHAL_API uint64_t mmhal_soc_ns(uint32_t mult, uint32_t shift, uint64_t raw);
+
+/**
+ * mmhal_sensor_from_soc() - the driver's sensor clock formula, bit exact
+ * @clk: the parameters.
+ * @soc_ns: a time on the SoC counter's timeline (mmhal_soc_ns()).
+ *
+ * Return: the sensor counter at @soc_ns; @soc_ns for a NULL @clk.
+ */
+MMHAL_API uint64_t mmhal_sensor_from_soc(const struct mmhal_sensor_clock *clk,
+					 uint64_t soc_ns);
+
+/**
+ * struct mmhal_sensor_xts - (sensor, SoC counter, CLOCK_MONOTONIC) triples
+ * @chan: the channel sampled.
+ * @n_samples: entries of @samples filled in.
+ * @mult: the SoC counter's ns conversion (as mmhal_xts.mult).
+ * @shift: see @mult.
+ * @clock: the channel's sensor clock parameters.
+ * @samples: each: CLOCK_MONOTONIC before, the SoC counter, CLOCK_MONOTONIC
+ *	after, and the counter on the channel's sensor clock.
+ * @reserved: zero.
+ */
+struct mmhal_sensor_xts {
+	uint32_t chan;
+	uint32_t n_samples;
+	uint32_t mult;
+	uint32_t shift;
+	struct mmhal_sensor_clock clock;
+	struct {
+		uint64_t sys_before;
+		uint64_t raw;
+		uint64_t sys_after;
+		uint64_t sensor;
+	} samples[MMHAL_XTS_MAX_SAMPLES];
+	uint64_t reserved[2];
+};
+
+/**
+ * mmhal_dev_sensor_xts() - sample a channel's sensor clock
+ * @dev: device handle.
+ * @chan_id: a capture channel of the device (from any process).
+ * @n_samples: 1..MMHAL_XTS_MAX_SAMPLES.
+ * @out: filled in on success, zeroed on failure (if not NULL).
+ *
+ * Return: 0, or -EINVAL (NULL argument, id 0, @n_samples out of range:
+ * checked first; a feed or copy channel), -ENOENT (no such channel),
+ * -E2BIG (a driver without sensor clocks).
+ */
+MMHAL_API int mmhal_dev_sensor_xts(struct mmhal_dev *dev, uint32_t chan_id,
+				   unsigned int n_samples,
+				   struct mmhal_sensor_xts *out);
+
+struct mmhal_clock_fit;
+
+/* Points a fit keeps (its sliding window): 3..MMHAL_CLOCK_FIT_MAX. */
+#define MMHAL_CLOCK_FIT_MAX	256
+
+/**
+ * mmhal_clock_fit_create() - a sensor clock -> CLOCK_MONOTONIC mapper
+ * @window: points kept, 3..MMHAL_CLOCK_FIT_MAX; the oldest goes first.
+ * @out: receives the handle; NULL on failure.
+ *
+ * Each point is a sandwich (sensor, monotonic before, monotonic after).
+ * The fit is robust: Theil-Sen (the median of pairwise slopes) and a
+ * median intercept, then points whose residual exceeds 3.5 robust
+ * standard deviations (1.4826 * MAD, at least 2 us) are rejected and the
+ * rest fitted by least squares.
+ *
+ * Return: 0, -EINVAL, -ENOMEM.
+ */
+MMHAL_API int mmhal_clock_fit_create(unsigned int window,
+				     struct mmhal_clock_fit **out);
+
+/** mmhal_clock_fit_destroy() - free a fit; NULL is fine */
+MMHAL_API void mmhal_clock_fit_destroy(struct mmhal_clock_fit *fit);
+
+/**
+ * mmhal_clock_fit_add() - add one sandwich
+ * @fit: the fit.
+ * @sensor: the sensor counter, ns.
+ * @mono_before: CLOCK_MONOTONIC read before it, ns.
+ * @mono_after: CLOCK_MONOTONIC read after it, ns.
+ *
+ * The point's time is the sandwich's midpoint, its uncertainty half the
+ * width. Points must come in order: @sensor after the last point's, at
+ * most 2^62 ns apart.
+ *
+ * Return: 0, or -EINVAL (NULL @fit, @mono_after before @mono_before, a
+ * sandwich wider than 1 s, @sensor not after the last point's).
+ */
+MMHAL_API int mmhal_clock_fit_add(struct mmhal_clock_fit *fit, uint64_t sensor,
+				  uint64_t mono_before, uint64_t mono_after);
+
+/**
+ * mmhal_clock_fit_add_xts() - add the tightest sample of a triple set
+ * @fit: the fit.
+ * @xts: from mmhal_dev_sensor_xts().
+ *
+ * Only the sample with the smallest sys_after - sys_before is added (the
+ * others were more delayed, so less exact).
+ *
+ * Return: as mmhal_clock_fit_add(); -EINVAL for no samples.
+ */
+MMHAL_API int mmhal_clock_fit_add_xts(struct mmhal_clock_fit *fit,
+				      const struct mmhal_sensor_xts *xts);
+
+/**
+ * mmhal_clock_fit_map() - a sensor stamp on CLOCK_MONOTONIC
+ * @fit: the fit.
+ * @sensor: a sensor stamp, ns (within 2^62 ns of the newest point).
+ * @mono: receives CLOCK_MONOTONIC ns.
+ * @uncert_ns: NULL, or receives the one-sigma uncertainty there: the
+ *	inliers' residual spread propagated to @sensor (larger the further
+ *	it is from the window's centre), at least 1 ns.
+ *
+ * Return: 0, or -EINVAL (NULL @fit or @mono), -EAGAIN (fewer than 3
+ * points, or fewer than 3 that agree).
+ */
+MMHAL_API int mmhal_clock_fit_map(struct mmhal_clock_fit *fit, uint64_t sensor,
+				  uint64_t *mono, uint64_t *uncert_ns);
+
+/**
+ * struct mmhal_clock_fit_info - the state of a fit
+ * @points: points in the window.
+ * @inliers: points the last fit kept.
+ * @rate_ppb: (d mono / d sensor - 1) * 1e9: minus the sensor's drift.
+ * @offset_ns: mono - sensor at the newest point, on the fitted line.
+ * @residual_rms_ns: inliers' RMS residual.
+ * @residual_max_ns: inliers' largest absolute residual.
+ */
+struct mmhal_clock_fit_info {
+	uint32_t points;
+	uint32_t inliers;
+	double rate_ppb;
+	double offset_ns;
+	double residual_rms_ns;
+	double residual_max_ns;
+};
+
+/**
+ * mmhal_clock_fit_info() - what the fit found
+ * @fit: the fit.
+ * @out: filled in on success, zeroed on failure (if not NULL).
+ *
+ * Return: 0, or -EINVAL (NULL argument), -EAGAIN (as mmhal_clock_fit_map();
+ * only @points is filled in then).
+ */
+MMHAL_API int mmhal_clock_fit_info(struct mmhal_clock_fit *fit,
+				   struct mmhal_clock_fit_info *out);
 
 /*
  * Names and messages

@@ -70,6 +70,13 @@ MMHAL_SAME_MEMBER(mmhal_frame_meta, mmedge_frame_meta, sequence);
 MMHAL_SAME_MEMBER(mmhal_frame_meta, mmedge_frame_meta, bytesused);
 MMHAL_SAME_MEMBER(mmhal_frame_meta, mmedge_frame_meta, ts);
 MMHAL_SAME_MEMBER(mmhal_frame_meta, mmedge_frame_meta, dropped);
+MMHAL_SAME_MEMBER(mmhal_frame_meta, mmedge_frame_meta, sensor_sof);
+MMHAL_SAME_MEMBER(mmhal_frame_meta, mmedge_frame_meta, sensor_eof);
+static_assert(MMHAL_FRAME_TS_SENSOR == MMEDGE_FRAME_TS_SENSOR,
+	      "frame flag drift");
+static_assert(MMHAL_SENSOR_OFFSET_MAX == MMEDGE_SENSOR_OFFSET_MAX &&
+	      MMHAL_SENSOR_DRIFT_MAX == MMEDGE_SENSOR_DRIFT_MAX,
+	      "sensor clock limits drift");
 static_assert(sizeof(struct mmhal_timestamps) ==
 	      sizeof(struct mmedge_timestamps), "timestamps size");
 MMHAL_SAME_MEMBER(mmhal_timestamps, mmedge_timestamps, sof_raw);
@@ -84,7 +91,7 @@ static_assert(sizeof(struct mmhal_src) == sizeof(struct mmedge_src_config),
 	      "source config size");
 MMHAL_SAME_MEMBER(mmhal_src, mmedge_src_config, type);
 MMHAL_SAME_MEMBER(mmhal_src, mmedge_src_config, signal);
-static_assert(sizeof(struct mmedge_chan_create) == MMEDGE_CHAN_CREATE_SIZE_VER0,
+static_assert(sizeof(struct mmedge_chan_create) == MMEDGE_CHAN_CREATE_SIZE_VER1,
 	      "struct mmedge_chan_create size");
 static_assert(sizeof(struct mmedge_chan_config) == MMEDGE_CHAN_CONFIG_SIZE_VER0,
 	      "struct mmedge_chan_config size");
@@ -92,7 +99,7 @@ static_assert(sizeof(struct mmedge_chan_destroy) ==
 	      MMEDGE_CHAN_DESTROY_SIZE_VER0, "struct mmedge_chan_destroy size");
 static_assert(sizeof(struct mmedge_qbuf) == MMEDGE_QBUF_SIZE_VER0,
 	      "struct mmedge_qbuf size");
-static_assert(sizeof(struct mmedge_dqbuf) == MMEDGE_DQBUF_SIZE_VER0,
+static_assert(sizeof(struct mmedge_dqbuf) == MMEDGE_DQBUF_SIZE_VER1,
 	      "struct mmedge_dqbuf size");
 static_assert(sizeof(struct mmedge_chan_stats) == MMEDGE_CHAN_STATS_SIZE_VER0,
 	      "struct mmedge_chan_stats size");
@@ -109,6 +116,7 @@ struct mmhal_chan {
 	uint32_t id;
 	uint32_t frame_size;
 	uint32_t meta_offset;
+	struct mmhal_sensor_clock clock;
 	struct mmhal_slot *slots;
 	size_t nr_slots;
 };
@@ -217,6 +225,11 @@ static int mmhal_chan_params_check(const struct mmhal_chan_params *p)
 		return -EINVAL;
 	if (p->overrun > MMHAL_OVERRUN_DROP_OLDEST)
 		return -EINVAL;
+	if (p->sensor_offset_ns < -MMHAL_SENSOR_OFFSET_MAX ||
+	    p->sensor_offset_ns > MMHAL_SENSOR_OFFSET_MAX ||
+	    p->sensor_drift_ppb < -MMHAL_SENSOR_DRIFT_MAX ||
+	    p->sensor_drift_ppb > MMHAL_SENSOR_DRIFT_MAX || p->pad)
+		return -EINVAL;
 	for (i = 0; i < MMHAL_ARRAY_SIZE(p->reserved); i++)
 		if (p->reserved[i])
 			return -EINVAL;
@@ -266,6 +279,8 @@ int mmhal_chan_create(struct mmhal_dev *dev, const struct mmhal_src *src,
 	c.cap = params->cap;
 	c.segment = params->segment;
 	c.overrun = params->overrun;
+	c.sensor_offset_ns = params->sensor_offset_ns;
+	c.sensor_drift_ppb = params->sensor_drift_ppb;
 	ret = mmhal_ioctl(mmhal_dev_fd(dev), MMEDGE_IOC_CHAN_CREATE, &c);
 	if (ret < 0) {
 		free(chan);
@@ -284,7 +299,22 @@ int mmhal_chan_create(struct mmhal_dev *dev, const struct mmhal_src *src,
 	chan->id = c.id;
 	chan->frame_size = c.frame_size;
 	chan->meta_offset = c.meta_offset;
+	chan->clock.offset_ns = c.sensor_offset_ns;
+	chan->clock.drift_ppb = c.sensor_drift_ppb;
+	chan->clock.epoch = c.sensor_epoch;
 	*out = chan;
+	return 0;
+}
+
+int mmhal_chan_sensor_clock(const struct mmhal_chan *chan,
+			    struct mmhal_sensor_clock *out)
+{
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!chan)
+		return -EINVAL;
+	*out = chan->clock;
 	return 0;
 }
 
@@ -443,6 +473,8 @@ int mmhal_chan_dequeue(struct mmhal_chan *chan, int timeout_ms,
 	out->ts.sof_boot = d.ts.sof_boot;
 	out->ts.eof_boot = d.ts.eof_boot;
 	out->dropped = d.dropped;
+	out->sensor_sof = d.sensor_sof;
+	out->sensor_eof = d.sensor_eof;
 
 	if (d.cookie >= 1 && d.cookie <= chan->nr_slots &&
 	    chan->slots[d.cookie - 1].used) {

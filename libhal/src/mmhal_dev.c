@@ -31,7 +31,7 @@ static_assert(MMHAL_BUS_MAX == 100ULL * 1000 * 1000 * 1000, "bus range drift");
 static_assert(MMHAL_XTS_MAX_SAMPLES == MMEDGE_XTS_MAX_SAMPLES, "xts drift");
 static_assert(sizeof(struct mmedge_bus_config) == MMEDGE_BUS_CONFIG_SIZE_VER0,
 	      "struct mmedge_bus_config size");
-static_assert(sizeof(struct mmedge_xts) == MMEDGE_XTS_SIZE_VER0,
+static_assert(sizeof(struct mmedge_xts) == MMEDGE_XTS_SIZE_VER1,
 	      "struct mmedge_xts size");
 static_assert(MMHAL_IOCTL_QUERY_CAPS == _IOC_NR(MMEDGE_IOC_QUERY_CAPS),
 	      "ioctl number drift");
@@ -249,6 +249,42 @@ int mmhal_dev_xts(struct mmhal_dev *dev, unsigned int n_samples,
 		out->samples[i].raw = x.samples[i].raw;
 		out->samples[i].sys_after = x.samples[i].sys_after;
 		out->samples[i].boot_offset = x.samples[i].boot_offset;
+	}
+	return 0;
+}
+
+int mmhal_dev_sensor_xts(struct mmhal_dev *dev, uint32_t chan_id,
+			 unsigned int n_samples, struct mmhal_sensor_xts *out)
+{
+	struct mmedge_xts x;
+	unsigned int i;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!dev || !chan_id || n_samples < 1 ||
+	    n_samples > MMHAL_XTS_MAX_SAMPLES)
+		return -EINVAL;
+	memset(&x, 0, sizeof(x));
+	x.n_samples = n_samples;
+	x.flags = MMEDGE_XTS_SENSOR;
+	x.chan = chan_id;
+	ret = mmhal_ioctl(dev->fd, MMEDGE_IOC_XTS, &x);
+	if (ret < 0)
+		return ret;
+	out->chan = chan_id;
+	out->n_samples = n_samples;
+	out->mult = x.mult;
+	out->shift = x.shift;
+	out->clock.offset_ns = x.sensor_offset_ns;
+	out->clock.drift_ppb = x.sensor_drift_ppb;
+	out->clock.epoch = x.sensor_epoch;
+	for (i = 0; i < n_samples; i++) {
+		out->samples[i].sys_before = x.samples[i].sys_before;
+		out->samples[i].raw = x.samples[i].raw;
+		out->samples[i].sys_after = x.samples[i].sys_after;
+		out->samples[i].sensor = x.sensor[i];
 	}
 	return 0;
 }

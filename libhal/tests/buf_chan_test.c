@@ -332,6 +332,21 @@ static void test_chan_bad_params(void)
 	p = mmhal_chan_default_params();
 	p.reserved[0] = 1;
 	CHECK_INT(create(&s, &p), -EINVAL);
+
+	/* Sensor clock: +-1 day, +-1000 ppm, pad zero. */
+	p = mmhal_chan_default_params();
+	p.sensor_drift_ppb = MMHAL_SENSOR_DRIFT_MAX + 1;
+	CHECK_INT(create(&s, &p), -EINVAL);
+	p.sensor_drift_ppb = -MMHAL_SENSOR_DRIFT_MAX - 1;
+	CHECK_INT(create(&s, &p), -EINVAL);
+	p.sensor_drift_ppb = -MMHAL_SENSOR_DRIFT_MAX;
+	p.sensor_offset_ns = MMHAL_SENSOR_OFFSET_MAX + 1;
+	CHECK_INT(create(&s, &p), -EINVAL);
+	p.sensor_offset_ns = -MMHAL_SENSOR_OFFSET_MAX;
+	p.pad = 1;
+	CHECK_INT(create(&s, &p), -EINVAL);
+	p.pad = 0;
+	CHECK_INT(create(&s, &p), -ENOTTY);
 }
 
 /* A 16 KiB memfd as a buffer of pdev. */
