@@ -35,6 +35,8 @@ run mmedge_hostile "$B/selftests/mmedge_hostile_test"
 run mmedge_chan_selftest "$B/selftests/mmedge_chan_test"
 # Feed (memory to device) and copy (memory to memory) channels.
 run mmedge_dir_selftest "$B/selftests/mmedge_dir_test"
+# Sensor clocks: stamps against the documented mapping, XTS triples.
+run mmedge_clock_selftest "$B/selftests/mmedge_clock_test"
 modprobe -r vivid vgem 2>/dev/null
 
 # Last: it unloads and reloads the module.

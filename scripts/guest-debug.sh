@@ -53,6 +53,7 @@ run mmedge_fuzz "$T/mmedge_fuzz" -s "$FUZZ_SEEDS" -n "$FUZZ_SEQS" \
 	-t "$FUZZ_SECONDS" -j "$FUZZ_THREADS"
 run mmedge_chan_selftest "$T/mmedge_chan_test"
 run mmedge_dir_selftest "$T/mmedge_dir_test"
+run mmedge_clock_selftest "$T/mmedge_clock_test"
 # The buffer test reloads vivid and mmedge (from MMEDGE_KO).
 run mmedge_buf_selftest "$T/mmedge_buf_test"
 # Last: it unloads and reloads the module.
