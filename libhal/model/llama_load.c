@@ -541,7 +541,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 	struct mmhal_ctx_params cp = mmhal_ctx_default_params();
 	double t0 = mm_now_ms();
 	struct mmhal_model *m;
-	char tokerr[128];
+	char tokerr[320];
 	size_t n = 0;
 	int ret;
 
@@ -577,8 +577,17 @@ MMHAL_API int mmhal_model_load(const char *path,
 		ret = mm_llama_weights(m, err, errlen);
 	if (ret)
 		goto fail;
-	if (mm_tok_load(m->g, &m->tok, tokerr, sizeof(tokerr)))
-		m->tok = NULL;	/* token ids still work */
+	/* A file without a vocabulary still runs on token ids; a vocabulary
+	 * this runtime cannot tokenize as llama.cpp does (an unknown
+	 * tokenizer.ggml.pre, a malformed table) refuses the model. */
+	ret = mm_tok_load(m->g, &m->tok, tokerr, sizeof(tokerr));
+	if (ret && mm_gguf_find(m->g, "tokenizer.ggml.model")) {
+		mm_errf(0, err, errlen, "%s", tokerr);
+		goto fail;
+	}
+	if (ret)
+		m->tok = NULL;
+	ret = 0;
 	if (!m->inv_freq) {
 		m->inv_freq = mm_llama_alloc(&m->mem,
 					     m->hp.n_rot / 2 * sizeof(float));

@@ -55,7 +55,7 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 71
+#define N_TESTS 72
 
 /* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
  * at F32, for the attention kernel's other head groupings */
@@ -197,6 +197,47 @@ static void test_vs_ref(int t)
 	free(lr);
 	mmhal_model_free(m);
 	ref_llama_free(r);
+}
+
+/* A vocabulary with a pre-tokenizer this runtime does not have refuses
+ * the model, naming the value (the F32 file with its "gpt2" value
+ * rewritten in place). */
+static void test_unknown_pre(void)
+{
+	static const char key[] = "tokenizer.ggml.pre";
+	char bad[sizeof(path[0]) + 16], err[512] = "";
+	struct mmhal_model *m = NULL;
+	unsigned char *buf = NULL, *k;
+	FILE *f = fopen(path[0], "rb");
+	long n = -1;
+	int r = -1;
+
+	if (f && !fseek(f, 0, SEEK_END))
+		n = ftell(f);
+	if (n > 0 && !fseek(f, 0, SEEK_SET))
+		buf = malloc(n);
+	if (buf && fread(buf, 1, n, f) == (size_t)n &&
+	    (k = memmem(buf, n, key, sizeof(key) - 1)) &&
+	    k + sizeof(key) - 1 + 4 + 8 + 4 <= buf + n &&
+	    !memcmp(k + sizeof(key) - 1 + 12, "gpt2", 4)) {
+		FILE *o;
+
+		memcpy(k + sizeof(key) - 1 + 12, "zzz9", 4);
+		snprintf(bad, sizeof(bad), "%s.pre", path[0]);
+		o = fopen(bad, "wb");
+		if (o && fwrite(buf, 1, n, o) == (size_t)n && !fclose(o))
+			r = mmhal_model_load(bad, NULL, &m, err, sizeof(err));
+		else if (o)
+			fclose(o);
+		unlink(bad);
+	}
+	if (f)
+		fclose(f);
+	free(buf);
+	ok(r == -ENOTSUP && !m && strstr(err, "'zzz9'") &&
+	   strstr(err, "tokenizer.ggml.pre"),
+	   "unknown tokenizer.ggml.pre refuses the model: %d \"%s\"", r, err);
+	mmhal_model_free(m);
 }
 
 static void test_prefill_vs_steps(void)
@@ -1298,6 +1339,7 @@ int main(void)
 	   ret ? err : "");
 	test_vs_ref(GQA4);
 	test_prefill_vs_steps();
+	test_unknown_pre();
 	test_attn_split();
 	test_kv_q8();
 	test_ctx_limit();
