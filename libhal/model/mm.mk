@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: MIT
 #
 # mm.mk - the multimodal API (mmhal_mmproj, chunks, evaluation into a
-# session) and the mmrun tool. Included by ./Makefile after audio.mk.
+# session), its test and benchmark (the mmrun tool is in ../../tools). Included by ./Makefile after audio.mk.
 # MM_LIB_OBJS: its objects in libmmmodel.a.
 #
 # Targets:
-#   mm-all    $(O)/mmrun, the sanitized test and the optimised benchmark
+#   mm-all    the sanitized test and the optimised benchmark
 #   mm-check  mm_test (ASan+UBSan, TAP): image (NV12/RGB24/GREY) and audio
 #             + prompt end to end against a float reference pipeline at
 #             F32 and Q8_0 (greedy tokens), marker layouts, API contracts,
@@ -16,8 +16,6 @@
 #             Whisper-tiny audio mmproj at Q8_0 (optimised): P50/P95 over
 #             20 runs, where the time goes, peak RSS. The generated files
 #             are kept in $(O)/mm/models and reused.
-#
-# mmrun reads PNG through libpng when pkg-config finds it (PNM always).
 
 MM_DIR := $(CURDIR)
 MM_O := $(O)/mm
@@ -37,18 +35,9 @@ MM_LIB_OBJS := $(MM_O)/opt/mm_api.o
 
 # the rest of the runtime: decoder, encoders, kernels, tokenizer, gen.o
 MM_SAN_DEPS := $(MM_O)/san/mm_api.o $(AUDIO_O)/san/audio.o $(LLAMA_SAN_OBJS)
-MM_OPT_DEPS := $(MM_O)/opt/mm_api.o $(AUDIO_O)/opt/audio.o \
-	       $(filter-out %/ref_llama.o,$(LLAMA_OPT_OBJS))
 
 MM_TEST := $(MM_O)/san/mm_test
 MM_BENCH := $(MM_O)/opt/mm_bench
-MM_RUN := $(O)/mmrun
-
-MM_PNG_CFLAGS := $(shell pkg-config --cflags libpng 2>/dev/null)
-MM_PNG_LIBS := $(shell pkg-config --libs libpng 2>/dev/null)
-ifneq ($(MM_PNG_LIBS),)
-MM_PNG_CFLAGS += -DMMRUN_PNG=1
-endif
 
 $(MM_O)/opt/%.o: $(MM_DIR)/%.c $(MM_HDRS)
 	@mkdir -p $(dir $@)
@@ -71,12 +60,7 @@ $(MM_BENCH): $(MM_DIR)/bench/mm_bench.c $(MM_BENCH_DEPS) $(MM_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(MM_CFLAGS) $(OPT) $< $(MM_BENCH_DEPS) -o $@ $(MM_LIBS)
 
-$(MM_RUN): $(MM_DIR)/tools/mmrun.c $(MM_OPT_DEPS) $(MM_HDRS)
-	@mkdir -p $(dir $@)
-	$(CC) $(MM_CFLAGS) $(MM_PNG_CFLAGS) $(OPT) $< $(MM_OPT_DEPS) -o $@ \
-		$(MM_LIBS) $(MM_PNG_LIBS)
-
-mm-all: $(MM_RUN) $(MM_TEST) $(MM_BENCH)
+mm-all: $(MM_TEST) $(MM_BENCH)
 
 mm-check: $(MM_TEST)
 	@$(MM_TEST) > $(MM_O)/mm_test.log 2>&1; rc=$$?; \

@@ -562,5 +562,5 @@ out:
 	mmhal_sampler_free(smp);
 	mmhal_mmproj_free(proj);
 	mmhal_model_free(model);
-	return ret;
+	return ret ? 1 : 0;
 }

@@ -1,0 +1,145 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+#	mmrun_cli_test.sh [MMRUN [MMGGUF]]
+#
+# Command-line tests of mmrun on generated models (mmgguf gen: a "tiny"
+# LLM with SmolVLM's image tokens, a tiny vision + audio mmproj of its
+# width, and a mismatched one): answers from a picture (PPM, PGM and,
+# when built with libpng, PNG) and a WAV file, and the messages for bad
+# input. Prints TAP; exits 1 if a test failed.
+set -u
+
+MMRUN=${1:-${MMRUN:-}}
+MMGGUF=${2:-${MMGGUF:-}}
+if [ -z "$MMRUN" ] || [ -z "$MMGGUF" ]; then
+	echo "usage: $0 MMRUN MMGGUF (or set MMRUN and MMGGUF)" >&2
+	exit 2
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+bad=0
+
+run() {
+	timeout 120 "$MMRUN" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+
+result() {
+	n=$((n + 1))
+	if [ "$bad" = 0 ]; then
+		echo "ok $n - $1"
+	else
+		echo "not ok $n - $1"
+		sed 's/^/#   stdout: /' "$tmp/out"
+		sed 's/^/#   stderr: /' "$tmp/err"
+		failed=1
+	fi
+	bad=0
+}
+
+expect_rc() { [ "$rc" = "$1" ] || { echo "#   exit $rc, want $1"; bad=1; }; }
+expect_err() { grep -q -- "$1" "$tmp/err" || { echo "#   stderr lacks '$1'"; bad=1; }; }
+
+# WAV writer: rate, channels, bits, seconds of a 440 Hz tone
+wav() {
+	python3 - "$@" <<'PY'
+import math, struct, sys
+path, rate, ch, bits, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+n = int(rate * secs)
+w = bits // 8
+data = b''.join(struct.pack('<h', int(8000 * math.sin(2 * math.pi * 440 * i / rate))) * ch if w == 2
+                else bytes([128]) * ch for i in range(n))
+hdr = b'RIFF' + struct.pack('<I', 36 + len(data)) + b'WAVE'
+hdr += b'fmt ' + struct.pack('<IHHIIHH', 16, 1, ch, rate, rate * ch * w, ch * w, bits)
+open(path, 'wb').write(hdr + b'data' + struct.pack('<I', len(data)) + data)
+PY
+}
+
+M=$tmp/model.gguf
+P=$tmp/mmproj.gguf
+"$MMGGUF" gen --shape tiny --tokenizer smolvlm --type f32 -o "$M" >"$tmp/gen.log" 2>&1 &&
+"$MMGGUF" gen --vision tiny --audio tiny --type q8_0 -o "$P" >>"$tmp/gen.log" 2>&1 &&
+"$MMGGUF" gen --vision micro --type f32 -o "$tmp/micro.gguf" >>"$tmp/gen.log" 2>&1
+rc=$?
+[ "$rc" = 0 ] || { bad=1; cat "$tmp/gen.log" >"$tmp/err"; : >"$tmp/out"; }
+result "generate a tiny model and mmproj"
+
+printf 'P6\n40 30\n255\n' >"$tmp/a.ppm"
+head -c 3600 /dev/urandom >>"$tmp/a.ppm"
+printf 'P5\n40 30\n255\n' >"$tmp/a.pgm"
+head -c 1200 /dev/urandom >>"$tmp/a.pgm"
+wav "$tmp/a.wav" 16000 1 16 0.5
+
+run
+expect_rc 2
+expect_err usage
+result "no arguments: usage, exit 2"
+
+run --model "$M" --mmproj "$P" --image "$tmp/a.ppm" --audio "$tmp/a.wav" \
+	--audio-latency -p "What is this?" -n 4 --temp 0
+expect_rc 0
+[ -s "$tmp/out" ] || { echo "#   no answer"; bad=1; }
+expect_err "preprocess .* ms, encode .* ms, prefill .* positions"
+result "picture (PPM) + WAV + prompt: an answer and the timing line"
+
+run --model "$M" --mmproj "$P" --image "$tmp/a.pgm" -p "<__media__> and?" \
+	-n 2 --temp 0 --raw
+expect_rc 0
+result "PGM with the media marker in a raw prompt"
+
+run --model "$M" --mmproj "$P" --image "$tmp/a.ppm" -p "Again" -n 3 --temp 0
+cp "$tmp/out" "$tmp/out1"
+run --model "$M" --mmproj "$P" --image "$tmp/a.ppm" -p "Again" -n 3 --temp 0
+cmp -s "$tmp/out" "$tmp/out1" || { echo "#   greedy answers differ"; bad=1; }
+expect_rc 0
+result "greedy answers repeat"
+
+if "$MMRUN" 2>&1 | grep -q png; then
+	python3 - "$tmp/a.png" <<'PY'
+import struct, sys, zlib
+w, h = 20, 10
+raw = b''.join(b'\0' + b''.join(bytes((x * 12 % 256, y * 25 % 256, 77))
+                                 for x in range(w)) for y in range(h))
+def chunk(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d))
+png = b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0))
+png += chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b'')
+open(sys.argv[1], 'wb').write(png)
+PY
+	run --model "$M" --mmproj "$P" --image "$tmp/a.png" -p "x" -n 2 --temp 0
+	expect_rc 0
+	result "PNG picture"
+fi
+
+wav "$tmp/b.wav" 44100 1 16 0.2
+run --model "$M" --mmproj "$P" --audio "$tmp/b.wav" --audio-latency -p "x"
+expect_rc 1
+expect_err "sample_rate 44100"
+result "44.1 kHz WAV refused naming sample_rate"
+
+wav "$tmp/c.wav" 16000 2 16 0.2
+run --model "$M" --mmproj "$P" --audio "$tmp/c.wav" --audio-latency -p "x"
+expect_rc 1
+expect_err "num_channels 2"
+result "stereo WAV refused naming num_channels"
+
+head -c 100 "$tmp/a.ppm" >"$tmp/short.ppm"
+run --model "$M" --mmproj "$P" --image "$tmp/short.ppm" -p "x"
+expect_rc 1
+expect_err "short.ppm"
+result "truncated PPM refused naming the file"
+
+run --model "$M" --mmproj "$tmp/micro.gguf" --image "$tmp/a.ppm" -p "x"
+expect_rc 1
+expect_err "micro.gguf"
+result "mmproj of another width refused"
+
+run --model "$M" --mmproj "$P" --audio "$tmp/a.wav" -p "x"
+expect_rc 1
+result "exact (30 s) audio mode on an encoder too small for it refused"
+
+echo "1..$n"
+exit $failed
