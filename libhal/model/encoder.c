@@ -22,6 +22,8 @@ int mm_enc_init(struct mm_enc *s, int n_threads, int64_t wide,
 		return mm_errf(ret, err, errlen, "%s: thread pool: %s", what,
 			       strerror(-ret));
 	s->wide = wide;
+	s->simd = !strcmp(mm_ctx_kernels(s->ctx), "avx2") ||
+		  !strcmp(mm_ctx_kernels(s->ctx), "avx512vnni");
 	s->tmp = malloc((size_t)(2 * wide) * sizeof(float));
 	if (!s->tmp) {
 		mm_ctx_destroy(s->ctx);
@@ -35,6 +37,9 @@ void mm_enc_fini(struct mm_enc *s)
 {
 	free(s->tmp);
 	s->tmp = NULL;
+	free(s->att);
+	s->att = NULL;
+	s->att_bytes = 0;
 	mm_ctx_destroy(s->ctx);
 	s->ctx = NULL;
 }
@@ -83,6 +88,7 @@ struct enc_rows {
 	int64_t e;
 	float eps;
 	enum mm_mmproj_act act;
+	int simd;
 };
 
 static void enc_ln_fn(int64_t begin, int64_t end, void *arg)
@@ -173,21 +179,204 @@ float mm_enc_act1(enum mm_mmproj_act act, float a)
 	}
 }
 
+/* ---- SIMD helpers (x86-64 AVX2/FMA; the kernel set decides) ----------- */
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/*
+ * exp(x) on 8 lanes: 2^n * p(r), n = round(x / ln2), r = x - n ln2 in two
+ * parts, |r| <= ln2 / 2, degree-7 Taylor p (relative error ~1.5e-7). x is
+ * clamped to [-87.3, 88.3] (the result stays a normal float; exp(-87.3)
+ * = 1.2e-38 stands in for anything smaller).
+ */
+__attribute__((target("avx2,fma")))
+static inline __m256 enc_exp8(__m256 x)
+{
+	x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)),
+			  _mm256_set1_ps(88.3f));
+	const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+					 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), x);
+	__m256 p;
+
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-6f), r);
+	p = _mm256_set1_ps(1.0f / 5040);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
+		_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)),
+		23)));
+}
+
+/*
+ * 1 + erf(x) on 8 lanes: Abramowitz & Stegun 7.1.26, erf(|x|) = 1 -
+ * t (a1 + t (a2 + ...)) exp(-x^2), t = 1 / (1 + p |x|) (absolute error
+ * <= 1.5e-7), taken as 2 - q for x >= 0 and q below, so the tail keeps
+ * its relative precision.
+ */
+__attribute__((target("avx2,fma")))
+static inline __m256 enc_1p_erf8(__m256 x)
+{
+	const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+	const __m256 one = _mm256_set1_ps(1.0f);
+	const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(
+		_mm256_set1_ps(0.3275911f), ax, one));
+	__m256 q = _mm256_set1_ps(1.061405429f);
+
+	q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-1.453152027f));
+	q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(1.421413741f));
+	q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-0.284496736f));
+	q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(0.254829592f));
+	q = _mm256_mul_ps(_mm256_mul_ps(q, t),
+			  enc_exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), ax), ax)));
+	return _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(2.0f), q), q, x);
+}
+
+/* x[0..n) = act(x) (n a multiple of 8): the sigmoid forms as x / (1 +
+ * exp(-c u)) (GELU tanh: 0.5 x (1 + tanh(u)) = x sigmoid(2u)). */
+__attribute__((target("avx2,fma")))
+static void enc_act_avx2(enum mm_mmproj_act act, float *x, int64_t n)
+{
+	const __m256 one = _mm256_set1_ps(1.0f);
+
+	for (int64_t i = 0; i < n; i += 8) {
+		const __m256 a = _mm256_loadu_ps(x + i);
+		__m256 y;
+
+		if (act == MM_MMPROJ_ACT_GELU_ERF) {
+			y = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), a),
+					  enc_1p_erf8(_mm256_mul_ps(a,
+						_mm256_set1_ps(0.7071067811865476f))));
+		} else {
+			__m256 z;	/* -c u */
+
+			if (act == MM_MMPROJ_ACT_GELU)
+				z = _mm256_mul_ps(_mm256_set1_ps(-1.5957691216057308f),
+						  _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.044715f),
+										a),
+								  _mm256_mul_ps(a, a), a));
+			else if (act == MM_MMPROJ_ACT_SILU)
+				z = _mm256_sub_ps(_mm256_setzero_ps(), a);
+			else
+				z = _mm256_mul_ps(_mm256_set1_ps(-1.702f), a);
+			y = _mm256_div_ps(a, _mm256_add_ps(one, enc_exp8(z)));
+		}
+		_mm256_storeu_ps(x + i, y);
+	}
+}
+
+/* softmax of s[0..n) with scores scaled by scale (> 0); s[n..np) = 0 */
+__attribute__((target("avx2,fma")))
+static void enc_softmax_avx2(float *s, int64_t n, int64_t np, float scale)
+{
+	__m256 mx = _mm256_set1_ps(-INFINITY), sum = _mm256_setzero_ps();
+	float m = -INFINITY, tot, r;
+	int64_t j;
+
+	for (j = 0; j + 8 <= n; j += 8)
+		mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
+	{
+		float v[8];
+
+		_mm256_storeu_ps(v, mx);
+		for (int u = 0; u < 8; u++)
+			m = v[u] > m ? v[u] : m;
+	}
+	for (; j < n; j++)
+		m = s[j] > m ? s[j] : m;
+	const __m256 ms = _mm256_set1_ps(m * scale), sc = _mm256_set1_ps(scale);
+
+	for (j = 0; j + 8 <= n; j += 8) {
+		const __m256 e = enc_exp8(_mm256_fmsub_ps(_mm256_loadu_ps(s + j),
+							  sc, ms));
+
+		_mm256_storeu_ps(s + j, e);
+		sum = _mm256_add_ps(sum, e);
+	}
+	{
+		float v[8];
+
+		_mm256_storeu_ps(v, sum);
+		tot = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+	}
+	for (; j < n; j++) {
+		s[j] = expf(s[j] * scale - m * scale);
+		tot += s[j];
+	}
+	r = 1.0f / tot;
+	const __m256 rv = _mm256_set1_ps(r);
+
+	for (j = 0; j + 8 <= n; j += 8)
+		_mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), rv));
+	for (; j < n; j++)
+		s[j] *= r;
+	for (; j < np; j++)
+		s[j] = 0;
+}
+#endif
+
+static void enc_softmax_c(float *s, int64_t n, int64_t np, float scale)
+{
+	float mx = -INFINITY, sum = 0, r;
+
+	for (int64_t j = 0; j < n; j++)
+		if (s[j] > mx)
+			mx = s[j];
+	/* scale > 0: max(s * scale) = max(s) * scale */
+	for (int64_t j = 0; j < n; j++) {
+		s[j] = expf((s[j] - mx) * scale);
+		sum += s[j];
+	}
+	r = 1.0f / sum;
+	for (int64_t j = 0; j < n; j++)
+		s[j] *= r;
+	for (int64_t j = n; j < np; j++)
+		s[j] = 0;
+}
+
+static void enc_softmax(int simd, float *s, int64_t n, int64_t np, float scale)
+{
+#if defined(__x86_64__)
+	if (simd) {
+		enc_softmax_avx2(s, n, np, scale);
+		return;
+	}
+#endif
+	(void)simd;
+	enc_softmax_c(s, n, np, scale);
+}
+
 #define ENC_ACT_BLOCK 4096	/* floats per parallel_for unit */
 
 static void enc_act_fn(int64_t begin, int64_t end, void *arg)
 {
 	const struct enc_rows *a = arg;
 	float *x = a->Y;
+	int64_t i = begin * ENC_ACT_BLOCK, hi = end * ENC_ACT_BLOCK;
 
-	for (int64_t i = begin * ENC_ACT_BLOCK; i < end * ENC_ACT_BLOCK &&
-	     i < a->e; i++)
+	if (hi > a->e)
+		hi = a->e;
+#if defined(__x86_64__)
+	if (a->simd && hi - i >= 8) {
+		const int64_t n8 = (hi - i) & ~(int64_t)7;
+
+		enc_act_avx2(a->act, x + i, n8);
+		i += n8;
+	}
+#endif
+	for (; i < hi; i++)
 		x[i] = mm_enc_act1(a->act, x[i]);
 }
 
 void mm_enc_act(struct mm_enc *s, enum mm_mmproj_act act, float *x, int64_t n)
 {
-	struct enc_rows a = { .Y = x, .e = n, .act = act };
+	struct enc_rows a = { .Y = x, .e = n, .act = act, .simd = s->simd };
 
 	mm_parallel_for(s->ctx, (n + ENC_ACT_BLOCK - 1) / ENC_ACT_BLOCK,
 			enc_act_fn, &a);
@@ -195,89 +384,181 @@ void mm_enc_act(struct mm_enc *s, enum mm_mmproj_act act, float *x, int64_t n)
 
 /* ---- attention -------------------------------------------------------- */
 
+/*
+ * Both paths first gather Q per head (times 1 / sqrt(d)) into qh[h][n][d]
+ * and finally scatter oh[h][n][d] into O; per head, S = qh K^T, softmax
+ * by rows, oh = P V, each product one mm_matmul() over the thread pool.
+ *
+ * f32: K rows (kh[h][n][d]) and V^T (vt[h][d][n]) as F32 weights.
+ * int8: K rows of each head quantized to Q8_0 (kq[h][np][d], rows past n
+ * zero) and V^T to Q8_0 blocks along positions (vq[h][d][np], positions
+ * past n zero), np = n rounded up to 32; S is [n][np] with P's columns
+ * past n zero, so mm_matmul() quantizes qh and P on the fly (Q8_0) and
+ * runs the int8 GEMM.
+ */
 struct enc_att {
 	const float *Q, *K, *V;
 	float *O;
-	float *qh, *kh, *vt, *S, *oh;
-	int64_t n, e, d, h;
+	float *qh, *oh, *S;
+	float *kh, *vt;		/* f32 */
+	uint8_t *kq, *vq;	/* int8 */
+	size_t krb, vrb;	/* Q8_0 row bytes: d, np elements */
+	int64_t n, np, e, d, nh, h;
 	float scale;
+	int simd;
 };
 
-/* gathers head h: qh, kh [n][d] and vt [d][n] */
-static void enc_gather_fn(int64_t begin, int64_t end, void *arg)
+static void enc_att_gather_fn(int64_t begin, int64_t end, void *arg)
 {
 	const struct enc_att *a = arg;
-	const int64_t d = a->d, o = a->h * d;
+	const int64_t d = a->d, n = a->n, e = a->e;
 
-	for (int64_t i = begin; i < end; i++) {
-		memcpy(a->qh + i * d, a->Q + i * a->e + o,
-		       (size_t)d * sizeof(float));
-		memcpy(a->kh + i * d, a->K + i * a->e + o,
-		       (size_t)d * sizeof(float));
-		for (int64_t c = 0; c < d; c++)
-			a->vt[c * a->n + i] = a->V[i * a->e + o + c];
-	}
-}
+	for (int64_t i = begin; i < end; i++)
+		for (int64_t h = 0; h < a->nh; h++) {
+			const float *q = a->Q + i * e + h * d;
+			float *qh = a->qh + (h * n + i) * d;
 
-static void enc_softmax_fn(int64_t begin, int64_t end, void *arg)
-{
-	const struct enc_att *a = arg;
-
-	for (int64_t i = begin; i < end; i++) {
-		float *sc = a->S + i * a->n;
-		float mx = -INFINITY, sum = 0;
-
-		for (int64_t j = 0; j < a->n; j++)
-			if (sc[j] > mx)
-				mx = sc[j];
-		/* scale > 0: max(s * scale) = max(s) * scale */
-		for (int64_t j = 0; j < a->n; j++) {
-			sc[j] = expf((sc[j] - mx) * a->scale);
-			sum += sc[j];
+			for (int64_t c = 0; c < d; c++)
+				qh[c] = q[c] * a->scale;
+			if (a->kq)
+				mm_quantize_row(MM_TYPE_Q8_0, a->K + i * e + h * d,
+						a->kq + (size_t)(h * a->np + i) * a->krb,
+						d);
+			else
+				memcpy(a->kh + (h * n + i) * d, a->K + i * e + h * d,
+				       (size_t)d * sizeof(float));
 		}
-		const float r = 1.0f / sum;
-
-		for (int64_t j = 0; j < a->n; j++)
-			sc[j] *= r;
-	}
 }
 
-static void enc_scatter_fn(int64_t begin, int64_t end, void *arg)
+/* f32 V^T, by rows of V */
+static void enc_att_vt_fn(int64_t begin, int64_t end, void *arg)
 {
 	const struct enc_att *a = arg;
 
 	for (int64_t i = begin; i < end; i++)
-		memcpy(a->O + i * a->e + a->h * a->d, a->oh + i * a->d,
-		       (size_t)a->d * sizeof(float));
+		for (int64_t c = 0; c < a->e; c++)
+			a->vt[c * a->n + i] = a->V[i * a->e + c];
+}
+
+/* Q8_0 V^T, by blocks of 32 positions (b = np / 32 blocks) */
+static void enc_att_vq_fn(int64_t begin, int64_t end, void *arg)
+{
+	const struct enc_att *a = arg;
+	const int64_t d = a->d;
+	float blk[MM_QK];
+
+	for (int64_t b = begin; b < end; b++) {
+		const int64_t i0 = b * MM_QK;
+		const int64_t cnt = a->n - i0 < MM_QK ? a->n - i0 : MM_QK;
+
+		for (int64_t c = 0; c < a->e; c++) {
+			const int64_t h = c / d;
+
+			for (int64_t t = 0; t < cnt; t++)
+				blk[t] = a->V[(i0 + t) * a->e + c];
+			for (int64_t t = cnt; t < MM_QK; t++)
+				blk[t] = 0;
+			mm_quantize_row(MM_TYPE_Q8_0, blk,
+					a->vq + (size_t)(h * d + c % d) * a->vrb +
+					(size_t)b * sizeof(struct mm_block_q8_0),
+					MM_QK);
+		}
+	}
+	/* rows of K past n (padding to np) are zero */
+	for (int64_t b = begin; b < end; b++)
+		for (int64_t h = 0; h < a->nh; h++)
+			for (int64_t i = b * MM_QK; i < (b + 1) * MM_QK; i++)
+				if (i >= a->n)
+					memset(a->kq + (size_t)(h * a->np + i) * a->krb,
+					       0, a->krb);
+}
+
+static void enc_att_softmax_fn(int64_t begin, int64_t end, void *arg)
+{
+	const struct enc_att *a = arg;
+
+	for (int64_t i = begin; i < end; i++)
+		enc_softmax(a->simd, a->S + i * a->np, a->n, a->np, 1.0f);
+}
+
+static void enc_att_scatter_fn(int64_t begin, int64_t end, void *arg)
+{
+	const struct enc_att *a = arg;
+
+	for (int64_t i = begin; i < end; i++)
+		for (int64_t h = 0; h < a->nh; h++)
+			memcpy(a->O + i * a->e + h * a->d,
+			       a->oh + (h * a->n + i) * a->d,
+			       (size_t)a->d * sizeof(float));
+}
+
+static void *enc_scratch(struct mm_enc *s, size_t bytes)
+{
+	if (bytes > s->att_bytes) {
+		free(s->att);
+		s->att = malloc(bytes);
+		s->att_bytes = s->att ? bytes : 0;
+	}
+	return s->att;
 }
 
 int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 		     const float *V, float *O, int64_t n, int64_t e,
-		     int64_t n_head)
+		     int64_t n_head, int int8)
 {
 	struct enc_att a = { .Q = Q, .K = K, .V = V, .O = O, .n = n, .e = e,
-			     .d = e / n_head };
-	float *buf;
+			     .nh = n_head, .d = e / n_head, .simd = s->simd };
+	size_t fl, bytes;
+	uint8_t *buf;
 
 	a.scale = 1.0f / sqrtf((float)a.d);
-	buf = malloc(((size_t)n * a.d * 4 + (size_t)n * n) * sizeof(float));
+	int8 = int8 && a.d % MM_QK == 0;
+	a.np = int8 ? (n + MM_QK - 1) / MM_QK * MM_QK : n;
+	a.krb = mm_row_bytes(MM_TYPE_Q8_0, int8 ? a.d : MM_QK);
+	a.vrb = mm_row_bytes(MM_TYPE_Q8_0, a.np / MM_QK * MM_QK);
+	/* qh, oh, S (+ kh, vt at f32) floats; kq, vq bytes at int8 */
+	fl = (size_t)n * e * 2 + (size_t)n * a.np + (int8 ? 0 : (size_t)n * e * 2);
+	bytes = fl * sizeof(float) + (int8 ? (size_t)n_head * a.np * a.krb +
+				      (size_t)e * a.vrb : 0);
+	buf = enc_scratch(s, bytes);
 	if (!buf)
 		return -ENOMEM;
-	a.qh = buf;
-	a.kh = a.qh + n * a.d;
-	a.vt = a.kh + n * a.d;
-	a.oh = a.vt + n * a.d;
-	a.S = a.oh + n * a.d;
-	for (a.h = 0; a.h < n_head; a.h++) {
-		mm_parallel_for(s->ctx, n, enc_gather_fn, &a);
-		/* S[i][j] = q_i . k_j: K's rows as the weight */
-		mm_matmul(s->ctx, MM_TYPE_F32, a.kh, a.qh, a.S, n, a.d, n);
-		mm_parallel_for(s->ctx, n, enc_softmax_fn, &a);
-		/* oh[i][c] = sum_j P[i][j] v_j[c]: V^T's rows as the weight */
-		mm_matmul(s->ctx, MM_TYPE_F32, a.vt, a.S, a.oh, a.d, n, n);
-		mm_parallel_for(s->ctx, n, enc_scatter_fn, &a);
+	a.qh = (float *)buf;
+	a.oh = a.qh + n * e;
+	a.S = a.oh + n * e;
+	if (int8) {
+		a.kq = (uint8_t *)(a.S + n * a.np);
+		a.vq = a.kq + (size_t)n_head * a.np * a.krb;
+		mm_parallel_for(s->ctx, a.np / MM_QK, enc_att_vq_fn, &a);
+	} else {
+		a.kh = a.S + n * a.np;
+		a.vt = a.kh + n * e;
+		mm_parallel_for(s->ctx, n, enc_att_vt_fn, &a);
 	}
-	free(buf);
+	mm_parallel_for(s->ctx, n, enc_att_gather_fn, &a);
+	for (a.h = 0; a.h < n_head; a.h++) {
+		const float *qh = a.qh + a.h * n * a.d;
+		float *oh = a.oh + a.h * n * a.d;
+
+		/* S[i][j] = q_i . k_j: K's rows as the weight */
+		if (int8)
+			mm_matmul(s->ctx, MM_TYPE_Q8_0,
+				  a.kq + (size_t)a.h * a.np * a.krb, qh, a.S,
+				  a.np, a.d, n);
+		else
+			mm_matmul(s->ctx, MM_TYPE_F32, a.kh + a.h * n * a.d, qh,
+				  a.S, n, a.d, n);
+		mm_parallel_for(s->ctx, n, enc_att_softmax_fn, &a);
+		/* oh[i][c] = sum_j P[i][j] v_j[c]: V^T's rows as the weight */
+		if (int8)
+			mm_matmul(s->ctx, MM_TYPE_Q8_0,
+				  a.vq + (size_t)a.h * a.d * a.vrb, a.S, oh, a.d,
+				  a.np, n);
+		else
+			mm_matmul(s->ctx, MM_TYPE_F32, a.vt + a.h * a.d * n, a.S,
+				  oh, a.d, n, n);
+	}
+	mm_parallel_for(s->ctx, n, enc_att_scatter_fn, &a);
 	return 0;
 }
 
@@ -287,6 +568,12 @@ static void enc_add(float *x, const float *y, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
 		x[i] += y[i];
+}
+
+/* a weight type whose matmuls quantize the activations (not F32/F16/BF16) */
+static int enc_quantized(uint32_t t)
+{
+	return t != MM_TYPE_F32 && t != MM_TYPE_F16 && t != MM_TYPE_BF16;
 }
 
 int mm_enc_block(struct mm_enc *s, const struct mm_mmproj_block *b, float *x,
@@ -315,7 +602,10 @@ int mm_enc_block(struct mm_enc *s, const struct mm_mmproj_block *b, float *x,
 		mm_enc_linear(s, &b->k_w, &b->k_b, w->big, w->k, n);
 		mm_enc_linear(s, &b->v_w, &b->v_b, w->big, w->v, n);
 	}
-	ret = mm_enc_attention(s, w->q, w->k, w->v, w->h, n, e, n_head);
+	ret = mm_enc_attention(s, w->q, w->k, w->v, w->h, n, e, n_head,
+			       enc_quantized(b->q_w.type) &&
+			       enc_quantized(b->k_w.type) &&
+			       enc_quantized(b->v_w.type));
 	if (ret)
 		return ret;
 	mm_enc_linear(s, &b->o_w, &b->o_b, w->h, w->q, n);

@@ -13,10 +13,22 @@
  * residuals are f32 and split by rows over the context's thread pool
  * (each row's arithmetic is the same whatever the thread count).
  *
- * Attention: per head, S = Q K^T and O = softmax(S / sqrt(d)) V as two
- * f32 GEMMs through mm_matmul() (K and V^T gathered per head as F32
- * "weights"), softmax per row in f32 (exp((s - max) / sqrt(d)), times
- * 1 / sum).
+ * Attention: per head, S = (Q / sqrt(d)) K^T and O = softmax(S) V as two
+ * GEMMs through mm_matmul(), softmax per row in f32 (exp(s - max), times
+ * 1 / sum), rows over the pool. Two paths, chosen by the block's Q/K/V
+ * weight types:
+ *  - F32/F16/BF16 weights: f32 products (K and V^T gathered per head as
+ *    F32 "weights"), so those files stay within 1e-5 of a double
+ *    reference;
+ *  - quantized weights (head size a multiple of 32): the int8 GEMM. K of
+ *    each head is quantized to a Q8_0 matrix (positions x d) and V^T to
+ *    one (d x positions, positions padded to 32 with zeros); mm_matmul()
+ *    quantizes Q and the probabilities P on the fly (Q8_0). This adds
+ *    8-bit rounding of Q, K, P and V to the weights' own.
+ * Norm-free elementwise forms (GELU tanh = x sigmoid(2u), quick-GELU,
+ * SiLU, GELU erf by Abramowitz-Stegun 7.1.26, |error of erf| <= 1.5e-7)
+ * and the softmax's exp run on 8 lanes with the AVX2 kernel sets (exp
+ * relative error ~2e-7), libm elsewhere.
  *
  * Threading: a struct mm_enc is used by one thread at a time (its mm_ctx
  * is not reentrant).
@@ -39,6 +51,9 @@ struct mm_enc {
 	struct mm_ctx *ctx;
 	float *tmp;	/* 2 * wide floats: bias / norm vectors */
 	int64_t wide;
+	int simd;	/* the kernel set has AVX2/FMA (x86-64) */
+	void *att;	/* attention work memory, att_bytes */
+	size_t att_bytes;
 };
 
 /*
@@ -77,11 +92,12 @@ float mm_enc_act1(enum mm_mmproj_act act, float a);
 
 /*
  * O[n][e] = multi-head attention of Q, K, V [n][e] (n_head heads of
- * e / n_head), no mask. Returns 0 or -ENOMEM.
+ * e / n_head), no mask. int8: run the two products on the int8 kernels
+ * (if e / n_head is a multiple of 32; see above). Returns 0 or -ENOMEM.
  */
 int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 		     const float *V, float *O, int64_t n, int64_t e,
-		     int64_t n_head);
+		     int64_t n_head, int int8);
 
 /* Work buffers of mm_enc_block(): h, q, k, v of n * e floats, big of
  * n * f floats. */
