@@ -74,8 +74,14 @@ static const mmedge_ioctl_fn mmedge_ioctl_fns[MMEDGE_IOCTL_NR_MAX] = {
 	[_IOC_NR(MMEDGE_IOC_XTS)] = mmedge_ioctl_xts,
 };
 
-/* Largest kernel-side argument; the stack buffer below must hold it. */
+/* Largest kernel-side argument. */
 #define MMEDGE_IOCTL_MAX_KSIZE	sizeof(struct mmedge_xts)
+/*
+ * Arguments up to this size live on the stack; larger ones (XTS) are
+ * allocated, so the frame stays within the 1024 bytes debug kernels warn
+ * about.
+ */
+#define MMEDGE_IOCTL_STACK_KSIZE	256
 
 static_assert(sizeof(struct mmedge_buf_alloc) <= MMEDGE_IOCTL_MAX_KSIZE);
 static_assert(sizeof(struct mmedge_buf_info) <= MMEDGE_IOCTL_MAX_KSIZE);
@@ -94,7 +100,8 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	struct mmedge_ioctl_ctx ctx = { .install_fd = -1 };
 	const struct mmedge_ioctl_info *info;
 	void __user *uarg = (void __user *)arg;
-	u8 kdata[MMEDGE_IOCTL_MAX_KSIZE] __aligned(8);
+	u8 kstack[MMEDGE_IOCTL_STACK_KSIZE] __aligned(8);
+	void *kdata = kstack;
 	unsigned int usize, ksize;
 	int ret;
 
@@ -121,13 +128,18 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	usize = _IOC_SIZE(cmd);
 	ksize = _IOC_SIZE(info->cmd);
 	ctx.usize = usize;
-	if (WARN_ON_ONCE(ksize > sizeof(kdata)))
+	if (WARN_ON_ONCE(ksize > MMEDGE_IOCTL_MAX_KSIZE))
 		return -EINVAL;
+	if (ksize > sizeof(kstack)) {
+		kdata = kmalloc(ksize, GFP_KERNEL);
+		if (!kdata)
+			return -ENOMEM;
+	}
 
 	if (_IOC_DIR(cmd) & _IOC_WRITE) {
 		ret = copy_struct_from_user(kdata, ksize, uarg, usize);
 		if (ret)
-			return ret;
+			goto out;
 	} else {
 		memset(kdata, 0, ksize);
 	}
@@ -139,7 +151,7 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		ret = -ENODEV;
 	up_read(&mdev->lock);
 	if (ret)
-		return ret;
+		goto out;
 
 	if ((_IOC_DIR(cmd) & _IOC_READ) &&
 	    copy_to_user(uarg, kdata, min(usize, ksize))) {
@@ -150,11 +162,15 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		}
 		if (ctx.finish)
 			ctx.finish(mf, &ctx, false);
-		return -EFAULT;
+		ret = -EFAULT;
+		goto out;
 	}
 	if (ctx.install_file)
 		fd_install(ctx.install_fd, ctx.install_file);
 	if (ctx.finish)
 		ctx.finish(mf, &ctx, true);
-	return 0;
+out:
+	if (kdata != kstack)
+		kfree(kdata);
+	return ret;
 }
