@@ -386,34 +386,46 @@ void mm_enc_act(struct mm_enc *s, enum mm_mmproj_act act, float *x, int64_t n)
 
 /*
  * Both paths first gather Q per head (times 1 / sqrt(d)) into qh[h][n][d]
- * and finally scatter oh[h][n][d] into O; per head, S = qh K^T, softmax
- * by rows, oh = P V, each product one mm_matmul() over the thread pool.
+ * and finally scatter the heads' outputs into O; per head, S = qh K^T,
+ * softmax by rows, then P V, each product one mm_matmul() over the thread
+ * pool.
  *
- * f32: K rows (kh[h][n][d]) and V^T (vt[h][d][n]) as F32 weights.
- * int8: K rows of each head quantized to Q8_0 (kq[h][np][d], rows past n
- * zero) and V^T to Q8_0 blocks along positions (vq[h][d][np], positions
- * past n zero), np = n rounded up to 32; S is [n][np] with P's columns
- * past n zero, so mm_matmul() quantizes qh and P on the fly (Q8_0) and
- * runs the int8 GEMM.
+ * f32: K rows (kh[h][n][d]) and V^T (vt[h][d][n]) as F32 weights; oh is
+ * [h][n][d].
+ * int8 (np = n rounded up to 32): K rows of each head quantized to Q8_0
+ * (kq[h][np][d], rows past n zero) as the weight of S [n][np]; the
+ * softmax quantizes each row of P to Q8_0 (pq[n][np], columns past n
+ * zero), which is the weight of O^T = V^T P^T, and V^T (vt[h][d][np], f32,
+ * positions past n zero) the activations, quantized by mm_matmul(): 64
+ * rows per head instead of n rows of P. oh is O^T, [h][d][n].
  */
 struct enc_att {
 	const float *Q, *K, *V;
 	float *O;
-	float *qh, *oh, *S;
-	float *kh, *vt;		/* f32 */
-	uint8_t *kq, *vq;	/* int8 */
-	size_t krb, vrb;	/* Q8_0 row bytes: d, np elements */
-	int64_t n, np, e, d, nh, h;
+	float *qh, *oh, *S, *vt;
+	float *kh;		/* f32 */
+	uint8_t *kq, *pq;	/* int8 */
+	size_t krb, prb;	/* Q8_0 row bytes: d, np elements */
+	int64_t n, np, e, d, nh;
 	float scale;
 	int simd;
 };
 
+/* rows i of Q, K, V (i < np; past n: the int8 path's zero padding) */
 static void enc_att_gather_fn(int64_t begin, int64_t end, void *arg)
 {
 	const struct enc_att *a = arg;
-	const int64_t d = a->d, n = a->n, e = a->e;
+	const int64_t d = a->d, n = a->n, e = a->e, np = a->np;
 
-	for (int64_t i = begin; i < end; i++)
+	for (int64_t i = begin; i < end; i++) {
+		if (i >= n) {
+			for (int64_t h = 0; h < a->nh; h++)
+				memset(a->kq + (size_t)(h * np + i) * a->krb, 0,
+				       a->krb);
+			for (int64_t c = 0; c < e; c++)
+				a->vt[c * np + i] = 0;
+			continue;
+		}
 		for (int64_t h = 0; h < a->nh; h++) {
 			const float *q = a->Q + i * e + h * d;
 			float *qh = a->qh + (h * n + i) * d;
@@ -422,74 +434,48 @@ static void enc_att_gather_fn(int64_t begin, int64_t end, void *arg)
 				qh[c] = q[c] * a->scale;
 			if (a->kq)
 				mm_quantize_row(MM_TYPE_Q8_0, a->K + i * e + h * d,
-						a->kq + (size_t)(h * a->np + i) * a->krb,
+						a->kq + (size_t)(h * np + i) * a->krb,
 						d);
 			else
 				memcpy(a->kh + (h * n + i) * d, a->K + i * e + h * d,
 				       (size_t)d * sizeof(float));
 		}
-}
-
-/* f32 V^T, by rows of V */
-static void enc_att_vt_fn(int64_t begin, int64_t end, void *arg)
-{
-	const struct enc_att *a = arg;
-
-	for (int64_t i = begin; i < end; i++)
-		for (int64_t c = 0; c < a->e; c++)
-			a->vt[c * a->n + i] = a->V[i * a->e + c];
-}
-
-/* Q8_0 V^T, by blocks of 32 positions (b = np / 32 blocks) */
-static void enc_att_vq_fn(int64_t begin, int64_t end, void *arg)
-{
-	const struct enc_att *a = arg;
-	const int64_t d = a->d;
-	float blk[MM_QK];
-
-	for (int64_t b = begin; b < end; b++) {
-		const int64_t i0 = b * MM_QK;
-		const int64_t cnt = a->n - i0 < MM_QK ? a->n - i0 : MM_QK;
-
-		for (int64_t c = 0; c < a->e; c++) {
-			const int64_t h = c / d;
-
-			for (int64_t t = 0; t < cnt; t++)
-				blk[t] = a->V[(i0 + t) * a->e + c];
-			for (int64_t t = cnt; t < MM_QK; t++)
-				blk[t] = 0;
-			mm_quantize_row(MM_TYPE_Q8_0, blk,
-					a->vq + (size_t)(h * d + c % d) * a->vrb +
-					(size_t)b * sizeof(struct mm_block_q8_0),
-					MM_QK);
-		}
+		for (int64_t c = 0; c < e; c++)
+			a->vt[c * np + i] = a->V[i * e + c];
 	}
-	/* rows of K past n (padding to np) are zero */
-	for (int64_t b = begin; b < end; b++)
-		for (int64_t h = 0; h < a->nh; h++)
-			for (int64_t i = b * MM_QK; i < (b + 1) * MM_QK; i++)
-				if (i >= a->n)
-					memset(a->kq + (size_t)(h * a->np + i) * a->krb,
-					       0, a->krb);
 }
 
 static void enc_att_softmax_fn(int64_t begin, int64_t end, void *arg)
 {
 	const struct enc_att *a = arg;
 
-	for (int64_t i = begin; i < end; i++)
-		enc_softmax(a->simd, a->S + i * a->np, a->n, a->np, 1.0f);
+	for (int64_t i = begin; i < end; i++) {
+		float *s = a->S + i * a->np;
+
+		enc_softmax(a->simd, s, a->n, a->np, 1.0f);
+		if (a->pq)
+			mm_quantize_row(MM_TYPE_Q8_0, s, a->pq + (size_t)i * a->prb,
+					a->np);
+	}
 }
 
 static void enc_att_scatter_fn(int64_t begin, int64_t end, void *arg)
 {
 	const struct enc_att *a = arg;
+	const int64_t d = a->d, n = a->n;
 
 	for (int64_t i = begin; i < end; i++)
-		for (int64_t h = 0; h < a->nh; h++)
-			memcpy(a->O + i * a->e + h * a->d,
-			       a->oh + (h * a->n + i) * a->d,
-			       (size_t)a->d * sizeof(float));
+		for (int64_t h = 0; h < a->nh; h++) {
+			float *o = a->O + i * a->e + h * d;
+
+			if (a->pq) {	/* oh[h][c][i] */
+				for (int64_t c = 0; c < d; c++)
+					o[c] = a->oh[(h * d + c) * n + i];
+			} else {	/* oh[h][i][c] */
+				memcpy(o, a->oh + (h * n + i) * d,
+				       (size_t)d * sizeof(float));
+			}
+		}
 }
 
 static void *enc_scratch(struct mm_enc *s, size_t bytes)
@@ -514,49 +500,47 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 	a.scale = 1.0f / sqrtf((float)a.d);
 	int8 = int8 && a.d % MM_QK == 0;
 	a.np = int8 ? (n + MM_QK - 1) / MM_QK * MM_QK : n;
-	a.krb = mm_row_bytes(MM_TYPE_Q8_0, int8 ? a.d : MM_QK);
-	a.vrb = mm_row_bytes(MM_TYPE_Q8_0, a.np / MM_QK * MM_QK);
-	/* qh, oh, S (+ kh, vt at f32) floats; kq, vq bytes at int8 */
-	fl = (size_t)n * e * 2 + (size_t)n * a.np + (int8 ? 0 : (size_t)n * e * 2);
-	bytes = fl * sizeof(float) + (int8 ? (size_t)n_head * a.np * a.krb +
-				      (size_t)e * a.vrb : 0);
+	/* qh, oh, S, vt (+ kh at f32) floats; kq, pq bytes at int8 */
+	fl = (size_t)n * e * 2 + (size_t)n * a.np + (size_t)a.np * e +
+	     (int8 ? 0 : (size_t)n * e);
+	bytes = fl * sizeof(float);
+	if (int8) {
+		a.krb = mm_row_bytes(MM_TYPE_Q8_0, a.d);
+		a.prb = mm_row_bytes(MM_TYPE_Q8_0, a.np);
+		bytes += (size_t)n_head * a.np * a.krb + (size_t)n * a.prb;
+	}
 	buf = enc_scratch(s, bytes);
 	if (!buf)
 		return -ENOMEM;
 	a.qh = (float *)buf;
 	a.oh = a.qh + n * e;
 	a.S = a.oh + n * e;
+	a.vt = a.S + n * a.np;
 	if (int8) {
-		a.kq = (uint8_t *)(a.S + n * a.np);
-		a.vq = a.kq + (size_t)n_head * a.np * a.krb;
-		mm_parallel_for(s->ctx, a.np / MM_QK, enc_att_vq_fn, &a);
+		a.kq = (uint8_t *)(a.vt + a.np * e);
+		a.pq = a.kq + (size_t)n_head * a.np * a.krb;
 	} else {
-		a.kh = a.S + n * a.np;
-		a.vt = a.kh + n * e;
-		mm_parallel_for(s->ctx, n, enc_att_vt_fn, &a);
+		a.kh = a.vt + a.np * e;
 	}
-	mm_parallel_for(s->ctx, n, enc_att_gather_fn, &a);
-	for (a.h = 0; a.h < n_head; a.h++) {
-		const float *qh = a.qh + a.h * n * a.d;
-		float *oh = a.oh + a.h * n * a.d;
+	mm_parallel_for(s->ctx, a.np, enc_att_gather_fn, &a);
+	for (int64_t h = 0; h < n_head; h++) {
+		const float *qh = a.qh + h * n * a.d, *vt = a.vt + h * a.d * a.np;
+		float *oh = a.oh + h * n * a.d;
 
 		/* S[i][j] = q_i . k_j: K's rows as the weight */
 		if (int8)
 			mm_matmul(s->ctx, MM_TYPE_Q8_0,
-				  a.kq + (size_t)a.h * a.np * a.krb, qh, a.S,
+				  a.kq + (size_t)h * a.np * a.krb, qh, a.S,
 				  a.np, a.d, n);
 		else
-			mm_matmul(s->ctx, MM_TYPE_F32, a.kh + a.h * n * a.d, qh,
+			mm_matmul(s->ctx, MM_TYPE_F32, a.kh + h * n * a.d, qh,
 				  a.S, n, a.d, n);
 		mm_parallel_for(s->ctx, n, enc_att_softmax_fn, &a);
-		/* oh[i][c] = sum_j P[i][j] v_j[c]: V^T's rows as the weight */
-		if (int8)
-			mm_matmul(s->ctx, MM_TYPE_Q8_0,
-				  a.vq + (size_t)a.h * a.d * a.vrb, a.S, oh, a.d,
-				  a.np, n);
-		else
-			mm_matmul(s->ctx, MM_TYPE_F32, a.vt + a.h * a.d * n, a.S,
-				  oh, a.d, n, n);
+		if (int8)	/* oh[c][i] = sum_j v_j[c] P[i][j]: P the weight */
+			mm_matmul(s->ctx, MM_TYPE_Q8_0, a.pq, vt, oh, n, a.np,
+				  a.d);
+		else		/* oh[i][c] = sum_j P[i][j] v_j[c]: V^T the weight */
+			mm_matmul(s->ctx, MM_TYPE_F32, vt, a.S, oh, a.d, n, n);
 	}
 	mm_parallel_for(s->ctx, n, enc_att_scatter_fn, &a);
 	return 0;
