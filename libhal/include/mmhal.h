@@ -594,6 +594,121 @@ MMHAL_API uint64_t mmhal_chan_buf_size(const struct mmhal_chan *chan);
 MMHAL_API int mmhal_chan_queue(struct mmhal_chan *chan, struct mmhal_buf *buf,
 			       uint64_t cookie, int *fence_fd);
 
+/*
+ * Feed and copy channels
+ *
+ * Besides capture from its own sources, the DMA engine moves memory the
+ * application hands it: a feed channel moves a filled buffer to the
+ * device's sink (memory to device; the sink reads it and reports the
+ * CRC-32 of what it read), a copy channel moves the first bytes of one
+ * buffer into another (memory to memory) and writes the in-band record
+ * after them. Either buffer may be a vendor's dma-buf (a V4L2 buffer
+ * exported with VIDIOC_EXPBUF, an ISP's, a DRM one) imported with
+ * mmhal_buf_import(), so its frames go through the arbiter and get
+ * mmedge's timestamps. Jobs are due at once, run in queue order per
+ * channel and are dequeued with mmhal_chan_dequeue() like frames: the
+ * sequence counts jobs, start of frame is the start of the first
+ * segment's transfer, end of frame the last one's end, and no sensor
+ * stamps are given.
+ */
+
+/* Directions of a channel (mmhal_chan_dir()); same values as MMEDGE_CHAN_* */
+#define MMHAL_CHAN_CAPTURE	0	/* source to memory */
+#define MMHAL_CHAN_FEED		1	/* memory to device */
+#define MMHAL_CHAN_COPY		2	/* memory to memory */
+
+/* The largest job of mmhal_chan_feed() and mmhal_chan_copy(), bytes. */
+#define MMHAL_JOB_MAX		0xffffffffULL
+
+/**
+ * mmhal_chan_create_dir() - create a feed or copy channel
+ * @dev: device handle.
+ * @dir: MMHAL_CHAN_FEED or MMHAL_CHAN_COPY (capture channels need a
+ *	source: mmhal_chan_create()).
+ * @params: from mmhal_chan_default_params(), or NULL for the defaults;
+ *	the sensor clock fields must be zero and @params->overrun
+ *	MMHAL_OVERRUN_DROP_NEWEST (0): jobs wait, none is dropped.
+ * @out: receives the handle; set to NULL on failure.
+ *
+ * The channel shares the DMA engine with the capture channels by its
+ * weight, class and cap like any other. mmhal_chan_frame_size() and
+ * mmhal_chan_meta_offset() are 0 for it.
+ *
+ * Return: 0, or
+ *  -EINVAL  NULL @dev or @out; @dir not FEED or COPY; a parameter out of
+ *           range as for mmhal_chan_create(), a sensor clock field or
+ *           overrun not zero (all checked before asking the driver);
+ *  -EPERM, -ENOSPC, -ENOTTY as mmhal_chan_create();
+ *  -EPROTO  the driver answered with a capture layout.
+ */
+MMHAL_API int mmhal_chan_create_dir(struct mmhal_dev *dev, uint32_t dir,
+				    const struct mmhal_chan_params *params,
+				    struct mmhal_chan **out);
+
+/**
+ * mmhal_chan_dir() - a channel's direction
+ *
+ * Return: MMHAL_CHAN_CAPTURE, _FEED or _COPY, or -EINVAL for NULL.
+ */
+MMHAL_API int mmhal_chan_dir(const struct mmhal_chan *chan);
+
+/**
+ * mmhal_chan_feed() - queue a filled buffer for the device to read
+ * @chan: a feed channel.
+ * @buf: a buffer of the same device handle (mmedge's or imported), not
+ *	queued anywhere; the device reads its first @bytesused bytes.
+ * @bytesused: 1..mmhal_buf_size(@buf), at most MMHAL_JOB_MAX.
+ * @cookie: any value; returned in mmhal_frame.cookie.
+ * @fence_fd: NULL, or receives a sync_file fd (close-on-exec, the
+ *	caller's) that signals when the device has read the buffer; -1 on
+ *	failure.
+ *
+ * The dequeued frame's checksum is the CRC-32 (zlib's crc32()) of the
+ * bytes the sink read. The buffer may be refilled once dequeued.
+ *
+ * Return: 0, or -EINVAL (NULL @chan or @buf, @buf of another device
+ * handle, not a feed channel, @bytesused 0 or past the buffer: checked
+ * first), -EBUSY (@buf is queued or filled and not dequeued), -ENOBUFS
+ * (64 jobs held), -ETIMEDOUT (the buffer's writers did not finish in
+ * 2 s), -ENOMEM, -EMFILE, or the driver's error.
+ */
+MMHAL_API int mmhal_chan_feed(struct mmhal_chan *chan, struct mmhal_buf *buf,
+			      uint64_t bytesused, uint64_t cookie,
+			      int *fence_fd);
+
+/**
+ * mmhal_chan_copy() - queue a copy job
+ * @chan: a copy channel.
+ * @dst: the destination, a buffer of the same device handle, at least
+ *	ALIGN(@bytesused, 64) + sizeof(struct mmhal_frame_meta) bytes
+ *	(mmhal_copy_buf_size()); the record goes at ALIGN(@bytesused, 64).
+ * @src: the source, another buffer of the same device handle (mmedge's
+ *	or imported: a vendor's frame), not queued anywhere.
+ * @bytesused: bytes to copy from the start of @src,
+ *	1..mmhal_buf_size(@src), at most MMHAL_JOB_MAX.
+ * @cookie: any value; returned in mmhal_frame.cookie.
+ * @fence_fd: NULL, or receives a sync_file fd that signals when @dst is
+ *	written; -1 on failure.
+ *
+ * Both buffers are held until the job is dequeued: the dequeued frame's
+ * buf is @dst; read its record with mmhal_frame_record().
+ *
+ * Return: 0, or -EINVAL (NULL @chan, @dst or @src, @dst == @src, a
+ * buffer of another device handle, not a copy channel, @bytesused 0 or
+ * past @src: checked first), -ENOSPC (@dst too small), -EBUSY (@dst or
+ * @src held by a channel), or as mmhal_chan_feed().
+ */
+MMHAL_API int mmhal_chan_copy(struct mmhal_chan *chan, struct mmhal_buf *dst,
+			      struct mmhal_buf *src, uint64_t bytesused,
+			      uint64_t cookie, int *fence_fd);
+
+/**
+ * mmhal_copy_buf_size() - the smallest destination of a copy of
+ *	@bytesused bytes: ALIGN(@bytesused, 64) + sizeof(struct
+ *	mmhal_frame_meta); 0 for @bytesused 0 or above MMHAL_JOB_MAX
+ */
+MMHAL_API uint64_t mmhal_copy_buf_size(uint64_t bytesused);
+
 /* mmhal_frame.flags and mmhal_frame_meta.flags (MMEDGE_FRAME_*) */
 #define MMHAL_FRAME_ERROR		(1U << 0) /* failed or cancelled */
 #define MMHAL_FRAME_DROPPED_BEFORE	(1U << 1) /* frames were dropped since the last */
@@ -631,6 +746,9 @@ struct mmhal_timestamps {
  * @sensor_sof: with MMHAL_FRAME_TS_SENSOR: @ts.sof_raw on the source's
  *	sensor clock, ns; else 0.
  * @sensor_eof: likewise for @ts.eof_raw.
+ * @checksum: feed channels: the CRC-32 (zlib's crc32()) of the bytes the
+ *	device read; else 0.
+ * @pad: zero.
  * @reserved: zero.
  */
 struct mmhal_frame {
@@ -644,7 +762,9 @@ struct mmhal_frame {
 	uint64_t dropped;
 	uint64_t sensor_sof;
 	uint64_t sensor_eof;
-	uint64_t reserved[2];
+	uint32_t checksum;
+	uint32_t pad;
+	uint64_t reserved[1];
 };
 
 /* mmhal_chan_dequeue() timeouts */
@@ -811,6 +931,27 @@ struct mmhal_frame_meta {
 MMHAL_API int mmhal_frame_meta(struct mmhal_buf *buf,
 			       const struct mmhal_chan *chan,
 			       const struct mmhal_frame_meta **out);
+
+/**
+ * mmhal_frame_record() - the in-band record of a dequeued frame, on any
+ *	channel that writes one
+ * @chan: the channel @frame was dequeued from.
+ * @frame: from mmhal_chan_dequeue(); its buf is mapped on demand.
+ * @out: receives a pointer into the buffer's mapping; NULL on failure.
+ *
+ * Capture: as mmhal_frame_meta(). Copy: the record after the copied
+ * bytes, at ALIGN(@frame->bytesused, 64) of the destination. Feed
+ * channels write none. Checks as mmhal_frame_meta(), and that the
+ * record's sequence and bytesused are the frame's.
+ *
+ * Return: 0, or -EINVAL (NULL argument, @frame without a buffer),
+ * -ENOENT (a feed channel), -ENOSPC (the buffer cannot hold the record
+ * there), -EBADMSG (no record, another channel's or another frame's),
+ * -EPROTO, or mmhal_buf_map()'s error.
+ */
+MMHAL_API int mmhal_frame_record(const struct mmhal_chan *chan,
+				 const struct mmhal_frame *frame,
+				 const struct mmhal_frame_meta **out);
 
 /**
  * struct mmhal_imu_sample - one IMU6 record (24 bytes, little-endian)

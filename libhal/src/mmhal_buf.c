@@ -150,7 +150,7 @@ void mmhal_buf_free(struct mmhal_buf *buf)
 	if (!buf)
 		return;
 	if (buf->chan)
-		mmhal_chan_forget(buf->chan, buf->slot);
+		mmhal_chan_forget(buf->chan, buf->slot, buf);
 	if (buf->map)
 		munmap(buf->map, buf->size);
 	if (buf->import_id) {

@@ -43,6 +43,10 @@ static_assert(MMHAL_FRAME_DROPPED_BEFORE == MMEDGE_FRAME_DROPPED_BEFORE,
 static_assert(MMHAL_FRAME_TS_SOF_SOURCE == MMEDGE_FRAME_TS_SOF_SOURCE,
 	      "frame flag drift");
 static_assert(MMHAL_WAIT_BUCKETS == MMEDGE_WAIT_BUCKETS, "histogram drift");
+static_assert(MMHAL_CHAN_CAPTURE == MMEDGE_CHAN_CAPTURE &&
+	      MMHAL_CHAN_FEED == MMEDGE_CHAN_FEED &&
+	      MMHAL_CHAN_COPY == MMEDGE_CHAN_COPY, "direction drift");
+static_assert(MMHAL_JOB_MAX == (__u32)-1, "job length drift");
 static_assert(MMHAL_META_MAGIC == MMEDGE_META_MAGIC, "meta magic drift");
 static_assert(MMHAL_META_VERSION == MMEDGE_META_VERSION, "meta version drift");
 static_assert(MMHAL_IOCTL_CHAN_CREATE == _IOC_NR(MMEDGE_IOC_CHAN_CREATE), "nr drift");
@@ -107,6 +111,7 @@ static_assert(sizeof(struct mmedge_chan_stats) == MMEDGE_CHAN_STATS_SIZE_VER0,
 /* A queued buffer, by the cookie the driver carries (index + 1). */
 struct mmhal_slot {
 	struct mmhal_buf *buf;	/* NULL if freed while queued */
+	struct mmhal_buf *src;	/* a copy's source; NULL if none or freed */
 	uint64_t cookie;	/* the caller's */
 	int used;
 };
@@ -114,6 +119,7 @@ struct mmhal_slot {
 struct mmhal_chan {
 	struct mmhal_dev *dev;
 	uint32_t id;
+	uint32_t dir;		/* MMHAL_CHAN_* */
 	uint32_t frame_size;
 	uint32_t meta_offset;
 	struct mmhal_sensor_clock clock;
@@ -297,6 +303,7 @@ int mmhal_chan_create(struct mmhal_dev *dev, const struct mmhal_src *src,
 	}
 	chan->dev = dev;
 	chan->id = c.id;
+	chan->dir = MMHAL_CHAN_CAPTURE;
 	chan->frame_size = c.frame_size;
 	chan->meta_offset = c.meta_offset;
 	chan->clock.offset_ns = c.sensor_offset_ns;
@@ -304,6 +311,67 @@ int mmhal_chan_create(struct mmhal_dev *dev, const struct mmhal_src *src,
 	chan->clock.epoch = c.sensor_epoch;
 	*out = chan;
 	return 0;
+}
+
+int mmhal_chan_create_dir(struct mmhal_dev *dev, uint32_t dir,
+			  const struct mmhal_chan_params *params,
+			  struct mmhal_chan **out)
+{
+	struct mmhal_chan_params def = mmhal_chan_default_params();
+	struct mmedge_chan_create c;
+	struct mmedge_chan_destroy d;
+	struct mmhal_chan *chan;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!params)
+		params = &def;
+	if (!dev || (dir != MMHAL_CHAN_FEED && dir != MMHAL_CHAN_COPY))
+		return -EINVAL;
+	ret = mmhal_chan_params_check(params);
+	if (ret < 0)
+		return ret;
+	/* No source, so no sensor clock; jobs are never dropped. */
+	if (params->sensor_offset_ns || params->sensor_drift_ppb ||
+	    params->overrun != MMHAL_OVERRUN_DROP_NEWEST)
+		return -EINVAL;
+
+	chan = calloc(1, sizeof(*chan));
+	if (!chan)
+		return -ENOMEM;
+
+	memset(&c, 0, sizeof(c));
+	c.dir = dir;
+	c.weight = params->weight;
+	c.class = params->class;
+	c.cap = params->cap;
+	c.segment = params->segment;
+	ret = mmhal_ioctl(mmhal_dev_fd(dev), MMEDGE_IOC_CHAN_CREATE, &c);
+	if (ret < 0) {
+		free(chan);
+		return ret;
+	}
+	/* Feed and copy channels have no frame layout of their own. */
+	if (!c.id || c.frame_size || c.meta_offset) {
+		memset(&d, 0, sizeof(d));
+		d.id = c.id;
+		(void)mmhal_ioctl(mmhal_dev_fd(dev), MMEDGE_IOC_CHAN_DESTROY,
+				  &d);
+		free(chan);
+		return -EPROTO;
+	}
+	chan->dev = dev;
+	chan->id = c.id;
+	chan->dir = dir;
+	*out = chan;
+	return 0;
+}
+
+int mmhal_chan_dir(const struct mmhal_chan *chan)
+{
+	return chan ? (int)chan->dir : -EINVAL;
 }
 
 int mmhal_chan_sensor_clock(const struct mmhal_chan *chan,
@@ -346,9 +414,14 @@ void mmhal_chan_destroy(struct mmhal_chan *chan)
 	/* Fails only if the channel is gone already. */
 	(void)mmhal_ioctl(mmhal_dev_fd(chan->dev), MMEDGE_IOC_CHAN_DESTROY,
 			  &d);
-	for (i = 0; i < chan->nr_slots; i++)
-		if (chan->slots[i].used && chan->slots[i].buf)
+	for (i = 0; i < chan->nr_slots; i++) {
+		if (!chan->slots[i].used)
+			continue;
+		if (chan->slots[i].buf)
 			mmhal_buf_detach(chan->slots[i].buf);
+		if (chan->slots[i].src)
+			mmhal_buf_detach(chan->slots[i].src);
+	}
 	free(chan->slots);
 	free(chan);
 }
@@ -394,27 +467,28 @@ static long mmhal_chan_get_slot(struct mmhal_chan *chan)
 	return (long)i;
 }
 
-void mmhal_chan_forget(struct mmhal_chan *chan, size_t slot)
+void mmhal_chan_forget(struct mmhal_chan *chan, size_t slot,
+		       const struct mmhal_buf *buf)
 {
-	if (slot < chan->nr_slots)
+	if (slot >= chan->nr_slots)
+		return;
+	if (chan->slots[slot].buf == buf)
 		chan->slots[slot].buf = NULL;
+	if (chan->slots[slot].src == buf)
+		chan->slots[slot].src = NULL;
 }
 
-int mmhal_chan_queue(struct mmhal_chan *chan, struct mmhal_buf *buf,
-		     uint64_t cookie, int *fence_fd)
+/*
+ * QBUF of a job into a free slot: @src only for a copy, @bytesused 0 for
+ * a capture buffer. The arguments are checked by the callers.
+ */
+static int mmhal_chan_qbuf(struct mmhal_chan *chan, struct mmhal_buf *buf,
+			   struct mmhal_buf *src, uint32_t bytesused,
+			   uint64_t cookie, int *fence_fd)
 {
 	struct mmedge_qbuf q;
 	long slot;
 	int ret;
-
-	if (fence_fd)
-		*fence_fd = -1;
-	if (!chan || !buf || mmhal_buf_dev(buf) != chan->dev)
-		return -EINVAL;
-	if (mmhal_buf_size(buf) < mmhal_chan_buf_size(chan))
-		return -ENOSPC;
-	if (mmhal_buf_chan(buf))
-		return -EBUSY;
 
 	slot = mmhal_chan_get_slot(chan);
 	if (slot < 0)
@@ -425,17 +499,82 @@ int mmhal_chan_queue(struct mmhal_chan *chan, struct mmhal_buf *buf,
 	q.fd = mmhal_buf_fd(buf);
 	q.flags = fence_fd ? MMEDGE_QBUF_FENCE : 0;
 	q.cookie = (uint64_t)slot + 1;
+	if (src) {
+		q.flags |= MMEDGE_QBUF_SRC;
+		q.src_fd = mmhal_buf_fd(src);
+	}
+	q.bytesused = bytesused;
 	ret = mmhal_ioctl(mmhal_dev_fd(chan->dev), MMEDGE_IOC_QBUF, &q);
 	if (ret < 0)
 		return ret;
 
 	chan->slots[slot].used = 1;
 	chan->slots[slot].buf = buf;
+	chan->slots[slot].src = src;
 	chan->slots[slot].cookie = cookie;
 	mmhal_buf_attach(buf, chan, (size_t)slot);
+	if (src)
+		mmhal_buf_attach(src, chan, (size_t)slot);
 	if (fence_fd)
 		*fence_fd = q.fence_fd;
 	return 0;
+}
+
+int mmhal_chan_queue(struct mmhal_chan *chan, struct mmhal_buf *buf,
+		     uint64_t cookie, int *fence_fd)
+{
+	if (fence_fd)
+		*fence_fd = -1;
+	if (!chan || !buf || mmhal_buf_dev(buf) != chan->dev ||
+	    chan->dir != MMHAL_CHAN_CAPTURE)
+		return -EINVAL;
+	if (mmhal_buf_size(buf) < mmhal_chan_buf_size(chan))
+		return -ENOSPC;
+	if (mmhal_buf_chan(buf))
+		return -EBUSY;
+	return mmhal_chan_qbuf(chan, buf, NULL, 0, cookie, fence_fd);
+}
+
+int mmhal_chan_feed(struct mmhal_chan *chan, struct mmhal_buf *buf,
+		    uint64_t bytesused, uint64_t cookie, int *fence_fd)
+{
+	if (fence_fd)
+		*fence_fd = -1;
+	if (!chan || !buf || mmhal_buf_dev(buf) != chan->dev ||
+	    chan->dir != MMHAL_CHAN_FEED || !bytesused ||
+	    bytesused > MMHAL_JOB_MAX || bytesused > mmhal_buf_size(buf))
+		return -EINVAL;
+	if (mmhal_buf_chan(buf))
+		return -EBUSY;
+	return mmhal_chan_qbuf(chan, buf, NULL, (uint32_t)bytesused, cookie,
+			       fence_fd);
+}
+
+uint64_t mmhal_copy_buf_size(uint64_t bytesused)
+{
+	if (!bytesused || bytesused > MMHAL_JOB_MAX)
+		return 0;
+	return ((bytesused + 63) & ~63ULL) + sizeof(struct mmhal_frame_meta);
+}
+
+int mmhal_chan_copy(struct mmhal_chan *chan, struct mmhal_buf *dst,
+		    struct mmhal_buf *src, uint64_t bytesused, uint64_t cookie,
+		    int *fence_fd)
+{
+	if (fence_fd)
+		*fence_fd = -1;
+	if (!chan || !dst || !src || dst == src ||
+	    mmhal_buf_dev(dst) != chan->dev ||
+	    mmhal_buf_dev(src) != chan->dev || chan->dir != MMHAL_CHAN_COPY ||
+	    !bytesused || bytesused > MMHAL_JOB_MAX ||
+	    bytesused > mmhal_buf_size(src))
+		return -EINVAL;
+	if (mmhal_buf_size(dst) < mmhal_copy_buf_size(bytesused))
+		return -ENOSPC;
+	if (mmhal_buf_chan(dst) || mmhal_buf_chan(src))
+		return -EBUSY;
+	return mmhal_chan_qbuf(chan, dst, src, (uint32_t)bytesused, cookie,
+			       fence_fd);
 }
 
 int mmhal_chan_dequeue(struct mmhal_chan *chan, int timeout_ms,
@@ -475,6 +614,7 @@ int mmhal_chan_dequeue(struct mmhal_chan *chan, int timeout_ms,
 	out->dropped = d.dropped;
 	out->sensor_sof = d.sensor_sof;
 	out->sensor_eof = d.sensor_eof;
+	out->checksum = d.checksum;
 
 	if (d.cookie >= 1 && d.cookie <= chan->nr_slots &&
 	    chan->slots[d.cookie - 1].used) {
@@ -483,6 +623,8 @@ int mmhal_chan_dequeue(struct mmhal_chan *chan, int timeout_ms,
 		out->cookie = s->cookie;
 		if (s->buf)
 			mmhal_buf_detach(s->buf);
+		if (s->src)
+			mmhal_buf_detach(s->src);
 		memset(s, 0, sizeof(*s));
 	}
 	return 0;
@@ -572,31 +714,72 @@ uint64_t mmhal_wait_bucket_ns(unsigned int bucket)
 	return 1ULL << (bucket + 10);
 }
 
-int mmhal_frame_meta(struct mmhal_buf *buf, const struct mmhal_chan *chan,
-		     const struct mmhal_frame_meta **out)
+/* The record of channel @id at @offset of @buf, checked. */
+static int mmhal_meta_at(struct mmhal_buf *buf, uint32_t id, uint64_t offset,
+			 const struct mmhal_frame_meta **out)
 {
 	const struct mmhal_frame_meta *m;
 	void *base;
 	int ret;
 
+	if (mmhal_buf_size(buf) < offset ||
+	    mmhal_buf_size(buf) - offset < sizeof(*m))
+		return -ENOSPC;
+	ret = mmhal_buf_map(buf, &base);
+	if (ret < 0)
+		return ret;
+	m = (const struct mmhal_frame_meta *)((char *)base + offset);
+	if (m->magic != MMHAL_META_MAGIC || m->chan != id)
+		return -EBADMSG;
+	if (m->version < 1)
+		return -EPROTO;
+	/* A newer driver may write a longer record, never a shorter one. */
+	if (m->size < sizeof(*m) || m->size > mmhal_buf_size(buf) - offset)
+		return -EBADMSG;
+	*out = m;
+	return 0;
+}
+
+int mmhal_frame_meta(struct mmhal_buf *buf, const struct mmhal_chan *chan,
+		     const struct mmhal_frame_meta **out)
+{
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
 	if (!buf || !chan)
 		return -EINVAL;
-	if (mmhal_buf_size(buf) < mmhal_chan_buf_size(chan))
-		return -ENOSPC;
-	ret = mmhal_buf_map(buf, &base);
+	return mmhal_meta_at(buf, chan->id, chan->meta_offset, out);
+}
+
+int mmhal_frame_record(const struct mmhal_chan *chan,
+		       const struct mmhal_frame *frame,
+		       const struct mmhal_frame_meta **out)
+{
+	const struct mmhal_frame_meta *m;
+	uint64_t offset;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!chan || !frame || !frame->buf)
+		return -EINVAL;
+	switch (chan->dir) {
+	case MMHAL_CHAN_CAPTURE:
+		offset = chan->meta_offset;
+		break;
+	case MMHAL_CHAN_COPY:
+		if (!frame->bytesused || frame->bytesused > MMHAL_JOB_MAX)
+			return -EBADMSG;
+		offset = (frame->bytesused + 63) & ~63ULL;
+		break;
+	default:
+		return -ENOENT;
+	}
+	ret = mmhal_meta_at(frame->buf, chan->id, offset, &m);
 	if (ret < 0)
 		return ret;
-	m = (const struct mmhal_frame_meta *)((char *)base + chan->meta_offset);
-	if (m->magic != MMHAL_META_MAGIC || m->chan != chan->id)
-		return -EBADMSG;
-	if (m->version < 1)
-		return -EPROTO;
-	/* A newer driver may write a longer record, never a shorter one. */
-	if (m->size < sizeof(*m) ||
-	    m->size > mmhal_buf_size(buf) - chan->meta_offset)
+	if (m->sequence != frame->sequence || m->bytesused != frame->bytesused)
 		return -EBADMSG;
 	*out = m;
 	return 0;
