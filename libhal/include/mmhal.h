@@ -1171,6 +1171,117 @@ MMHAL_API int mmhal_clock_fit_info(struct mmhal_clock_fit *fit,
 				   struct mmhal_clock_fit_info *out);
 
 /*
+ * Pairing an audio window with camera frames
+ *
+ * An audio window is the span [first sample, last sample] of a
+ * microphone's stamps on its sensor clock; a camera frame is seen during
+ * its exposure [start, end] on the camera's sensor clock (for mmedge's
+ * cameras start is mmhal_frame.sensor_sof; the end is the caller's
+ * knowledge of the exposure: sensor_sof plus the exposure time, or the
+ * next frame's sensor_sof for a rolling exposure of the whole period).
+ * mmhal_align_window() puts both on CLOCK_MONOTONIC through each source's
+ * clock fit and returns the frames whose exposure overlaps the window.
+ */
+
+/**
+ * struct mmhal_align_frame - a camera frame's exposure
+ * @sequence: the frame's sequence number.
+ * @start: exposure start, ns on the camera's sensor clock.
+ * @end: exposure end, same clock, >= @start.
+ */
+struct mmhal_align_frame {
+	uint64_t sequence;
+	uint64_t start;
+	uint64_t end;
+};
+
+/**
+ * struct mmhal_align_overlap - a frame that overlaps the window
+ * @index: the frame's index in the array given.
+ * @pad: zero.
+ * @sequence: its sequence number.
+ * @overlap_ns: length of exposure and window in common, on
+ *	CLOCK_MONOTONIC.
+ * @frame_fraction: @overlap_ns / the exposure's length (1 for an
+ *	exposure of length 0 inside the window).
+ * @window_fraction: @overlap_ns / the window's length (1 for a window of
+ *	length 0 inside the exposure).
+ */
+struct mmhal_align_overlap {
+	uint32_t index;
+	uint32_t pad;
+	uint64_t sequence;
+	uint64_t overlap_ns;
+	double frame_fraction;
+	double window_fraction;
+};
+
+/**
+ * struct mmhal_align_result - an audio window paired with camera frames
+ * @win_start: the window's first sample on CLOCK_MONOTONIC, ns.
+ * @win_end: its last sample, ns.
+ * @uncert_ns: one-sigma uncertainty of an edge comparison: the root sum
+ *	of squares of the largest uncertainty the two fits reported for the
+ *	stamps used (0 where both fits are NULL).
+ * @n_overlap: frames that overlap the window (all of them, also those
+ *	past the caller's array).
+ * @first_index: index of the first overlapping frame (0 if none).
+ * @last_index: index of the last one (0 if none).
+ * @seq_first: its sequence number; with @seq_last the range of frames
+ *	the window was heard during.
+ * @seq_last: the last overlapping frame's sequence number.
+ * @pad: zero.
+ * @coverage: the fraction of the window some exposure covers (sum of the
+ *	overlaps over the window's length, at most 1; 1 for a window of
+ *	length 0 inside an exposure).
+ * @reserved: zero.
+ */
+struct mmhal_align_result {
+	uint64_t win_start;
+	uint64_t win_end;
+	uint64_t uncert_ns;
+	uint32_t n_overlap;
+	uint32_t first_index;
+	uint32_t last_index;
+	uint32_t pad;
+	uint64_t seq_first;
+	uint64_t seq_last;
+	double coverage;
+	uint64_t reserved[4];
+};
+
+/**
+ * mmhal_align_window() - the camera frames an audio window overlaps
+ * @mic: the microphone's clock fit, or NULL to take its stamps as
+ *	CLOCK_MONOTONIC (no correction: for comparison).
+ * @mic_first: the window's first sample, ns on the microphone's clock.
+ * @mic_last: its last sample, >= @mic_first.
+ * @cam: the camera's clock fit, or NULL as for @mic.
+ * @frames: @n_frames exposures in order (@start not decreasing).
+ * @n_frames: 0..UINT32_MAX.
+ * @ov: NULL, or receives the first @max_ov overlapping frames in order.
+ * @max_ov: entries of @ov.
+ * @out: the pairing; zeroed on failure.
+ *
+ * A frame overlaps when its exposure and the window have a part of
+ * positive length in common, or when one of them has length 0 and lies
+ * inside the other (ends included). With exposures that do not overlap
+ * each other, the overlapping frames are consecutive.
+ *
+ * Return: 0, or -EINVAL (NULL @out, NULL @frames with @n_frames > 0,
+ * @mic_last before @mic_first, an exposure ending before it starts,
+ * exposures out of order, NULL @ov with @max_ov > 0, @n_frames too
+ * large), -EAGAIN (a fit that cannot map yet, as mmhal_clock_fit_map()).
+ */
+MMHAL_API int mmhal_align_window(struct mmhal_clock_fit *mic,
+				 uint64_t mic_first, uint64_t mic_last,
+				 struct mmhal_clock_fit *cam,
+				 const struct mmhal_align_frame *frames,
+				 size_t n_frames,
+				 struct mmhal_align_overlap *ov, size_t max_ov,
+				 struct mmhal_align_result *out);
+
+/*
  * Names and messages
  */
 

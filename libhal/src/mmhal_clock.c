@@ -11,8 +11,12 @@
  * gives a; points further than 3.5 robust sigmas from that line are
  * dropped and the rest fitted by least squares, whose spread is the
  * uncertainty.
+ *
+ * mmhal_align_window() pairs an audio window with camera exposures on
+ * the common timeline the fits give.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,5 +320,106 @@ int mmhal_clock_fit_info(struct mmhal_clock_fit *fit,
 			 fit->a;
 	out->residual_rms_ns = fit->rms;
 	out->residual_max_ns = fit->rmax;
+	return 0;
+}
+
+/* @sensor on CLOCK_MONOTONIC through @fit (NULL: as it is). */
+static int mmhal_align_map(struct mmhal_clock_fit *fit, uint64_t sensor,
+			   uint64_t *mono, uint64_t *max_unc)
+{
+	uint64_t unc;
+	int ret;
+
+	if (!fit) {
+		*mono = sensor;
+		return 0;
+	}
+	ret = mmhal_clock_fit_map(fit, sensor, mono, &unc);
+	if (ret)
+		return ret;
+	if (unc > *max_unc)
+		*max_unc = unc;
+	return 0;
+}
+
+int mmhal_align_window(struct mmhal_clock_fit *mic, uint64_t mic_first,
+		       uint64_t mic_last, struct mmhal_clock_fit *cam,
+		       const struct mmhal_align_frame *frames, size_t n_frames,
+		       struct mmhal_align_overlap *ov, size_t max_ov,
+		       struct mmhal_align_result *out)
+{
+	uint64_t mic_unc = 0, cam_unc = 0, ws, we, fs, fe, lo, hi, len, wlen;
+	double covered = 0;
+	size_t i;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if ((!frames && n_frames) || (!ov && max_ov) || n_frames > UINT32_MAX ||
+	    (int64_t)(mic_last - mic_first) < 0)
+		return -EINVAL;
+	for (i = 0; i < n_frames; i++) {
+		if ((int64_t)(frames[i].end - frames[i].start) < 0 ||
+		    (i && (int64_t)(frames[i].start - frames[i - 1].start) < 0))
+			return -EINVAL;
+	}
+
+	ret = mmhal_align_map(mic, mic_first, &ws, &mic_unc);
+	if (!ret)
+		ret = mmhal_align_map(mic, mic_last, &we, &mic_unc);
+	if (ret)
+		return ret;
+	/* Positions relative to the window's start: no wrap to care about. */
+	wlen = (int64_t)(we - ws) > 0 ? we - ws : 0;
+
+	for (i = 0; i < n_frames; i++) {
+		struct mmhal_align_overlap *o;
+		int64_t a, b;
+
+		ret = mmhal_align_map(cam, frames[i].start, &fs, &cam_unc);
+		if (!ret)
+			ret = mmhal_align_map(cam, frames[i].end, &fe, &cam_unc);
+		if (ret) {
+			memset(out, 0, sizeof(*out));
+			return ret;
+		}
+		a = (int64_t)(fs - ws);
+		b = (int64_t)(fe - ws);
+		if (b < a)		/* a fit bent a tiny exposure */
+			b = a;
+		lo = a > 0 ? (uint64_t)a : 0;
+		hi = (uint64_t)b < wlen ? (uint64_t)b : wlen;
+		if (b < 0 || (a > 0 && (uint64_t)a > wlen))
+			continue;	/* apart, not even touching */
+		len = hi - lo;
+		/* Touching ends overlap only where one side is a point. */
+		if (!len && a != b && wlen)
+			continue;
+		if (!out->n_overlap) {
+			out->first_index = (uint32_t)i;
+			out->seq_first = frames[i].sequence;
+		}
+		out->last_index = (uint32_t)i;
+		out->seq_last = frames[i].sequence;
+		if (out->n_overlap < max_ov) {
+			o = &ov[out->n_overlap];
+			memset(o, 0, sizeof(*o));
+			o->index = (uint32_t)i;
+			o->sequence = frames[i].sequence;
+			o->overlap_ns = len;
+			o->frame_fraction = a == b ? 1.0 :
+					    (double)len / (double)(b - a);
+			o->window_fraction = wlen ? (double)len / (double)wlen :
+						    1.0;
+		}
+		out->n_overlap++;
+		covered += wlen ? (double)len / (double)wlen : 1.0;
+	}
+	out->win_start = ws;
+	out->win_end = ws + wlen;
+	out->uncert_ns = (uint64_t)ceil(sqrt((double)mic_unc * (double)mic_unc +
+					     (double)cam_unc * (double)cam_unc));
+	out->coverage = covered > 1.0 ? 1.0 : covered;
 	return 0;
 }
