@@ -72,6 +72,7 @@ struct mmhal_sampler;
 
 /* KV cache element type (ggml type ids). */
 enum mmhal_kv_type {
+	MMHAL_KV_F32 = 0,	/* sessions only (mmhal_ctx_create()) */
 	MMHAL_KV_F16 = 1,
 	MMHAL_KV_Q8_0 = 8,	/* needs a head dimension multiple of 32 */
 };
@@ -296,6 +297,13 @@ struct mmhal_model_stats {
 	uint64_t file_bytes;
 	int n_past;
 	int n_ctx;
+	/* context shift (mmhal_ctx_params.ctx_shift): shifts done and
+	 * positions they discarded */
+	int64_t shifts;
+	int64_t shift_discarded;
+	/* positions kept by mmhal_ctx_reuse_prefix() instead of being
+	 * evaluated again */
+	int64_t reused_positions;
 };
 
 MMHAL_API int mmhal_model_stats(const struct mmhal_model *model,
@@ -327,10 +335,42 @@ struct mmhal_ctx_params {
 	int kv_type;
 	mmhal_abort_cb abort_cb;	/* may be NULL */
 	void *abort_arg;
-	uint32_t reserved[8];	/* zero */
+	/* 1: context shift (see below); 0 (default): an eval that does not
+	 * fit returns -ENOSPC */
+	int ctx_shift;
+	/* context shift: positions kept at the start (the system prompt) */
+	int n_keep;
+	uint32_t reserved[6];	/* zero */
 };
 
 MMHAL_API struct mmhal_ctx_params mmhal_ctx_default_params(void);
+
+/*
+ * Context shift (params.ctx_shift = 1): when an eval (or a generate step)
+ * of n positions does not fit (n_past + n > n_ctx), the session keeps the
+ * first n_keep positions, discards the oldest half of the rest (or more
+ * if n needs it), moves the remaining K/V rows down and rotates their
+ * keys back by the distance moved (RoPE is applied before caching; the
+ * rows are converted to f32, rotated and stored again in the cache's
+ * type), then evaluates. tokens[], the embedding IDs and n_past follow;
+ * stats.shifts and stats.shift_discarded count it. The later positions
+ * keep what they computed while the discarded ones were in the context
+ * (as llama.cpp's context shift).
+ *
+ * Embedding runs are never cut: a boundary (n_keep or the end of the
+ * discarded span) that falls inside a run (adjacent MMHAL_TOKEN_EMBD
+ * positions of one id, see mmhal_ctx_eval_embd_id(); anonymous rows, id
+ * 0, form one run) moves forward to the run's end (n_keep then keeps the
+ * whole run). Runs of one non-zero id separated by at most
+ * MMHAL_CHUNK_GAP tokens (an idefics3 image's tiles and the markers
+ * between them) count as one run. Marker tokens before a chunk's first
+ * run or after its last are ordinary tokens and may be discarded apart
+ * from it.
+ *
+ * Still -ENOSPC: n > n_ctx - n_keep (after the n_keep boundary moved),
+ * or nothing after n_keep to discard.
+ */
+#define MMHAL_CHUNK_GAP	8
 
 /**
  * mmhal_ctx_create() - a new session of a loaded model
@@ -371,6 +411,46 @@ MMHAL_API int mmhal_ctx_eval(struct mmhal_ctx *ctx, const int32_t *tokens,
  */
 MMHAL_API int mmhal_ctx_eval_embd(struct mmhal_ctx *ctx, const float *embd,
 				  int n, int n_embd, float *logits_last);
+/*
+ * mmhal_ctx_eval_embd_id() - as mmhal_ctx_eval_embd(), with an identity
+ * @id: non-zero: what the rows are (e.g. a hash of a chunk's embeddings),
+ *   recorded for each of the n positions; the same id must always stand
+ *   for the same rows in the same order (a chunk evaluated in pieces
+ *   passes its id with each piece). mmhal_ctx_eval_embd() records 0:
+ *   anonymous rows, never reused.
+ *
+ * Token positions record id 0. mmhal_ctx_ids() returns the ids.
+ */
+MMHAL_API int mmhal_ctx_eval_embd_id(struct mmhal_ctx *ctx,
+				     const float *embd, int n, int n_embd,
+				     uint64_t id, float *logits_last);
+/* The ids of the positions in the cache (n_past), valid until the next
+ * eval. */
+MMHAL_API const uint64_t *mmhal_ctx_ids(const struct mmhal_ctx *ctx);
+/*
+ * mmhal_ctx_common_prefix() - positions of a sequence already in the cache
+ * @tokens, @ids: n positions as tokens[] / mmhal_ctx_ids() would record
+ *   them (ids may be NULL: then no embedding position matches).
+ *
+ * Return: the number of leading positions equal in both: the same token,
+ * and for MMHAL_TOKEN_EMBD the same non-zero id (>= 0), or -EINVAL.
+ */
+MMHAL_API int mmhal_ctx_common_prefix(const struct mmhal_ctx *ctx,
+				      const int32_t *tokens,
+				      const uint64_t *ids, int n);
+/*
+ * mmhal_ctx_reuse_prefix() - keep the cache's common prefix with a
+ * sequence, so that only the rest is evaluated
+ *
+ * Truncates the cache to the common prefix (at most n - 1 positions, so
+ * that evaluating the rest gives the last position's logits) and adds it
+ * to stats.reused_positions.
+ *
+ * Return: the positions kept (>= 0), or -EINVAL.
+ */
+MMHAL_API int mmhal_ctx_reuse_prefix(struct mmhal_ctx *ctx,
+				     const int32_t *tokens,
+				     const uint64_t *ids, int n);
 MMHAL_API const float *mmhal_ctx_logits(const struct mmhal_ctx *ctx);
 MMHAL_API int mmhal_ctx_n_past(const struct mmhal_ctx *ctx);
 MMHAL_API const int32_t *mmhal_ctx_tokens(const struct mmhal_ctx *ctx);

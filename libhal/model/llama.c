@@ -250,13 +250,20 @@ static int mm_llama_forward(struct mmhal_ctx *c, const int32_t *tok,
 /* Tokens (embd NULL) or embedding rows through the decoder, n_batch
  * positions a step. */
 static int mm_ctx_eval_any(struct mmhal_ctx *c, const int32_t *tokens,
-			   const float *embd, int n, float *logits_last)
+			   const float *embd, uint64_t id, int n,
+			   float *logits_last)
 {
 	const int e = c->model->hp.n_embd;
-	const int n_past0 = c->n_past;
+	int n_past0 = c->n_past;
 	double t0;
 	int ret = 0;
 
+	if (n > c->n_ctx - c->n_past && c->ctx_shift) {
+		ret = mm_llama_shift(c, n);
+		if (ret)
+			return ret;
+		n_past0 = c->n_past;
+	}
 	if (n > c->n_ctx - c->n_past) {
 		snprintf(c->err, sizeof(c->err),
 			 "context full (ENOSPC): %d tokens in the cache + %d > n_ctx %d; reset or truncate",
@@ -279,6 +286,8 @@ static int mm_ctx_eval_any(struct mmhal_ctx *c, const int32_t *tokens,
 		else
 			for (int i = 0; i < cnt; i++)
 				c->tokens[c->n_past + i] = MMHAL_TOKEN_EMBD;
+		for (int i = 0; i < cnt; i++)
+			c->ids[c->n_past + i] = tokens ? 0 : id;
 		c->n_past += cnt;
 		done += cnt;
 	}
@@ -328,11 +337,18 @@ MMHAL_API int mmhal_ctx_eval(struct mmhal_ctx *c, const int32_t *tokens,
 				 tokens[i], i, c->model->hp.n_vocab);
 			return -EINVAL;
 		}
-	return mm_ctx_eval_any(c, tokens, NULL, n, logits_last);
+	return mm_ctx_eval_any(c, tokens, NULL, 0, n, logits_last);
 }
 
 MMHAL_API int mmhal_ctx_eval_embd(struct mmhal_ctx *c, const float *embd,
 				  int n, int n_embd, float *logits_last)
+{
+	return mmhal_ctx_eval_embd_id(c, embd, n, n_embd, 0, logits_last);
+}
+
+MMHAL_API int mmhal_ctx_eval_embd_id(struct mmhal_ctx *c, const float *embd,
+				     int n, int n_embd, uint64_t id,
+				     float *logits_last)
 {
 	const int e = c ? c->model->hp.n_embd : 0;
 
@@ -356,7 +372,7 @@ MMHAL_API int mmhal_ctx_eval_embd(struct mmhal_ctx *c, const float *embd,
 				 i / e, i % e);
 			return -EINVAL;
 		}
-	return mm_ctx_eval_any(c, NULL, embd, n, logits_last);
+	return mm_ctx_eval_any(c, NULL, embd, id, n, logits_last);
 }
 
 /* ---- generate --------------------------------------------------------- */

@@ -7,8 +7,10 @@
  * white-box tests) can share it:
  *
  *   llama_load.c  hyperparameters, weights, repacking, info; model load/free
- *   llama_ctx.c   sessions: parameters, KV cache and activations, stats
+ *   llama_ctx.c   sessions: parameters, KV cache and activations, stats,
+ *                 context shift, prefix reuse
  *   llama_attn.c  attention over the KV cache (prefill, decode segments)
+ *   llama_state.c a session's cache saved to / loaded from a file
  *   llama.c       the forward pass, eval/generate, the model-level API
  *   vec.c         SIMD row helpers and the attention kernel (vec.h)
  *
@@ -116,6 +118,8 @@ struct mmhal_ctx {
 	uint8_t *kv_k, *kv_v;
 	int n_past;
 	int32_t *tokens;	/* n_ctx: the tokens in the cache */
+	uint64_t *ids;		/* n_ctx: embedding ids (0: a token or anonymous) */
+	int ctx_shift, n_keep;	/* context shift policy (mmhal_ctx_params) */
 
 	/* activations, n_batch rows */
 	float *x, *xn, *q, *k, *v, *att, *gate, *up;
@@ -166,6 +170,13 @@ static inline size_t mm_kv_at(const struct mmhal_ctx *c, int layer, int kvh,
 int mm_llama_ctx_new(const struct mmhal_model *m,
 		     const struct mmhal_ctx_params *p, const char *kernels,
 		     struct mmhal_ctx **out, char *err, size_t errlen);
+
+/* llama_ctx.c: context shift making room for n more positions
+ * (params.ctx_shift); 0, or -ENOSPC with c->err set. */
+int mm_llama_shift(struct mmhal_ctx *c, int n);
+/* The end of a span that a cut at b must not fall inside (b itself when
+ * b is not inside an embedding run or chunk); b <= n_past. */
+int mm_llama_run_end(const struct mmhal_ctx *c, int b);
 
 /* llama_attn.c: attention of the n rows of c->q (positions n_past ..)
  * over layer's cache rows into c->att; nseg from mm_llama_attn_nseg()

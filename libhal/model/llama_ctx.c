@@ -5,6 +5,7 @@
  * allocation accounting that models and sessions share.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,13 +139,17 @@ int mm_llama_ctx_new(const struct mmhal_model *m,
 	const struct mm_llama_hp *hp = &m->hp;
 	struct mmhal_ctx *c;
 	size_t nb;
-	int ret;
+	int ret, n_ctx;
 
 	*out = NULL;
-	if (p->kv_type != MMHAL_KV_F16 && p->kv_type != MMHAL_KV_Q8_0)
+	if (p->kv_type != MMHAL_KV_F32 && p->kv_type != MMHAL_KV_F16 &&
+	    p->kv_type != MMHAL_KV_Q8_0)
 		return mm_errf(-EINVAL, err, errlen,
-			       "kv_type %d not supported (F16 1, Q8_0 8)",
+			       "kv_type %d not supported (F32 0, F16 1, Q8_0 8)",
 			       p->kv_type);
+	if (p->ctx_shift != 0 && p->ctx_shift != 1)
+		return mm_errf(-EINVAL, err, errlen,
+			       "ctx_shift %d: 0 (off) or 1", p->ctx_shift);
 	if (p->kv_type == MMHAL_KV_Q8_0 && hp->head_dim % MM_QK)
 		return mm_errf(-ENOTSUP, err, errlen,
 			       "kv_type Q8_0 needs a head dimension multiple of 32 (%d)",
@@ -156,17 +161,24 @@ int mm_llama_ctx_new(const struct mmhal_model *m,
 		return mm_errf(-EINVAL, err, errlen,
 			       "n_threads %d: at most %d", p->n_threads,
 			       MM_CTX_MAX_THREADS);
+	n_ctx = p->n_ctx > 0 ? p->n_ctx :
+		(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+	if (p->n_keep < 0 || p->n_keep >= n_ctx)
+		return mm_errf(-EINVAL, err, errlen,
+			       "n_keep %d: must be in 0 .. n_ctx - 1 (%d)",
+			       p->n_keep, n_ctx - 1);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return mm_errf(-ENOMEM, err, errlen, "out of memory");
 	c->model = m;
 	c->abort_cb = p->abort_cb;
 	c->abort_arg = p->abort_arg;
-	c->n_ctx = p->n_ctx > 0 ? p->n_ctx :
-		(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+	c->n_ctx = n_ctx;
 	c->n_batch = p->n_batch > 0 ? p->n_batch : 512;
 	if (c->n_batch > c->n_ctx)
 		c->n_batch = c->n_ctx;
+	c->ctx_shift = p->ctx_shift;
+	c->n_keep = p->n_keep;
 	c->kv_type = p->kv_type;
 	c->kv_dim = hp->n_head_kv * hp->head_dim;
 	ret = kernels ? mm_ctx_create_with(p->n_threads, kernels, &c->mm) :
@@ -186,6 +198,7 @@ int mm_llama_ctx_new(const struct mmhal_model *m,
 	c->kv_v = mm_llama_alloc(&c->mem, nb);
 	c->st.kv_bytes = 2 * nb;
 	c->tokens = mm_llama_alloc(&c->mem, c->n_ctx * sizeof(int32_t));
+	c->ids = mm_llama_alloc(&c->mem, c->n_ctx * sizeof(uint64_t));
 
 	/* activations */
 	{
@@ -220,7 +233,7 @@ int mm_llama_ctx_new(const struct mmhal_model *m,
 					  c->aseg_max * grp *
 					  (hp->head_dim + 2) * sizeof(float));
 	}
-	if (!c->kv_k || !c->kv_v || !c->tokens || !c->x || !c->xn || !c->q ||
+	if (!c->kv_k || !c->kv_v || !c->tokens || !c->ids || !c->x || !c->xn || !c->q ||
 	    !c->k || !c->v || !c->att || !c->gate || !c->up || !c->logits ||
 	    !c->scratch || !c->kf || !c->vf || !c->apart || !c->rope_cs) {
 		mm_errf(0, err, errlen, "out of memory for the KV cache (%zu bytes) "
@@ -263,6 +276,7 @@ MMHAL_API void mmhal_ctx_free(struct mmhal_ctx *c)
 	mm_llama_free(&c->mem, c->kv_k);
 	mm_llama_free(&c->mem, c->kv_v);
 	mm_llama_free(&c->mem, c->tokens);
+	mm_llama_free(&c->mem, c->ids);
 	mm_llama_free(&c->mem, c->x);
 	mm_llama_free(&c->mem, c->xn);
 	mm_llama_free(&c->mem, c->q);
@@ -331,6 +345,157 @@ MMHAL_API int mmhal_ctx_truncate(struct mmhal_ctx *c, int n_keep)
 	return 0;
 }
 
+MMHAL_API const uint64_t *mmhal_ctx_ids(const struct mmhal_ctx *c)
+{
+	return c ? c->ids : NULL;
+}
+
+MMHAL_API int mmhal_ctx_common_prefix(const struct mmhal_ctx *c,
+				      const int32_t *tokens,
+				      const uint64_t *ids, int n)
+{
+	int i;
+
+	if (!c || n < 0 || (n && !tokens))
+		return -EINVAL;
+	for (i = 0; i < n && i < c->n_past; i++) {
+		if (tokens[i] != c->tokens[i])
+			break;
+		if (tokens[i] == MMHAL_TOKEN_EMBD &&
+		    (!ids || !ids[i] || ids[i] != c->ids[i]))
+			break;
+	}
+	return i;
+}
+
+MMHAL_API int mmhal_ctx_reuse_prefix(struct mmhal_ctx *c,
+				     const int32_t *tokens,
+				     const uint64_t *ids, int n)
+{
+	int keep = mmhal_ctx_common_prefix(c, tokens, ids, n);
+
+	if (keep < 0)
+		return keep;
+	if (keep > n - 1)
+		keep = n > 0 ? n - 1 : 0;
+	mmhal_ctx_truncate(c, keep);
+	c->st.reused_positions += keep;
+	return keep;
+}
+
+/* ---- context shift ---------------------------------------------------- */
+
+/*
+ * A cut at b (positions < b on one side) falls inside a run when the last
+ * embedding row before b and the first at or after b belong together:
+ * adjacent with the same id (0 included: anonymous rows), or the same
+ * non-zero id at most MMHAL_CHUNK_GAP tokens apart (one chunk's tiles).
+ * Then the cut moves past that row, and again until it is clear.
+ */
+int mm_llama_run_end(const struct mmhal_ctx *c, int b)
+{
+	while (b > 0 && b < c->n_past) {
+		int p = b - 1, q = b;
+
+		while (p >= 0 && c->tokens[p] != MMHAL_TOKEN_EMBD &&
+		       b - 1 - p < MMHAL_CHUNK_GAP)
+			p--;
+		if (p < 0 || c->tokens[p] != MMHAL_TOKEN_EMBD)
+			return b;
+		while (q < c->n_past && c->tokens[q] != MMHAL_TOKEN_EMBD &&
+		       q - p - 1 < MMHAL_CHUNK_GAP)
+			q++;
+		if (q >= c->n_past || c->tokens[q] != MMHAL_TOKEN_EMBD ||
+		    c->ids[q] != c->ids[p] || (q != p + 1 && !c->ids[p]))
+			return b;
+		b = q + 1;
+	}
+	return b;
+}
+
+struct mm_shift_job {
+	struct mmhal_ctx *c;
+	int k0, k1;		/* rows [k1, n_past) move to k0 */
+	const float *cs;	/* n_rot / 2 (cos, sin) of -(k1 - k0) * freq */
+};
+
+/* (layer, KV head) units: V rows moved as bytes, K rows converted to f32,
+ * rotated back by the distance and stored again. */
+static void mm_shift_task(int64_t begin, int64_t end, void *arg)
+{
+	const struct mm_shift_job *j = arg;
+	struct mmhal_ctx *c = j->c;
+	const struct mm_llama_hp *hp = &c->model->hp;
+	const int hd = hp->head_dim, n = c->n_past - j->k1;
+	int slot = __atomic_fetch_add(&c->slot, 1, __ATOMIC_RELAXED);
+	float *buf = c->scratch + (size_t)slot * c->scratch_stride;
+
+	for (int64_t u = begin; u < end; u++) {
+		const int layer = (int)(u / hp->n_head_kv);
+		const int h = (int)(u % hp->n_head_kv);
+		const size_t dst = mm_kv_at(c, layer, h, j->k0);
+		const size_t src = mm_kv_at(c, layer, h, j->k1);
+
+		memmove(c->kv_v + dst, c->kv_v + src, (size_t)n * c->kv_rs);
+		for (int t = 0; t < n; t++) {
+			const size_t o = (size_t)t * c->kv_rs;
+
+			mm_dequantize_row((enum mm_type)c->kv_type,
+					  c->kv_k + src + o, buf, hd);
+			for (int r = 0; r < hp->n_rot / 2; r++) {
+				const float co = j->cs[2 * r], si = j->cs[2 * r + 1];
+				const float a = buf[2 * r], b = buf[2 * r + 1];
+
+				buf[2 * r] = a * co - b * si;
+				buf[2 * r + 1] = a * si + b * co;
+			}
+			mm_quantize_row((enum mm_type)c->kv_type, buf,
+					c->kv_k + dst + o, hd);
+		}
+	}
+}
+
+int mm_llama_shift(struct mmhal_ctx *c, int n)
+{
+	const struct mmhal_model *m = c->model;
+	const int need = c->n_past + n - c->n_ctx;
+	int k0 = mm_llama_run_end(c, c->n_keep < c->n_past ? c->n_keep :
+				  c->n_past);
+	int k1, d, half;
+	struct mm_shift_job j = { .c = c, .k0 = k0 };
+
+	if (n > c->n_ctx - k0) {
+		snprintf(c->err, sizeof(c->err),
+			 "context full (ENOSPC): %d positions do not fit beside the %d kept (n_keep %d) in n_ctx %d",
+			 n, k0, c->n_keep, c->n_ctx);
+		return -ENOSPC;
+	}
+	half = (c->n_past - k0) / 2;
+	k1 = mm_llama_run_end(c, k0 + (half > need ? half : need));
+	d = k1 - k0;
+	/* the rotation by -d, in double: both factors of the angle exact */
+	for (int r = 0; r < m->hp.n_rot / 2; r++) {
+		const double th = -(double)d * m->inv_freq[r];
+
+		c->rope_cs[2 * r] = (float)cos(th);
+		c->rope_cs[2 * r + 1] = (float)sin(th);
+	}
+	j.k1 = k1;
+	j.cs = c->rope_cs;
+	c->slot = 0;
+	if (k1 < c->n_past)
+		mm_parallel_for(c->mm, (int64_t)m->hp.n_layer * m->hp.n_head_kv,
+				mm_shift_task, &j);
+	memmove(c->tokens + k0, c->tokens + k1,
+		(size_t)(c->n_past - k1) * sizeof(*c->tokens));
+	memmove(c->ids + k0, c->ids + k1,
+		(size_t)(c->n_past - k1) * sizeof(*c->ids));
+	c->n_past -= d;
+	c->st.shifts++;
+	c->st.shift_discarded += d;
+	return 0;
+}
+
 /* ---- accounting ------------------------------------------------------- */
 
 MMHAL_API int mmhal_ctx_stats(const struct mmhal_ctx *c,
@@ -369,4 +534,7 @@ MMHAL_API void mmhal_ctx_stats_reset(struct mmhal_ctx *c)
 	c->st.decode_max_ms = 0;
 	c->st.sample_ms = 0;
 	c->st.sample_tokens = 0;
+	c->st.shifts = 0;
+	c->st.shift_discarded = 0;
+	c->st.reused_positions = 0;
 }

@@ -31,6 +31,7 @@
 
 #include "gen.h"
 #include "gguf.h"
+#include "llama.h"
 #include "mmhal_model.h"
 #include "ref_llama.h"
 
@@ -55,7 +56,7 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 72
+#define N_TESTS 82
 
 /* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
  * at F32, for the attention kernel's other head groupings */
@@ -1296,6 +1297,344 @@ static void test_chat(void)
 	mmhal_model_free(m);
 }
 
+
+/* ---- context shift ---------------------------------------------------- */
+
+static struct mmhal_ctx *shift_ctx(struct mmhal_model *m, int n_ctx, int kv,
+				   int shift, int n_keep)
+{
+	struct mmhal_ctx_params p = mmhal_ctx_default_params();
+	struct mmhal_ctx *c = NULL;
+	char err[256];
+	int ret;
+
+	if (!m)
+		return NULL;
+	p.n_ctx = n_ctx;
+	p.n_threads = 2;
+	p.kv_type = kv;
+	p.ctx_shift = shift;
+	p.n_keep = n_keep;
+	ret = mmhal_ctx_create(m, &p, &c, err, sizeof(err));
+	if (ret)
+		printf("# ctx_create: %d %s\n", ret, err);
+	return c;
+}
+
+/*
+ * One layer (gqa4): a position's K/V rows depend only on its token and
+ * position, so after a shift the cache must be the one a fresh session
+ * builds from the kept tokens at their new positions, and the next
+ * logits equal. F32 KV: only the rotation's rounding differs (tol 1e-5
+ * of the logit range); F16 KV: the shifted keys are rounded to F16 twice
+ * (tol 2e-3).
+ */
+static void test_shift_exact(int kv, double tol)
+{
+	struct mmhal_model *m = load(GQA4, 64, MMHAL_KV_F16, 0, 1);
+	struct mmhal_ctx *a = shift_ctx(m, 32, kv, 1, 4);
+	struct mmhal_ctx *b = shift_ctx(m, 32, kv, 0, 0);
+	struct mmhal_model_stats st;
+	float la[300], lb[300];
+	int32_t toks[40], kept[32];
+	int ret = !a || !b, n = 0;
+	double d = -1;
+
+	for (int i = 0; i < 40; i++)
+		toks[i] = (i * 53 + 11) % 300;
+	if (!ret)
+		ret = mmhal_ctx_eval(a, toks, 30, NULL);
+	/* 5 more do not fit: keep 4, discard max(13, 3) = 13 */
+	if (!ret)
+		ret = mmhal_ctx_eval(a, toks + 30, 5, la);
+	if (!ret) {
+		n = mmhal_ctx_n_past(a);
+		memcpy(kept, mmhal_ctx_tokens(a), n * sizeof(int32_t));
+		ret = mmhal_ctx_eval(b, kept, n, lb);
+		d = reldiff(la, lb, 300);
+	}
+	mmhal_ctx_stats(a, &st);
+	ok(!ret && n == 22 && st.shifts == 1 && st.shift_discarded == 13 &&
+	   kept[3] == toks[3] && kept[4] == toks[17] && kept[21] == toks[34] &&
+	   d <= tol,
+	   "context shift (KV %s): n_past %d, shifts %lld, discarded %lld; logits vs a fresh session on the kept tokens %.2e (tol %.0e)",
+	   kv == MMHAL_KV_F32 ? "F32" : "F16", n, (long long)st.shifts,
+	   (long long)st.shift_discarded, d, tol);
+	/* and again, by decode steps (the 1-token path) */
+	for (int s = 0; s < 20 && !ret; s++) {
+		int32_t t = argmax(la, 300);
+
+		ret = mmhal_ctx_eval(a, &t, 1, la);
+	}
+	if (!ret) {
+		n = mmhal_ctx_n_past(a);
+		memcpy(kept, mmhal_ctx_tokens(a), n * sizeof(int32_t));
+		mmhal_ctx_reset(b);
+		ret = mmhal_ctx_eval(b, kept, n, lb);
+		d = reldiff(la, lb, 300);
+	}
+	mmhal_ctx_stats(a, &st);
+	ok(!ret && st.shifts >= 2 && d <= tol,
+	   "decode steps through %lld shifts: logits vs fresh %.2e",
+	   (long long)st.shifts, d);
+	mmhal_ctx_free(a);
+	mmhal_ctx_free(b);
+	mmhal_model_free(m);
+}
+
+/*
+ * Two layers (tiny): the later layers' rows depend on the discarded
+ * context, so the cache is checked row by row: each moved V row is the
+ * same bytes, each moved K row the old row rotated back by the distance
+ * (computed here in double from the file's rope base) within the cache
+ * type's rounding: F16 2^-10 relative + 1e-6, Q8_0 one step of its
+ * block (max |x| / 127) + 1e-6.
+ */
+static double rot_ref_err(const struct mmhal_ctx *c, const float *old,
+			  int k0, int k1, int n_old)
+{
+	const struct mm_llama_hp *hp = &c->model->hp;
+	const int hd = hp->head_dim;
+	double worst = 0;
+	float *row = malloc(hd * sizeof(float));
+
+	for (int l = 0; l < hp->n_layer; l++)
+		for (int h = 0; h < hp->n_head_kv; h++)
+			for (int t = k1; t < n_old; t++) {
+				const float *o = old + ((((size_t)l * hp->n_head_kv + h) *
+							 n_old + t) * hd);
+				size_t at = mm_kv_at(c, l, h, t - (k1 - k0));
+				double amax = 0;
+
+				mm_dequantize_row((enum mm_type)c->kv_type,
+						  c->kv_k + at, row, hd);
+				for (int i = 0; i < hd; i++)
+					amax = fabs(o[i]) > amax ? fabs(o[i]) : amax;
+				for (int i = 0; i < hd; i += 2) {
+					double f = pow(10000.0, -(double)i / hp->n_rot);
+					double th = -(double)(k1 - k0) * f;
+					double a = o[i], b = o[i + 1];
+					double ra = i < hp->n_rot ? a * cos(th) - b * sin(th) : a;
+					double rb = i < hp->n_rot ? a * sin(th) + b * cos(th) : b;
+					double lim = c->kv_type == MMHAL_KV_Q8_0 ?
+						amax / 127 + 1e-6 :
+						fabs(ra) / 1024 + 1e-6;
+					double e0 = fabs(row[i] - ra) / lim;
+					double e1 = fabs(row[i + 1] - rb) /
+						(c->kv_type == MMHAL_KV_Q8_0 ? lim :
+						 fabs(rb) / 1024 + 1e-6);
+
+					worst = e0 > worst ? e0 : worst;
+					worst = e1 > worst ? e1 : worst;
+				}
+			}
+	free(row);
+	return worst;
+}
+
+static void test_shift_rows(int kv)
+{
+	struct mmhal_model *m = load(1, 64, MMHAL_KV_F16, 0, 1);
+	struct mmhal_ctx *a = shift_ctx(m, 32, kv, 1, 4);
+	const char *kn = kv == MMHAL_KV_Q8_0 ? "Q8_0" : "F16";
+	int32_t toks[32];
+	float *old = NULL;
+	uint8_t *oldv = NULL;
+	int ret = !a, vsame = 0, n_old = 0;
+	double worst = -1;
+
+	for (int i = 0; i < 32; i++)
+		toks[i] = (i * 29 + 5) % 300;
+	if (!ret)
+		ret = mmhal_ctx_eval(a, toks, 32, NULL);	/* full */
+	if (!ret) {
+		const struct mm_llama_hp *hp = &m->hp;
+		size_t nrow = (size_t)hp->n_layer * hp->n_head_kv * 32;
+
+		n_old = 32;
+		old = malloc(nrow * hp->head_dim * sizeof(float));
+		oldv = malloc(nrow * a->kv_rs);
+		for (int l = 0; l < hp->n_layer; l++)
+			for (int h = 0; h < hp->n_head_kv; h++)
+				for (int t = 0; t < 32; t++) {
+					size_t r = ((size_t)l * hp->n_head_kv + h) * 32 + t;
+
+					mm_dequantize_row((enum mm_type)kv,
+							  a->kv_k + mm_kv_at(a, l, h, t),
+							  old + r * hp->head_dim,
+							  hp->head_dim);
+					memcpy(oldv + r * a->kv_rs,
+					       a->kv_v + mm_kv_at(a, l, h, t),
+					       a->kv_rs);
+				}
+		/* one more: keep 4, discard 14 of 28 */
+		ret = mmhal_ctx_eval(a, toks, 1, NULL);
+	}
+	if (!ret) {
+		const struct mm_llama_hp *hp = &m->hp;
+
+		worst = rot_ref_err(a, old, 4, 18, n_old);
+		vsame = mmhal_ctx_n_past(a) == 19;
+		for (int l = 0; l < hp->n_layer; l++)
+			for (int h = 0; h < hp->n_head_kv; h++)
+				for (int t = 0; t < 32; t++) {
+					size_t r = ((size_t)l * hp->n_head_kv + h) * 32 + t;
+					int nt = t < 4 ? t : t - 14;
+
+					if (t >= 4 && t < 18)
+						continue;
+					vsame &= !memcmp(oldv + r * a->kv_rs,
+							 a->kv_v + mm_kv_at(a, l, h, nt),
+							 a->kv_rs);
+				}
+	}
+	ok(!ret && vsame && worst >= 0 && worst <= 1,
+	   "context shift (tiny, KV %s): V rows moved bit for bit, K rows = old rotated by -14 within %.2f of the rounding bound",
+	   kn, worst);
+	free(old);
+	free(oldv);
+	mmhal_ctx_free(a);
+	mmhal_model_free(m);
+}
+
+/* generate runs for 3 x n_ctx tokens with the shift on (the first n_keep
+ * positions stay); -ENOSPC at n_ctx with it off; n_keep bounds */
+static void test_shift_generate(void)
+{
+	struct mmhal_model *m = load(1, 64, MMHAL_KV_F16, 0, 1);
+	struct mmhal_ctx *a = shift_ctx(m, 32, MMHAL_KV_Q8_0, 1, 5);
+	struct mmhal_ctx *b = shift_ctx(m, 32, MMHAL_KV_F16, 0, 0);
+	struct mmhal_ctx *bad = NULL;
+	struct mmhal_ctx_params p = mmhal_ctx_default_params();
+	struct mmhal_model_stats st;
+	static int32_t out[96];
+	char err[256];
+	int ret = !a || !b, n = 0, nb = 0, rb = 0, good = 1;
+
+	if (!ret)
+		ret = mmhal_ctx_generate(a, prompt, 8, 96, NULL,
+					 MMHAL_GEN_IGNORE_EOG, out, NULL, NULL,
+					 &n);
+	mmhal_ctx_stats(a, &st);
+	ok(!ret && n == 96 && st.shifts >= 3 && mmhal_ctx_n_past(a) <= 32 &&
+	   !memcmp(mmhal_ctx_tokens(a), prompt, 5 * sizeof(int32_t)) &&
+	   st.n_past + st.shift_discarded == 8 + 96,
+	   "generate 96 tokens in n_ctx 32 (KV Q8_0, n_keep 5): ret %d, %d tokens, %lld shifts, %lld discarded, n_past %d",
+	   ret, n, (long long)st.shifts, (long long)st.shift_discarded,
+	   st.n_past);
+	if (b)
+		rb = mmhal_ctx_generate(b, prompt, 8, 96, NULL,
+					MMHAL_GEN_IGNORE_EOG, NULL, NULL, NULL,
+					&nb);
+	ok(rb == -ENOSPC && nb == 25 &&
+	   mmhal_ctx_n_past(b) == 32,
+	   "shift off (default): generate stops with -ENOSPC at n_ctx (%d tokens, %d)",
+	   nb, rb);
+	/* n_keep bounds */
+	p.n_ctx = 32;
+	p.n_threads = 1;
+	p.ctx_shift = 1;
+	p.n_keep = 32;
+	good &= rejected(mmhal_ctx_create(m, &p, &bad, err, sizeof(err)),
+			 -EINVAL, err, bad, "n_keep 32 of n_ctx 32");
+	p.n_keep = -1;
+	good &= rejected(mmhal_ctx_create(m, &p, &bad, err, sizeof(err)),
+			 -EINVAL, err, bad, "n_keep -1");
+	p.n_keep = 0;
+	p.ctx_shift = 2;
+	good &= rejected(mmhal_ctx_create(m, &p, &bad, err, sizeof(err)),
+			 -EINVAL, err, bad, "ctx_shift 2");
+	/* n_keep 31 of 32: an eval of 2 never fits; nothing evaluated */
+	p.ctx_shift = 1;
+	p.n_keep = 31;
+	if (mmhal_ctx_create(m, &p, &bad, err, sizeof(err))) {
+		good = 0;
+	} else {
+		int r1 = mmhal_ctx_eval(bad, long_prompt, 31, NULL);
+		int r2 = mmhal_ctx_eval(bad, long_prompt, 2, NULL);
+		int named = strstr(mmhal_ctx_error(bad), "n_keep") != NULL;
+		int r3 = mmhal_ctx_eval(bad, long_prompt, 1, NULL);
+		int r4 = mmhal_ctx_eval(bad, long_prompt, 1, NULL);
+
+		printf("# n_keep 31: %d %d %d %d\n", r1, r2, r3, r4);
+		good &= !r1 && r2 == -ENOSPC && r3 == 0 && r4 == 0 &&
+			mmhal_ctx_n_past(bad) == 32 && named;
+		mmhal_ctx_free(bad);
+	}
+	ok(good, "n_keep n_ctx / -1, ctx_shift 2: -EINVAL; n_keep 31: an eval of 2 -ENOSPC, of 1 shifts out the one position after n_keep");
+	mmhal_ctx_free(a);
+	mmhal_ctx_free(b);
+	mmhal_model_free(m);
+}
+
+/*
+ * Embedding runs are not cut: a discard end or an n_keep inside a run
+ * moves to its end; one id's runs a few marker tokens apart count as one.
+ */
+static int shift_layout(struct mmhal_ctx *c, const float *rows, int ne,
+			const int *lay, int nl, const uint64_t *ids)
+{
+	int ret = 0, t = 0;
+
+	for (int i = 0; i < nl && !ret; i++) {
+		if (lay[i] > 0) {
+			ret = mmhal_ctx_eval(c, long_prompt + t, lay[i], NULL);
+			t += lay[i];
+		} else {
+			ret = mmhal_ctx_eval_embd_id(c, rows, -lay[i], ne,
+						     ids[i], NULL);
+		}
+	}
+	return ret;
+}
+
+static void test_shift_runs(void)
+{
+	struct mmhal_model *m = load(0, 64, MMHAL_KV_F16, 0, 1);
+	int ne = 0;
+	float *rows = embd_rows(path[0], long_prompt, 10, &ne);
+	/* counts: > 0 tokens, < 0 embedding rows */
+	static const int lay1[] = { 12, -10, 6 };	/* run at 12 .. 21 */
+	static const int lay2[] = { 12, -4, 2, -4, 6 };	/* one id, 2 markers */
+	static const int lay3[] = { 12, -4, 2, -4, 6 };	/* two ids */
+	static const int lay4[] = { 2, -4, 22 };	/* run at 2 .. 5 */
+	const uint64_t id1[] = { 0, 0, 0 }, id2[] = { 0, 9, 0, 9, 0 };
+	const uint64_t id3[] = { 0, 9, 0, 8, 0 }, id4[] = { 0, 5, 0 };
+	struct mmhal_model_stats st[4];
+	int ret = !m || !rows, embd_left[4] = { 0 };
+	const struct { const int *lay; int nl, n_keep; const uint64_t *ids; } cs[4] = {
+		{ lay1, 3, 2, id1 }, { lay2, 5, 2, id2 }, { lay3, 5, 2, id3 },
+		{ lay4, 3, 3, id4 },
+	};
+
+	for (int k = 0; k < 4 && !ret; k++) {
+		struct mmhal_ctx *c = shift_ctx(m, 32, MMHAL_KV_F16, 1, cs[k].n_keep);
+
+		ret = !c || shift_layout(c, rows, ne, cs[k].lay, cs[k].nl, cs[k].ids);
+		/* 28 in the cache; 6 more: discard from n_keep max(13, 2) */
+		if (!ret)
+			ret = mmhal_ctx_eval(c, long_prompt + 30, 6, NULL);
+		mmhal_ctx_stats(c, &st[k]);
+		for (int i = 0; !ret && i < st[k].n_past; i++)
+			embd_left[k] += mmhal_ctx_tokens(c)[i] == MMHAL_TOKEN_EMBD;
+		mmhal_ctx_free(c);
+	}
+	/* 1: 2 + 13 = 15 inside 12..21: to 22 (20 discarded, no rows left);
+	 * 2: the same with one id's two runs and markers between (20);
+	 * 3: two ids: the cut at 15 moves to the end of the first (16: 14);
+	 * 4: n_keep 3 inside the run at 2..5 keeps it: 6 + max(11, 2) = 17 */
+	ok(!ret && st[0].shift_discarded == 20 && embd_left[0] == 0 &&
+	   st[1].shift_discarded == 20 && embd_left[1] == 0 &&
+	   st[2].shift_discarded == 14 && embd_left[2] == 4 &&
+	   st[3].shift_discarded == 11 && embd_left[3] == 4,
+	   "shift never cuts an embedding run: discarded %lld/%lld/%lld/%lld, rows left %d/%d/%d/%d",
+	   (long long)st[0].shift_discarded, (long long)st[1].shift_discarded,
+	   (long long)st[2].shift_discarded, (long long)st[3].shift_discarded,
+	   embd_left[0], embd_left[1], embd_left[2], embd_left[3]);
+	free(rows);
+	mmhal_model_free(m);
+}
+
 int main(void)
 {
 	struct mm_gen_params gp = {
@@ -1357,6 +1696,12 @@ int main(void)
 	test_abort();
 	test_ctx_params();
 	test_threads();
+	test_shift_exact(MMHAL_KV_F32, 1e-5);
+	test_shift_exact(MMHAL_KV_F16, 2e-3);
+	test_shift_rows(MMHAL_KV_F16);
+	test_shift_rows(MMHAL_KV_Q8_0);
+	test_shift_generate();
+	test_shift_runs();
 
 	for (int t = 0; t < 6; t++)
 		unlink(path[t]);
