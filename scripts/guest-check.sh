@@ -25,6 +25,11 @@ run libhal_dev "$B/libhal/tests/mmhal_dev_test" /dev/mmedge0
 run mmctl tools/tests/mmctl_cli_test.sh "$B/tools/mmctl"
 run mmstream tools/tests/mmstream_cli_test.sh "$B/tools/mmstream"
 run mmctl_nl tools/tests/mmctl_nl_test.sh "$B/tools/mmctl" "$B/tools/mmstream" "$B/tools/tests/mmhal-view"
+# The model asked about the camera and microphone, reading their buffers
+# in place (tiny generated models), and mmrun's device mode.
+run libhal_session "$B/libhal/tests/mmhal_session_test" \
+	--mmgguf "$B/libhal/model/mmgguf" /dev/mmedge0
+run mmrun tools/tests/mmrun_cli_test.sh "$B/tools/mmrun" "$B/libhal/model/mmgguf"
 
 run mmedge_buf_selftest "$B/selftests/mmedge_buf_test"
 # The hostile regression tests on the kernel boards run too (the debug

@@ -62,6 +62,20 @@ for f in /sys/class/mmedge/mmedge0/stats/*; do
 	[ -f "$f" ] && printf '  %-14s %s\n' "$(basename "$f")" "$(cat "$f")"
 done
 
+step "mmrun --device: the multimodal model answers about what the camera and microphone capture"
+echo "  model files made here by mmgguf gen: a SmolVLM-shaped tiny LLM and a vision +"
+echo "  audio mmproj with RANDOM weights (so the words mean nothing; the frame, the"
+echo "  audio window, their hardware timestamps and the latencies are real)"
+mkdir -p /tmp/mmrun-demo
+"$B/libhal/model/mmgguf" gen --shape tiny --tokenizer smolvlm --type f32 \
+	-o /tmp/mmrun-demo/model.gguf > /dev/null
+"$B/libhal/model/mmgguf" gen --vision tiny --audio tiny --type q8_0 \
+	-o /tmp/mmrun-demo/mmproj.gguf > /dev/null
+"$B/tools/mmrun" --model /tmp/mmrun-demo/model.gguf \
+	--mmproj /tmp/mmrun-demo/mmproj.gguf --device /dev/mmedge0 \
+	--camera 64x48@30:NV12 --mic 16000 --listen 1000 --audio-latency \
+	-n 12 -p "What do you see and hear?" 2>&1 | sed 's/^/  /'
+
 step "unloading"
 rmmod mmedge
 echo "mmedge unloaded; /dev/mmedge0 $(test -e /dev/mmedge0 && echo still there || echo gone)"

@@ -7,6 +7,20 @@
  *         -p TEXT [-n N] [-t THREADS] [--temp T] [--seed S] [--no-tiles]
  *         [--audio-latency] [--raw]
  *
+ * or about what an mmedge device's virtual camera and microphone capture
+ * (a session of libmmhal, mmhal_session.h: the frame and the audio window
+ * are read in place in the device's buffers):
+ *
+ *   mmrun --model M.gguf --mmproj P.gguf --device /dev/mmedge0
+ *         [--camera WxH[@FPS][:GREY|RGB24|NV12]] [--mic RATE]
+ *         [--listen MS] -p TEXT [-n N] ...
+ *
+ * With --device and neither --camera nor --mic, both are used (camera
+ * 64x48@30:NV12, microphone 16000 Hz); with one of them, only that one.
+ * After the answer comes a line with the frame's sequence number and
+ * hardware timestamps (CLOCK_MONOTONIC), the audio window's buffers, and
+ * the time from the frame's start of frame to the first and last token.
+ *
  * Images: binary PNM (P5 grey, P6 RGB, maxval 255) and, when built with
  * libpng, PNG. Audio: RIFF WAVE, PCM signed 16-bit little-endian, mono, at
  * the mmproj's rate (16000 Hz). The prompt may place the media with
@@ -21,10 +35,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 
 #include "mmhal_model.h"
+#include "mmhal_session.h"
 
 #ifdef MMRUN_PNG
 #include <png.h>
@@ -348,7 +364,168 @@ static void usage(void)
 #endif
 		"]... [--audio F.wav]...\n"
 		"             -p TEXT [-n N] [-t THREADS] [--temp T] [--seed S]\n"
-		"             [--no-tiles] [--audio-latency] [--raw]\n");
+		"             [--no-tiles] [--audio-latency] [--raw]\n"
+		"       mmrun --model M.gguf --mmproj P.gguf --device DEV\n"
+		"             [--camera WxH[@FPS][:GREY|RGB24|NV12]] [--mic RATE]\n"
+		"             [--listen MS] -p TEXT [-n N] [-t THREADS] ...\n");
+}
+
+/* ---- device mode ------------------------------------------------------------- */
+
+/* Decimal in 1..max, the whole of s[0..len). */
+static int parse_u32(const char *s, size_t len, uint32_t max, uint32_t *out)
+{
+	uint64_t v = 0;
+
+	if (!len || len > 10)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (!v || v > max)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* WxH[@FPS][:FMT] */
+static int parse_camera(const char *arg, struct mmhal_src *src)
+{
+	const char *x = strchr(arg, 'x'), *colon = strchr(arg, ':');
+	const char *end = colon ? colon : arg + strlen(arg);
+	const char *at = memchr(arg, '@', (size_t)(end - arg));
+	uint32_t w, h, fps = 30, fourcc = MMHAL_FMT_NV12;
+
+	if (!x || x > end || parse_u32(arg, (size_t)(x - arg), 4096, &w) ||
+	    parse_u32(x + 1, (size_t)((at ? at : end) - x - 1), 4096, &h) ||
+	    (at && parse_u32(at + 1, (size_t)(end - at - 1), 240, &fps)))
+		return fail("--camera '%s': want WxH[@FPS][:GREY|RGB24|NV12], e.g. 64x48@30:NV12",
+			    arg);
+	if (colon) {
+		if (!strcasecmp(colon + 1, "GREY"))
+			fourcc = MMHAL_FMT_GREY;
+		else if (!strcasecmp(colon + 1, "RGB24"))
+			fourcc = MMHAL_FMT_RGB24;
+		else if (!strcasecmp(colon + 1, "NV12"))
+			fourcc = MMHAL_FMT_NV12;
+		else
+			return fail("--camera '%s': unknown format '%s' (GREY, RGB24, NV12)",
+				    arg, colon + 1);
+	}
+	*src = mmhal_src_camera(w, h, fourcc, fps);
+	return 0;
+}
+
+static const char *fourcc_name(uint32_t f)
+{
+	return f == MMHAL_FMT_GREY ? "GREY" : f == MMHAL_FMT_RGB24 ? "RGB24" :
+	       f == MMHAL_FMT_NV12 ? "NV12" : "?";
+}
+
+static double ns_s(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+struct dev_args {
+	const char *path;
+	const char *camera;
+	const char *mic;
+	const char *listen;
+};
+
+static int run_device(const struct dev_args *da, struct mmhal_model *model,
+		      const struct mmhal_mmproj *proj, const char *text,
+		      int n_predict, int n_threads, int raw, float temp,
+		      uint64_t seed)
+{
+	struct mmhal_session_params sp = mmhal_session_default_params();
+	struct mmhal_session_result r = { .size = sizeof(r) };
+	struct mmhal_session_stats st = { .size = sizeof(st) };
+	struct mmhal_session *s = NULL;
+	struct mmhal_dev *dev = NULL;
+	struct gen_state gs = { 0, 0, 0 };
+	char err[512];
+	int ret;
+
+	if (da->camera && parse_camera(da->camera, &sp.camera))
+		return 2;
+	if (da->mic) {
+		uint32_t rate;
+
+		if (parse_u32(da->mic, strlen(da->mic), 192000, &rate)) {
+			fail("--mic '%s': want a rate in Hz, e.g. 16000",
+			     da->mic);
+			return 2;
+		}
+		sp.mic = mmhal_src_mic(rate, 320, MMHAL_SIGNAL_TONE);
+	}
+	if (da->listen && parse_u32(da->listen, strlen(da->listen), 30000,
+				    &sp.listen_ms)) {
+		fail("--listen '%s': want 1..30000 ms", da->listen);
+		return 2;
+	}
+	if (!da->camera && !da->mic) {
+		sp.camera = mmhal_src_camera(64, 48, MMHAL_FMT_NV12, 30);
+		sp.mic = mmhal_src_mic(16000, 320, MMHAL_SIGNAL_TONE);
+	}
+	sp.n_predict = n_predict ? n_predict : 1;
+	sp.n_threads = n_threads > 0 ? n_threads : 0;
+	sp.raw_prompt = raw;
+	sp.temperature = temp;
+	sp.seed = seed;
+
+	ret = mmhal_dev_open(da->path, &dev);
+	if (ret) {
+		fail("cannot open %s: %s", da->path, mmhal_strerror(ret));
+		return 1;
+	}
+	ret = mmhal_session_create(dev, model, proj, &sp, &s, err,
+				   sizeof(err));
+	if (ret) {
+		fail("%s: %s", da->path, err);
+		mmhal_dev_close(dev);
+		return 1;
+	}
+	gs.t0 = now_ms();
+	ret = mmhal_session_ask(s, text, on_token, &gs, &r);
+	if (ret) {
+		fail("%s: %s", da->path, mmhal_session_error(s));
+		goto out;
+	}
+	printf("\n");
+	if (r.flags & MMHAL_RESULT_IMAGE)
+		printf("mmrun: camera frame %llu (%s %ux%u): sof %.6f s, eof %.6f s CLOCK_MONOTONIC (counter 0x%llx..0x%llx)\n",
+		       (unsigned long long)r.frame_sequence,
+		       fourcc_name(sp.camera.fourcc), sp.camera.width,
+		       sp.camera.height, ns_s(r.frame_ts.sof_mono),
+		       ns_s(r.frame_ts.eof_mono),
+		       (unsigned long long)r.frame_ts.sof_raw,
+		       (unsigned long long)r.frame_ts.eof_raw);
+	if (r.flags & MMHAL_RESULT_AUDIO)
+		printf("mmrun: microphone buffers %llu..%llu (%llu samples%s): sof %.6f s, eof %.6f s CLOCK_MONOTONIC\n",
+		       (unsigned long long)r.audio_first_sequence,
+		       (unsigned long long)r.audio_last_sequence,
+		       (unsigned long long)r.audio_n_samples,
+		       r.flags & MMHAL_RESULT_AUDIO_COPIED ? ", copied" :
+							   ", in place",
+		       ns_s(r.audio_first_ts.sof_mono),
+		       ns_s(r.audio_last_ts.eof_mono));
+	printf("mmrun: %s start of frame -> first token %.1f ms, -> last token %.1f ms (%d tokens)\n",
+	       r.flags & MMHAL_RESULT_IMAGE ? "camera" : "microphone",
+	       r.sof_to_first_token_ms, r.sof_to_last_token_ms, r.n_tokens);
+	fflush(stdout);
+	mmhal_session_stats(s, &st);
+	fprintf(stderr,
+		"mmrun: acquire %.1f ms, preprocess %.1f ms, encode %.1f ms, prefill %.1f ms (%d positions), decode %.1f ms; payload bytes copied %llu\n",
+		r.acquire_ms, r.preprocess_ms, r.encode_ms, r.prefill_ms,
+		r.n_prompt, r.decode_ms, (unsigned long long)st.bytes_copied);
+out:
+	mmhal_session_destroy(s);
+	mmhal_dev_close(dev);
+	return ret ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -373,6 +550,7 @@ int main(int argc, char **argv)
 	char err[512], *user = NULL, *prompt = NULL;
 	size_t len = 0, cap;
 	struct rusage ru;
+	struct dev_args da = { NULL, NULL, NULL, NULL };
 	int n_gen = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -412,6 +590,14 @@ int main(int argc, char **argv)
 			temp = strtof(v, NULL);
 		else if (!strcmp(a, "--seed"))
 			seed = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--device"))
+			da.path = v;
+		else if (!strcmp(a, "--camera"))
+			da.camera = v;
+		else if (!strcmp(a, "--mic"))
+			da.mic = v;
+		else if (!strcmp(a, "--listen"))
+			da.listen = v;
 		else {
 			usage();
 			return 2;
@@ -421,6 +607,31 @@ int main(int argc, char **argv)
 	if (!model_path || !proj_path || !text || n_predict < 0) {
 		usage();
 		return 2;
+	}
+	if (!da.path && (da.camera || da.mic || da.listen)) {
+		fail("--camera, --mic and --listen need --device");
+		usage();
+		return 2;
+	}
+	if (da.path && (n_img || n_wav)) {
+		fail("--device reads the device's camera and microphone: no --image or --audio with it");
+		usage();
+		return 2;
+	}
+	if (da.path) {
+		/* the command line first: a usage error loads no model */
+		struct mmhal_src cam;
+		uint32_t x;
+
+		if ((da.camera && parse_camera(da.camera, &cam)) ||
+		    (da.mic && parse_u32(da.mic, strlen(da.mic), 192000, &x) &&
+		     fail("--mic '%s': want a rate in Hz, e.g. 16000", da.mic)) ||
+		    (da.listen &&
+		     parse_u32(da.listen, strlen(da.listen), 30000, &x) &&
+		     fail("--listen '%s': want 1..30000 ms", da.listen))) {
+			usage();
+			return 2;
+		}
 	}
 
 	mp.n_threads = n_threads;
@@ -436,6 +647,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mmhal_mmproj_info(proj, &pi);
+	if (da.path) {
+		ret = run_device(&da, model, proj, text, n_predict, n_threads,
+				 raw, temp, seed);
+		goto out;
+	}
 
 	t_media = now_ms();
 	for (int i = 0; i < n_img; i++) {
@@ -562,5 +778,5 @@ out:
 	mmhal_sampler_free(smp);
 	mmhal_mmproj_free(proj);
 	mmhal_model_free(model);
-	return ret ? 1 : 0;
+	return ret ? (ret == 2 ? 2 : 1) : 0;
 }

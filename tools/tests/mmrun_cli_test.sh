@@ -7,7 +7,10 @@
 # LLM with SmolVLM's image tokens, a tiny vision + audio mmproj of its
 # width, and a mismatched one): answers from a picture (PPM, PGM and,
 # when built with libpng, PNG) and a WAV file, and the messages for bad
-# input. Prints TAP; exits 1 if a test failed.
+# input; device mode (--device): its usage errors, and answers about the
+# virtual camera and microphone, which need /dev/mmedge0 (run them in
+# the test VM, with mmedge.ko loaded) and skip otherwise. Prints TAP;
+# exits 1 if a test failed.
 set -u
 
 MMRUN=${1:-${MMRUN:-}}
@@ -41,8 +44,15 @@ result() {
 	bad=0
 }
 
+skip() {
+	n=$((n + 1))
+	echo "ok $n - $1 # SKIP $2"
+}
+
 expect_rc() { [ "$rc" = "$1" ] || { echo "#   exit $rc, want $1"; bad=1; }; }
 expect_err() { grep -q -- "$1" "$tmp/err" || { echo "#   stderr lacks '$1'"; bad=1; }; }
+expect_out() { grep -q -- "$1" "$tmp/out" || { echo "#   stdout lacks '$1'"; bad=1; }; }
+expect_no_out() { ! grep -q -- "$1" "$tmp/out" || { echo "#   stdout has '$1'"; bad=1; }; }
 
 # WAV writer: rate, channels, bits, seconds of a 440 Hz tone
 wav() {
@@ -140,6 +150,71 @@ result "mmproj of another width refused"
 run --model "$M" --mmproj "$P" --audio "$tmp/a.wav" -p "x"
 expect_rc 1
 result "exact (30 s) audio mode on an encoder too small for it refused"
+
+# --- device mode ---
+
+DEV=/dev/mmedge0
+
+run --model "$M" --mmproj "$P" --camera 64x48 -p "x"
+expect_rc 2
+expect_err "need --device"
+result "--camera without --device: usage error"
+
+run --model "$M" --mmproj "$P" --device "$DEV" --image "$tmp/a.ppm" -p "x"
+expect_rc 2
+expect_err "no --image or --audio"
+result "--device with --image: usage error"
+
+for c in 64x 64x48@0 x48 64x48@30:YUYV 5000x48; do
+	run --model "$M" --mmproj "$P" --device "$DEV" --camera "$c" -p "x"
+	expect_rc 2
+	expect_err "--camera '$c'"
+	result "--camera $c: usage error naming it"
+done
+
+run --model "$M" --mmproj "$P" --device "$DEV" --mic 16k -p "x"
+expect_rc 2
+expect_err "--mic '16k'"
+result "--mic 16k: usage error"
+
+run --model "$M" --mmproj "$P" --device "$DEV" --listen 0 -p "x"
+expect_rc 2
+expect_err "--listen '0'"
+result "--listen 0: usage error"
+
+run --model "$M" --mmproj "$P" --device "$tmp/no-such-dev" -p "x"
+expect_rc 1
+expect_err "cannot open $tmp/no-such-dev"
+result "--device that does not exist: exit 1 naming it"
+
+if [ -c "$DEV" ]; then
+	run --model "$M" --mmproj "$P" --device "$DEV" --audio-latency \
+		--listen 500 -p "What do you see and hear?" -n 4 -t 2
+	expect_rc 0
+	expect_out "^mmrun: camera frame [0-9]* (NV12 64x48): sof [0-9.]* s, eof [0-9.]* s"
+	expect_out "^mmrun: microphone buffers [0-9]*\.\.[0-9]* (8000 samples, in place)"
+	expect_out "^mmrun: camera start of frame -> first token [0-9.]* ms, -> last token [0-9.]* ms"
+	expect_err "payload bytes copied 0$"
+	result "--device: camera + microphone answer with the frame's timestamps"
+
+	run --model "$M" --mmproj "$P" --device "$DEV" \
+		--camera 48x32@60:GREY -p "What do you see?" -n 2 -t 2
+	expect_rc 0
+	expect_out "^mmrun: camera frame [0-9]* (GREY 48x32)"
+	expect_no_out "microphone buffers"
+	result "--device --camera GREY alone"
+
+	run --model "$M" --mmproj "$P" --device "$DEV" --mic 8000 \
+		--audio-latency -p "x"
+	expect_rc 1
+	expect_err "16000 Hz"
+	result "--device --mic 8000: the mmproj's rate named"
+else
+	for t in "camera + microphone answer" "camera GREY alone" \
+		"--mic 8000 refused"; do
+		skip "--device: $t" "$DEV not present"
+	done
+fi
 
 echo "1..$n"
 exit $failed

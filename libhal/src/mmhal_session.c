@@ -1,0 +1,1029 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mmhal_session.c - the model asked about an mmedge device's camera and
+ * microphone, reading their buffers in place (see mmhal_session.h).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mmhal.h"
+#include "mmhal_model.h"
+#include "mmhal_session.h"
+
+#define DEF_LISTEN_MS	1000
+#define MAX_LISTEN_MS	30000
+#define DEF_CAM_BUFS	3
+#define MAX_CAM_BUFS	32
+#define MAX_MIC_BUFS	256
+#define DEF_N_PREDICT	64
+#define MAX_N_PREDICT	65536
+#define MAX_WAIT_MS	600000
+#define MIC_PERIOD_MAX	65536	/* the driver's longest microphone period */
+
+/* A source, its channel, its buffers and the frames it holds dequeued. */
+struct sess_src {
+	const char *name;		/* "camera", "microphone" */
+	struct mmhal_src src;
+	struct mmhal_chan *chan;
+	int own_chan;
+	struct mmhal_buf **bufs;
+	void **maps;
+	uint32_t n_bufs;
+	struct mmhal_frame *held;	/* by sequence, oldest first */
+	uint32_t n_held;
+};
+
+struct mmhal_session {
+	struct mmhal_dev *dev;
+	struct mmhal_model *model;
+	const struct mmhal_mmproj *proj;
+	struct mmhal_session_params p;
+	struct sess_src cam, mic;
+	uint64_t listen_samples;
+	struct mmhal_ctx *ctx;
+	struct mmhal_sampler *smp;
+	int16_t *pcm;			/* windows spanning buffers */
+	char *text;
+	size_t text_len, text_cap;
+	int32_t *toks;
+	int n_toks;
+	struct mmhal_session_stats st;
+	/* during a generation */
+	mmhal_token_cb cb;
+	void *cb_arg;
+	uint64_t t_first, t_last;
+	int gen_err;
+	char err[512];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static double ms_between(uint64_t a, uint64_t b)
+{
+	return b >= a ? (double)(b - a) / 1e6 : -(double)(a - b) / 1e6;
+}
+
+__attribute__((format(printf, 4, 5)))
+static int errf(int ret, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+#define SERR(s, ret, ...) errf((ret), (s)->err, sizeof((s)->err), __VA_ARGS__)
+
+struct mmhal_session_params mmhal_session_default_params(void)
+{
+	struct mmhal_session_params p;
+
+	memset(&p, 0, sizeof(p));
+	p.size = sizeof(p);
+	p.listen_ms = DEF_LISTEN_MS;
+	p.camera_bufs = DEF_CAM_BUFS;
+	p.n_predict = DEF_N_PREDICT;
+	return p;
+}
+
+/* Bytes of one frame of a camera source (the driver's layout). */
+static uint64_t cam_frame_size(const struct mmhal_src *c)
+{
+	uint64_t px = (uint64_t)c->width * c->height;
+
+	switch (c->fourcc) {
+	case MMHAL_FMT_RGB24:
+		return px * 3;
+	case MMHAL_FMT_NV12:
+		return px * 3 / 2;
+	default:
+		return px;
+	}
+}
+
+static int check_params(const struct mmhal_session_params *in,
+			const struct mmhal_mmproj *proj,
+			struct mmhal_session_params *p, uint64_t *listen,
+			char *err, size_t errlen)
+{
+	struct mmhal_mmproj_info pi = { .size = sizeof(pi) };
+	size_t min = offsetof(struct mmhal_session_params, reserved);
+
+	*p = mmhal_session_default_params();
+	if (in->size < min || in->size > sizeof(*p))
+		return errf(-EINVAL, err, errlen,
+			    "params.size %u: want %zu..%zu (sizeof(struct mmhal_session_params))",
+			    in->size, min, sizeof(*p));
+	memcpy(p, in, in->size);
+	p->size = sizeof(*p);
+	for (size_t i = 0; i < sizeof(p->reserved) / sizeof(p->reserved[0]);
+	     i++)
+		if (p->reserved[i])
+			return errf(-EINVAL, err, errlen,
+				    "params.reserved[%zu] is not zero", i);
+	if (mmhal_mmproj_info(proj, &pi))
+		return errf(-EINVAL, err, errlen, "mmproj: no info");
+	if (!p->camera.type && !p->mic.type)
+		return errf(-EINVAL, err, errlen,
+			    "params: neither a camera nor a microphone");
+	if (p->camera.type) {
+		if (p->camera.type != MMHAL_SRC_CAMERA)
+			return errf(-EINVAL, err, errlen,
+				    "params.camera.type %u is not MMHAL_SRC_CAMERA",
+				    p->camera.type);
+		if (p->camera.fourcc != MMHAL_FMT_GREY &&
+		    p->camera.fourcc != MMHAL_FMT_RGB24 &&
+		    p->camera.fourcc != MMHAL_FMT_NV12)
+			return errf(-EINVAL, err, errlen,
+				    "params.camera.fourcc 0x%08x: GREY, RGB24 or NV12",
+				    p->camera.fourcc);
+		if (!pi.has_vision)
+			return errf(-ENOENT, err, errlen,
+				    "mmproj: no vision encoder for the camera");
+	} else if (p->camera_chan) {
+		return errf(-EINVAL, err, errlen,
+			    "params.camera_chan given without params.camera");
+	}
+	if (p->mic.type) {
+		if (p->mic.type != MMHAL_SRC_MIC)
+			return errf(-EINVAL, err, errlen,
+				    "params.mic.type %u is not MMHAL_SRC_MIC",
+				    p->mic.type);
+		if (p->mic.fourcc != MMHAL_FMT_S16LE)
+			return errf(-EINVAL, err, errlen,
+				    "params.mic.fourcc 0x%08x: S16LE only",
+				    p->mic.fourcc);
+		if (!pi.has_audio)
+			return errf(-ENOENT, err, errlen,
+				    "mmproj: no audio encoder for the microphone");
+		if (!p->mic.rate_den || !p->mic.rate_num ||
+		    p->mic.rate_num % p->mic.rate_den ||
+		    p->mic.rate_num / p->mic.rate_den != (uint32_t)pi.audio_rate)
+			return errf(-EINVAL, err, errlen,
+				    "params.mic rate %u/%u Hz: the mmproj takes %d Hz",
+				    p->mic.rate_num, p->mic.rate_den,
+				    pi.audio_rate);
+	} else if (p->mic_chan) {
+		return errf(-EINVAL, err, errlen,
+			    "params.mic_chan given without params.mic");
+	}
+	if (!p->listen_ms)
+		p->listen_ms = DEF_LISTEN_MS;
+	if (p->listen_ms > MAX_LISTEN_MS)
+		return errf(-EINVAL, err, errlen,
+			    "params.listen_ms %u: 1..%u", p->listen_ms,
+			    MAX_LISTEN_MS);
+	*listen = p->mic.type ? (uint64_t)p->listen_ms * (uint32_t)pi.audio_rate /
+				1000 : 0;
+	if (p->mic.type && !*listen)
+		return errf(-EINVAL, err, errlen,
+			    "params.listen_ms %u: not one sample", p->listen_ms);
+	if (!p->camera_bufs)
+		p->camera_bufs = DEF_CAM_BUFS;
+	if (p->camera_bufs < 2 || p->camera_bufs > MAX_CAM_BUFS)
+		return errf(-EINVAL, err, errlen,
+			    "params.camera_bufs %u: 2..%u", p->camera_bufs,
+			    MAX_CAM_BUFS);
+	if (p->mic_bufs && (p->mic_bufs < 2 || p->mic_bufs > MAX_MIC_BUFS))
+		return errf(-EINVAL, err, errlen, "params.mic_bufs %u: 2..%u",
+			    p->mic_bufs, MAX_MIC_BUFS);
+	if (!p->wait_ms)
+		p->wait_ms = 2000 + p->listen_ms;
+	if (p->wait_ms > MAX_WAIT_MS)
+		return errf(-EINVAL, err, errlen, "params.wait_ms %u: 1..%u",
+			    p->wait_ms, MAX_WAIT_MS);
+	if (!p->n_predict)
+		p->n_predict = DEF_N_PREDICT;
+	if (p->n_predict < 1 || p->n_predict > MAX_N_PREDICT)
+		return errf(-EINVAL, err, errlen, "params.n_predict %d: 1..%d",
+			    p->n_predict, MAX_N_PREDICT);
+	if (p->n_ctx < 0 || p->n_threads < 0)
+		return errf(-EINVAL, err, errlen,
+			    "params.n_ctx %d / n_threads %d: not negative",
+			    p->n_ctx, p->n_threads);
+	if (p->raw_prompt != 0 && p->raw_prompt != 1)
+		return errf(-EINVAL, err, errlen, "params.raw_prompt %d: 0 or 1",
+			    p->raw_prompt);
+	if (!(p->temperature == p->temperature))
+		return errf(-EINVAL, err, errlen, "params.temperature is NaN");
+	return 0;
+}
+
+/* Channel (created or checked), buffers allocated, mapped and queued. */
+static int src_start(struct mmhal_session *s, struct sess_src *x,
+		     struct mmhal_chan *given, uint32_t n_bufs, char *err,
+		     size_t errlen)
+{
+	uint64_t want = x->src.type == MMHAL_SRC_CAMERA ?
+			cam_frame_size(&x->src) : (uint64_t)x->src.period * 2;
+	int ret;
+
+	if (given) {
+		if (mmhal_chan_frame_size(given) != want)
+			return errf(-EINVAL, err, errlen,
+				    "%s channel: frames of %u bytes, the source's are %llu",
+				    x->name, mmhal_chan_frame_size(given),
+				    (unsigned long long)want);
+		x->chan = given;
+	} else {
+		struct mmhal_chan_params cp = mmhal_chan_default_params();
+
+		/* a filled buffer is reused for a new frame: the filled
+		 * ones are always the newest */
+		cp.overrun = MMHAL_OVERRUN_DROP_OLDEST;
+		ret = mmhal_chan_create(s->dev, &x->src, &cp, &x->chan);
+		if (ret)
+			return errf(ret, err, errlen, "%s channel: create: %s",
+				    x->name, mmhal_strerror(ret));
+		x->own_chan = 1;
+	}
+	x->bufs = calloc(n_bufs, sizeof(*x->bufs));
+	x->maps = calloc(n_bufs, sizeof(*x->maps));
+	x->held = calloc(n_bufs, sizeof(*x->held));
+	if (!x->bufs || !x->maps || !x->held)
+		return errf(-ENOMEM, err, errlen, "%s: out of memory", x->name);
+	x->n_bufs = n_bufs;
+	for (uint32_t i = 0; i < n_bufs; i++) {
+		ret = mmhal_buf_alloc(s->dev, mmhal_chan_buf_size(x->chan), NULL,
+				      &x->bufs[i]);
+		if (ret)
+			return errf(ret, err, errlen,
+				    "%s: buffer %u of %llu bytes: %s", x->name,
+				    i, (unsigned long long)
+				    mmhal_chan_buf_size(x->chan),
+				    mmhal_strerror(ret));
+		ret = mmhal_buf_map(x->bufs[i], &x->maps[i]);
+		if (ret)
+			return errf(ret, err, errlen, "%s: map buffer %u: %s",
+				    x->name, i, mmhal_strerror(ret));
+	}
+	for (uint32_t i = 0; i < n_bufs; i++) {
+		ret = mmhal_chan_queue(x->chan, x->bufs[i], i, NULL);
+		if (ret)
+			return errf(ret, err, errlen, "%s: queue buffer %u: %s",
+				    x->name, i, mmhal_strerror(ret));
+	}
+	return 0;
+}
+
+static void src_stop(struct sess_src *x)
+{
+	if (x->own_chan)
+		mmhal_chan_destroy(x->chan);
+	for (uint32_t i = 0; x->bufs && i < x->n_bufs; i++)
+		mmhal_buf_free(x->bufs[i]);
+	free(x->bufs);
+	free(x->maps);
+	free(x->held);
+	memset(x, 0, sizeof(*x));
+}
+
+void mmhal_session_destroy(struct mmhal_session *s)
+{
+	if (!s)
+		return;
+	src_stop(&s->cam);
+	src_stop(&s->mic);
+	mmhal_sampler_free(s->smp);
+	mmhal_ctx_free(s->ctx);
+	free(s->pcm);
+	free(s->text);
+	free(s->toks);
+	free(s);
+}
+
+int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
+			 const struct mmhal_mmproj *proj,
+			 const struct mmhal_session_params *params,
+			 struct mmhal_session **out, char *err, size_t errlen)
+{
+	struct mmhal_ctx_params cp = mmhal_ctx_default_params();
+	struct mmhal_session *s;
+	uint32_t mic_bufs;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (out)
+		*out = NULL;
+	if (!dev || !model || !proj || !params || !out)
+		return errf(-EINVAL, err, errlen,
+			    "%s is NULL", !dev ? "dev" : !model ? "model" :
+			    !proj ? "mmproj" : !params ? "params" : "out");
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return errf(-ENOMEM, err, errlen, "out of memory");
+	s->dev = dev;
+	s->model = model;
+	s->proj = proj;
+	s->cam.name = "camera";
+	s->mic.name = "microphone";
+	s->st.size = sizeof(s->st);
+	ret = check_params(params, proj, &s->p, &s->listen_samples, err,
+			   errlen);
+	if (ret)
+		goto fail;
+	s->toks = calloc((size_t)s->p.n_predict, sizeof(*s->toks));
+	s->text_cap = 256;
+	s->text = malloc(s->text_cap);
+	if (!s->toks || !s->text) {
+		ret = errf(-ENOMEM, err, errlen, "out of memory");
+		goto fail;
+	}
+	s->text[0] = 0;
+
+	cp.n_ctx = s->p.n_ctx;
+	cp.n_threads = s->p.n_threads;
+	ret = mmhal_ctx_create(model, &cp, &s->ctx, s->err, sizeof(s->err));
+	if (ret) {
+		errf(ret, err, errlen, "model session: %s", s->err);
+		goto fail;
+	}
+	if (s->p.temperature > 0) {
+		struct mmhal_sampler_params sp = mmhal_sampler_default_params();
+
+		sp.temperature = s->p.temperature;
+		sp.seed = s->p.seed;
+		ret = mmhal_sampler_create(&sp, &s->smp);
+		if (ret) {
+			errf(ret, err, errlen, "sampler: temperature %g",
+			     (double)s->p.temperature);
+			goto fail;
+		}
+	}
+
+	if (s->p.camera.type) {
+		s->cam.src = s->p.camera;
+		ret = src_start(s, &s->cam, s->p.camera_chan, s->p.camera_bufs,
+				err, errlen);
+		if (ret)
+			goto fail;
+	}
+	if (s->p.mic.type) {
+		s->mic.src = s->p.mic;
+		if (!s->p.mic_chan) {
+			/* one buffer per window when the driver allows it */
+			uint64_t n = (s->listen_samples + MIC_PERIOD_MAX - 1) /
+				     MIC_PERIOD_MAX;
+
+			s->mic.src.period = (uint32_t)((s->listen_samples +
+							n - 1) / n);
+			if (s->mic.src.period < 16)
+				s->mic.src.period = 16;
+		}
+		if (!s->mic.src.period) {
+			ret = errf(-EINVAL, err, errlen,
+				   "params.mic.period is 0");
+			goto fail;
+		}
+		mic_bufs = s->p.mic_bufs;
+		if (!mic_bufs) {
+			uint64_t n = (s->listen_samples + s->mic.src.period - 1) /
+				     s->mic.src.period + 2;
+
+			if (n > MAX_MIC_BUFS) {
+				ret = errf(-EINVAL, err, errlen,
+					   "microphone: a %u ms window takes %llu buffers of %u samples (most %u)",
+					   s->p.listen_ms,
+					   (unsigned long long)n,
+					   s->mic.src.period, MAX_MIC_BUFS);
+				goto fail;
+			}
+			mic_bufs = (uint32_t)n;
+		}
+		if ((uint64_t)(mic_bufs - 1) * s->mic.src.period <
+		    s->listen_samples) {
+			ret = errf(-EINVAL, err, errlen,
+				   "params.mic_bufs %u: a %u ms window needs %llu of %u samples and one more",
+				   mic_bufs, s->p.listen_ms,
+				   (unsigned long long)((s->listen_samples +
+							 s->mic.src.period - 1) /
+							s->mic.src.period),
+				   s->mic.src.period);
+			goto fail;
+		}
+		if (mic_bufs > 1 && (uint64_t)s->mic.src.period < s->listen_samples) {
+			s->pcm = malloc(s->listen_samples * sizeof(int16_t));
+			if (!s->pcm) {
+				ret = errf(-ENOMEM, err, errlen,
+					   "out of memory");
+				goto fail;
+			}
+		}
+		ret = src_start(s, &s->mic, s->p.mic_chan, mic_bufs, err,
+				errlen);
+		if (ret)
+			goto fail;
+	}
+	s->err[0] = 0;
+	*out = s;
+	return 0;
+fail:
+	mmhal_session_destroy(s);
+	return ret;
+}
+
+const char *mmhal_session_error(const struct mmhal_session *s)
+{
+	return s ? s->err : "session is NULL";
+}
+
+struct mmhal_ctx *mmhal_session_ctx(struct mmhal_session *s)
+{
+	return s ? s->ctx : NULL;
+}
+
+struct mmhal_chan *mmhal_session_chan(struct mmhal_session *s, uint32_t type)
+{
+	if (!s)
+		return NULL;
+	if (type == MMHAL_SRC_CAMERA)
+		return s->cam.chan;
+	if (type == MMHAL_SRC_MIC)
+		return s->mic.chan;
+	return NULL;
+}
+
+int mmhal_session_stats(const struct mmhal_session *s,
+			struct mmhal_session_stats *out)
+{
+	uint32_t size;
+
+	if (!s || !out)
+		return -EINVAL;
+	size = out->size;
+	if (size < offsetof(struct mmhal_session_stats, asks) + sizeof(uint64_t))
+		return -EINVAL;
+	memcpy(out, &s->st, size < sizeof(s->st) ? size : sizeof(s->st));
+	out->size = size;
+	return 0;
+}
+
+/* ---- acquiring ---------------------------------------------------------- */
+
+static int requeue(struct mmhal_session *s, struct sess_src *x,
+		   const struct mmhal_frame *fr)
+{
+	int ret;
+
+	if (!fr->buf)
+		return 0;
+	ret = mmhal_chan_queue(x->chan, fr->buf, fr->cookie, NULL);
+	if (ret)
+		return SERR(s, ret, "%s: queue buffer %llu again: %s", x->name,
+			    (unsigned long long)fr->cookie,
+			    mmhal_strerror(ret));
+	return 0;
+}
+
+static int release_held(struct mmhal_session *s, struct sess_src *x)
+{
+	int ret = 0;
+
+	for (uint32_t i = 0; i < x->n_held; i++) {
+		int r = requeue(s, x, &x->held[i]);
+
+		if (r && !ret)
+			ret = r;
+	}
+	x->n_held = 0;
+	return ret;
+}
+
+/* Milliseconds to the deadline, at least 1; 0 once it has passed. */
+static int left_ms(uint64_t deadline)
+{
+	uint64_t t = now_ns();
+
+	if (t >= deadline)
+		return 0;
+	return (int)((deadline - t + 999999) / 1000000);
+}
+
+/* One filled buffer: 0, 1 if none is ready (non-blocking), or an error. */
+static int dq(struct mmhal_session *s, struct sess_src *x, int wait,
+	      uint64_t deadline, struct mmhal_frame *fr)
+{
+	int to = MMHAL_NONBLOCK, ret;
+
+	if (wait) {
+		to = left_ms(deadline);
+		if (!to)
+			return -ETIMEDOUT;
+	}
+	ret = mmhal_chan_dequeue(x->chan, to, fr);
+	if (ret == -EAGAIN && !wait)
+		return 1;
+	if (ret == -ETIMEDOUT || ret == -EAGAIN)
+		return -ETIMEDOUT;
+	if (ret)
+		return SERR(s, ret, "%s: dequeue: %s", x->name,
+			    mmhal_strerror(ret));
+	if (fr->cookie >= x->n_bufs || fr->buf != x->bufs[fr->cookie])
+		return SERR(s, -EPROTO,
+			    "%s: dequeued a buffer the session did not queue (cookie %llu)",
+			    x->name, (unsigned long long)fr->cookie);
+	return 0;
+}
+
+/* The newest good camera frame, held. */
+static int cam_acquire(struct mmhal_session *s, uint64_t deadline)
+{
+	struct sess_src *x = &s->cam;
+	struct mmhal_frame fr;
+	int ret;
+
+	for (;;) {
+		ret = dq(s, x, !x->n_held, deadline, &fr);
+		if (ret == 1)
+			return 0;
+		if (ret == -ETIMEDOUT)
+			return SERR(s, ret, "camera: no frame within %u ms",
+				    s->p.wait_ms);
+		if (ret)
+			return ret;
+		if ((fr.flags & MMHAL_FRAME_ERROR) ||
+		    fr.bytesused < cam_frame_size(&x->src)) {
+			s->st.frames_skipped++;
+			ret = requeue(s, x, &fr);
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (x->n_held) {
+			s->st.frames_skipped++;
+			ret = requeue(s, x, &x->held[0]);
+			if (ret)
+				return ret;
+		}
+		x->held[0] = fr;
+		x->n_held = 1;
+	}
+}
+
+static uint64_t held_samples(const struct sess_src *x)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < x->n_held; i++)
+		n += x->held[i].bytesused / 2;
+	return n;
+}
+
+/* The newest buffers of consecutive sequence numbers holding the window. */
+static int mic_acquire(struct mmhal_session *s, uint64_t deadline)
+{
+	struct sess_src *x = &s->mic;
+	uint64_t need = s->listen_samples;
+	struct mmhal_frame fr;
+	int ret;
+
+	for (;;) {
+		uint64_t have = held_samples(x);
+
+		ret = dq(s, x, have < need, deadline, &fr);
+		if (ret == 1)
+			return 0;
+		if (ret == -ETIMEDOUT)
+			return SERR(s, ret,
+				    "microphone: %llu of %llu samples (%u ms) within %u ms",
+				    (unsigned long long)have,
+				    (unsigned long long)need, s->p.listen_ms,
+				    s->p.wait_ms);
+		if (ret)
+			return ret;
+		if ((fr.flags & MMHAL_FRAME_ERROR) || fr.bytesused < 2 ||
+		    fr.bytesused > mmhal_chan_frame_size(x->chan)) {
+			s->st.mic_bufs_skipped++;
+			ret = requeue(s, x, &fr);
+			if (ret)
+				return ret;
+			continue;
+		}
+		/* a gap: the samples before it are not in this window */
+		if (x->n_held &&
+		    fr.sequence != x->held[x->n_held - 1].sequence + 1) {
+			s->st.mic_bufs_skipped += x->n_held;
+			ret = release_held(s, x);
+			if (ret)
+				return ret;
+		}
+		if (x->n_held == x->n_bufs)
+			return SERR(s, -EPROTO,
+				    "microphone: more buffers dequeued than queued");
+		x->held[x->n_held++] = fr;
+		/* drop the oldest while the rest still hold the window */
+		while (x->n_held > 1 &&
+		       held_samples(x) - x->held[0].bytesused / 2 >= need) {
+			s->st.mic_bufs_skipped++;
+			ret = requeue(s, x, &x->held[0]);
+			if (ret)
+				return ret;
+			memmove(x->held, x->held + 1,
+				(x->n_held - 1) * sizeof(*x->held));
+			x->n_held--;
+		}
+	}
+}
+
+/* The in-band record of a held buffer says what its dequeue said. */
+static int check_meta(struct mmhal_session *s, struct sess_src *x,
+		      const struct mmhal_frame *fr)
+{
+	const struct mmhal_frame_meta *m;
+	int ret = mmhal_frame_meta(fr->buf, x->chan, &m);
+
+	if (ret)
+		return SERR(s, ret, "%s: frame %llu: in-band record: %s",
+			    x->name, (unsigned long long)fr->sequence,
+			    mmhal_strerror(ret));
+	if (m->sequence != fr->sequence || m->bytesused != fr->bytesused ||
+	    memcmp(&m->ts, &fr->ts, sizeof(m->ts)))
+		return SERR(s, -EBADMSG,
+			    "%s: frame %llu: the in-band record (frame %llu) differs from the dequeue",
+			    x->name, (unsigned long long)fr->sequence,
+			    (unsigned long long)m->sequence);
+	return 0;
+}
+
+/* ---- encoding ----------------------------------------------------------- */
+
+static int encode_frame(struct mmhal_session *s, struct mmhal_chunk **chunk,
+			struct mmhal_session_result *r)
+{
+	struct sess_src *x = &s->cam;
+	const struct mmhal_frame *fr = &x->held[0];
+	const uint8_t *base = x->maps[fr->cookie];
+	struct mmhal_image img;
+	char e[256];
+	int ret, r2;
+
+	memset(&img, 0, sizeof(img));
+	img.format = x->src.fourcc;
+	img.width = x->src.width;
+	img.height = x->src.height;
+	img.plane[0] = base;
+	img.stride[0] = (size_t)x->src.width *
+			(x->src.fourcc == MMHAL_FMT_RGB24 ? 3 : 1);
+	if (x->src.fourcc == MMHAL_FMT_NV12) {
+		img.plane[1] = base + (size_t)x->src.width * x->src.height;
+		img.stride[1] = x->src.width;
+	}
+	ret = mmhal_buf_begin_cpu(fr->buf, MMHAL_SYNC_READ);
+	if (ret)
+		return SERR(s, ret, "camera: frame %llu: begin CPU access: %s",
+			    (unsigned long long)fr->sequence,
+			    mmhal_strerror(ret));
+	ret = check_meta(s, x, fr);
+	if (!ret) {
+		ret = mmhal_encode_image(s->proj, &img, chunk, e, sizeof(e));
+		if (ret)
+			SERR(s, ret, "image encoder: frame %llu: %s",
+			     (unsigned long long)fr->sequence, e);
+	}
+	r2 = mmhal_buf_end_cpu(fr->buf, MMHAL_SYNC_READ);
+	if (!ret && r2)
+		ret = SERR(s, r2, "camera: frame %llu: end CPU access: %s",
+			   (unsigned long long)fr->sequence,
+			   mmhal_strerror(r2));
+	if (ret)
+		return ret;
+	s->st.frames_used++;
+	s->st.image_bytes_read_in_place += cam_frame_size(&x->src);
+	r->flags |= MMHAL_RESULT_IMAGE;
+	r->frame_sequence = fr->sequence;
+	r->frame_flags = fr->flags;
+	r->frame_ts = fr->ts;
+	if (fr->flags & MMHAL_FRAME_TS_SENSOR) {
+		r->frame_sensor_sof = fr->sensor_sof;
+		r->frame_sensor_eof = fr->sensor_eof;
+	}
+	r->frame_buf = fr->buf;
+	r->image_plane[0] = img.plane[0];
+	r->image_plane[1] = img.plane[1];
+	r->image_stride[0] = img.stride[0];
+	r->image_stride[1] = img.stride[1];
+	return 0;
+}
+
+static int encode_window(struct mmhal_session *s, struct mmhal_chunk **chunk,
+			 struct mmhal_session_result *r)
+{
+	struct sess_src *x = &s->mic;
+	uint64_t need = s->listen_samples;
+	uint64_t skip = held_samples(x) - need;	/* of the first buffer */
+	struct mmhal_audio au;
+	uint32_t begun = 0;
+	char e[256];
+	int ret = 0;
+
+	for (; begun < x->n_held; begun++) {
+		ret = mmhal_buf_begin_cpu(x->held[begun].buf, MMHAL_SYNC_READ);
+		if (ret) {
+			SERR(s, ret,
+			     "microphone: buffer %llu: begin CPU access: %s",
+			     (unsigned long long)x->held[begun].sequence,
+			     mmhal_strerror(ret));
+			goto out;
+		}
+		ret = check_meta(s, x, &x->held[begun]);
+		if (ret) {
+			begun++;
+			goto out;
+		}
+	}
+	au.n_samples = need;
+	au.rate = (uint32_t)(x->src.rate_num / x->src.rate_den);
+	if (x->n_held == 1) {
+		/* the window lies in one buffer: read in place */
+		au.samples = (const int16_t *)x->maps[x->held[0].cookie] + skip;
+		s->st.audio_bytes_read_in_place += need * 2;
+	} else {
+		/* one contiguous copy: the encoder takes one array */
+		uint64_t at = 0;
+
+		for (uint32_t i = 0; i < x->n_held; i++) {
+			const int16_t *p = x->maps[x->held[i].cookie];
+			uint64_t n = x->held[i].bytesused / 2, from = 0;
+
+			if (!i)
+				from = skip;
+			memcpy(s->pcm + at, p + from, (n - from) * 2);
+			at += n - from;
+		}
+		au.samples = s->pcm;
+		s->st.audio_bytes_copied += need * 2;
+		s->st.bytes_copied += need * 2;
+		r->bytes_copied += need * 2;
+		r->flags |= MMHAL_RESULT_AUDIO_COPIED;
+	}
+	ret = mmhal_encode_audio(s->proj, &au, chunk, e, sizeof(e));
+	if (ret)
+		SERR(s, ret, "audio encoder: buffers %llu..%llu: %s",
+		     (unsigned long long)x->held[0].sequence,
+		     (unsigned long long)x->held[x->n_held - 1].sequence, e);
+out:
+	for (uint32_t i = 0; i < begun; i++) {
+		int r2 = mmhal_buf_end_cpu(x->held[i].buf, MMHAL_SYNC_READ);
+
+		if (!ret && r2)
+			ret = SERR(s, r2,
+				   "microphone: buffer %llu: end CPU access: %s",
+				   (unsigned long long)x->held[i].sequence,
+				   mmhal_strerror(r2));
+	}
+	if (ret)
+		return ret;
+	s->st.mic_bufs_used += x->n_held;
+	r->flags |= MMHAL_RESULT_AUDIO;
+	r->audio_first_sequence = x->held[0].sequence;
+	r->audio_last_sequence = x->held[x->n_held - 1].sequence;
+	r->audio_first_ts = x->held[0].ts;
+	r->audio_last_ts = x->held[x->n_held - 1].ts;
+	r->audio_last_buf = x->held[x->n_held - 1].buf;
+	r->audio_samples = au.samples;
+	r->audio_n_samples = need;
+	r->audio_n_bufs = x->n_held;
+	return 0;
+}
+
+/* ---- asking --------------------------------------------------------------- */
+
+static int on_token(int32_t tok, const char *piece, size_t len, void *arg)
+{
+	struct mmhal_session *s = arg;
+	uint64_t t = now_ns();
+
+	if (!s->n_toks)
+		s->t_first = t;
+	s->t_last = t;
+	if (s->n_toks < s->p.n_predict)
+		s->toks[s->n_toks++] = tok;
+	if (s->text_len + len + 1 > s->text_cap) {
+		size_t cap = (s->text_len + len + 1) * 2;
+		char *p = realloc(s->text, cap);
+
+		if (!p) {
+			s->gen_err = -ENOMEM;
+			return 1;
+		}
+		s->text = p;
+		s->text_cap = cap;
+	}
+	memcpy(s->text + s->text_len, piece, len);
+	s->text_len += len;
+	s->text[s->text_len] = 0;
+	return s->cb ? s->cb(tok, piece, len, s->cb_arg) : 0;
+}
+
+static int count_markers(const char *t)
+{
+	int n = 0;
+
+	while ((t = strstr(t, MMHAL_MEDIA_MARKER))) {
+		n++;
+		t += strlen(MMHAL_MEDIA_MARKER);
+	}
+	return n;
+}
+
+/* The prompt as evaluated: media markers, then the chat template. */
+static int build_prompt(struct mmhal_session *s, const char *prompt,
+			int n_chunks, char **out)
+{
+	const size_t ml = strlen(MMHAL_MEDIA_MARKER);
+	int n_mark = count_markers(prompt);
+	size_t cap = strlen(prompt) + (size_t)n_chunks * ml + 2, len = 0;
+	struct mmhal_chat_msg msg;
+	char *user, *p;
+	int ret;
+
+	*out = NULL;
+	if (n_mark && n_mark != n_chunks)
+		return SERR(s, -EINVAL,
+			    "prompt: %d media markers, the session has %d source%s",
+			    n_mark, n_chunks, n_chunks == 1 ? "" : "s");
+	user = malloc(cap);
+	if (!user)
+		return SERR(s, -ENOMEM, "prompt: out of memory");
+	user[0] = 0;
+	if (!n_mark) {
+		for (int i = 0; i < n_chunks; i++)
+			strcat(user, MMHAL_MEDIA_MARKER);
+		if (n_chunks)
+			strcat(user, "\n");
+	}
+	strcat(user, prompt);
+	if (s->p.raw_prompt) {
+		*out = user;
+		return 0;
+	}
+	msg.role = "user";
+	msg.content = user;
+	ret = mmhal_model_chat_format(s->model, &msg, 1, 1, NULL, 0, &len);
+	if (ret && ret != -ENOSPC) {
+		free(user);
+		return SERR(s, ret,
+			    "prompt: the model's chat template is not supported (%s); use raw_prompt",
+			    mmhal_strerror(ret));
+	}
+	p = malloc(len + 1);
+	if (!p) {
+		free(user);
+		return SERR(s, -ENOMEM, "prompt: out of memory");
+	}
+	ret = mmhal_model_chat_format(s->model, &msg, 1, 1, p, len + 1, &len);
+	free(user);
+	if (ret) {
+		free(p);
+		return SERR(s, ret, "prompt: chat template: %s",
+			    mmhal_strerror(ret));
+	}
+	*out = p;
+	return 0;
+}
+
+int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
+		      mmhal_token_cb cb, void *arg,
+		      struct mmhal_session_result *out)
+{
+	struct mmhal_chunk *chunks[2] = { NULL, NULL };
+	struct mmhal_session_result r;
+	uint64_t t0, t1, t2, t3, deadline, sof;
+	char *text = NULL;
+	uint32_t size;
+	int n_chunks = 0, n_gen = 0, ret;
+
+	if (!s)
+		return -EINVAL;
+	s->err[0] = 0;
+	if (!out)
+		return SERR(s, -EINVAL, "result is NULL");
+	size = out->size;
+	if (size < offsetof(struct mmhal_session_result, frame_sequence))
+		return SERR(s, -EINVAL,
+			    "result.size %u: set it to sizeof(struct mmhal_session_result)",
+			    size);
+	memset(out, 0, size < sizeof(r) ? size : sizeof(r));
+	out->size = size;
+	if (!prompt)
+		return SERR(s, -EINVAL, "prompt is NULL");
+	memset(&r, 0, sizeof(r));
+	r.size = sizeof(r);
+	s->text_len = 0;
+	s->text[0] = 0;
+	s->n_toks = 0;
+
+	/* give back what the last answer kept */
+	ret = release_held(s, &s->cam);
+	if (!ret)
+		ret = release_held(s, &s->mic);
+	if (ret)
+		return ret;
+
+	t0 = now_ns();
+	r.ask_mono = t0;
+	deadline = t0 + (uint64_t)s->p.wait_ms * 1000000;
+	/* the microphone first: it may wait for a window to fill, and the
+	 * frame is then the newest after that wait */
+	if (s->mic.chan) {
+		ret = mic_acquire(s, deadline);
+		if (ret)
+			return ret;
+	}
+	if (s->cam.chan) {
+		ret = cam_acquire(s, deadline);
+		if (ret)
+			return ret;
+	}
+	t1 = now_ns();
+	r.acquire_ms = ms_between(t0, t1);
+
+	if (s->cam.chan) {
+		ret = encode_frame(s, &chunks[n_chunks], &r);
+		if (ret)
+			goto out;
+		n_chunks++;
+	}
+	if (s->mic.chan) {
+		ret = encode_window(s, &chunks[n_chunks], &r);
+		if (ret)
+			goto out;
+		n_chunks++;
+	}
+	for (int i = 0; i < n_chunks; i++) {
+		struct mmhal_chunk_info ci = { .size = sizeof(ci) };
+
+		if (!mmhal_chunk_info(chunks[i], &ci)) {
+			r.preprocess_ms += ci.preprocess_ms;
+			r.encode_ms += ci.encode_ms;
+		}
+	}
+
+	ret = build_prompt(s, prompt, n_chunks, &text);
+	if (ret)
+		goto out;
+	mmhal_ctx_reset(s->ctx);
+	t2 = now_ns();
+	ret = mmhal_ctx_eval_prompt(s->ctx, text,
+				    (const struct mmhal_chunk *const *)chunks,
+				    n_chunks, s->p.raw_prompt, NULL);
+	if (ret) {
+		SERR(s, ret, "prompt: %s", mmhal_ctx_error(s->ctx));
+		goto out;
+	}
+	t3 = now_ns();
+	r.prefill_ms = ms_between(t2, t3);
+	r.n_prompt = mmhal_ctx_n_past(s->ctx);
+
+	s->cb = cb;
+	s->cb_arg = arg;
+	s->gen_err = 0;
+	ret = mmhal_ctx_generate(s->ctx, NULL, 0, s->p.n_predict, s->smp, 0,
+				 NULL, on_token, s, &n_gen);
+	s->cb = NULL;
+	if (!ret)
+		ret = s->gen_err;
+	if (ret) {
+		SERR(s, ret, "generate: %s", s->gen_err ?
+		     "out of memory" : mmhal_ctx_error(s->ctx));
+		goto out;
+	}
+	if (!s->n_toks)
+		s->t_first = s->t_last = now_ns();
+	r.decode_ms = ms_between(t3, now_ns());
+	r.text = s->text;
+	r.text_len = s->text_len;
+	r.tokens = s->toks;
+	r.n_tokens = s->n_toks;
+	r.first_token_mono = s->t_first;
+	r.last_token_mono = s->t_last;
+	sof = r.flags & MMHAL_RESULT_IMAGE ? r.frame_ts.sof_mono :
+					     r.audio_first_ts.sof_mono;
+	r.sof_to_first_token_ms = ms_between(sof, s->t_first);
+	r.sof_to_last_token_ms = ms_between(sof, s->t_last);
+	s->st.asks++;
+	memcpy(out, &r, size < sizeof(r) ? size : sizeof(r));
+	out->size = size;
+out:
+	free(text);
+	for (int i = 0; i < n_chunks; i++)
+		mmhal_chunk_free(chunks[i]);
+	return ret;
+}
