@@ -599,7 +599,8 @@ MMHAL_API int mmhal_chunk_info(const struct mmhal_chunk *chunk,
 MMHAL_API const float *mmhal_chunk_embd(const struct mmhal_chunk *chunk);
 
 /**
- * mmhal_ctx_eval_chunk() - append a chunk (its markers and embeddings)
+ * mmhal_ctx_eval_chunk() - append a chunk (its markers and embeddings;
+ * the rows with the chunk's id)
  *
  * Return: as mmhal_ctx_eval(); -EINVAL if the chunk's width is not the
  * session's model's.
@@ -617,8 +618,19 @@ MMHAL_API int mmhal_ctx_eval_chunk(struct mmhal_ctx *ctx,
  *   special tokens are parsed.
  * @add_bos: 1 to start with the model's BOS token.
  *
+ * The prompt is the session's whole context (position 0 on): the cache
+ * keeps its common prefix with the prompt's positions (the same tokens,
+ * the same chunks: a chunk's rows are recorded with an id made from its
+ * contents when it is encoded, see mmhal_ctx_eval_embd_id()), drops the
+ * rest, and only the remaining positions are evaluated (at least the
+ * last, for its logits); stats.reused_positions counts what was kept. So
+ * a follow-up question on the same frame, given as the whole conversation
+ * with the same chunk, evaluates only the new text. To start afresh, an
+ * empty cache (mmhal_ctx_reset()) gives the same logits.
+ *
  * Return: as mmhal_ctx_eval(); -EINVAL if the markers and n_chunks
- * differ in number.
+ * differ in number; -ENOSPC if the prompt is longer than n_ctx (the cache
+ * is left as it was).
  */
 MMHAL_API int mmhal_ctx_eval_prompt(struct mmhal_ctx *ctx, const char *text,
 				    const struct mmhal_chunk *const *chunks,

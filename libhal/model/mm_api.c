@@ -25,10 +25,16 @@
  *
  * The marker tokens are looked up once at load with the model's tokenizer
  * (special tokens parsed); a vocabulary without them refuses the mmproj.
- * The session API (mmhal_ctx_eval(), mmhal_ctx_eval_embd()) evaluates
+ * The session API (mmhal_ctx_eval(), mmhal_ctx_eval_embd_id()) evaluates
  * chunks, so a chunk works with any session of its model; the checks made
  * here (model, width, context space, marker count) leave their message in
  * the session (mmhal_ctx_error()) and evaluate nothing.
+ *
+ * Prefix reuse: a chunk's id (a 64-bit hash of its type, tokens and rows,
+ * made when it is encoded) is recorded with its rows in the session, so
+ * mmhal_ctx_eval_prompt() can tell which of the prompt's leading
+ * positions (text and chunks) the cache already holds and evaluate only
+ * the rest: a follow-up question on the same frame costs its own tokens.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -78,6 +84,7 @@ struct mmhal_chunk {
 	int n_rows, cap_rows;
 	struct mm_seg *seg;
 	int n_seg, cap_seg;
+	uint64_t id;		/* mm_chunk_seal(): what the rows are */
 };
 
 static double mm_api_ms(void)
@@ -375,6 +382,46 @@ static float *mm_chunk_rows(struct mmhal_chunk *c, int n)
 	return c->embd + (size_t)(c->n_rows - n) * c->n_embd;
 }
 
+/*
+ * The chunk's id, once complete: a hash of its type, tokens and rows (the
+ * same frame encoded twice gives the same bits, so the same id), never 0
+ * (anonymous rows). 64-bit words mixed as splitmix64's finalizer.
+ */
+static uint64_t mm_mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
+static void mm_chunk_seal(struct mmhal_chunk *c)
+{
+	const size_t nf = (size_t)c->n_rows * c->n_embd;
+	uint64_t h = mm_mix((uint64_t)c->type, (uint64_t)c->n_embd);
+
+	for (int i = 0; i < c->n_toks; i++)
+		h = mm_mix(h, (uint32_t)c->toks[i]);
+	for (int i = 0; i < c->n_seg; i++)
+		h = mm_mix(h, ((uint64_t)c->seg[i].n << 1) | c->seg[i].embd);
+	for (size_t i = 0; i + 1 < nf; i += 2) {
+		uint32_t a, b;
+
+		memcpy(&a, c->embd + i, 4);
+		memcpy(&b, c->embd + i + 1, 4);
+		h = mm_mix(h, ((uint64_t)a << 32) | b);
+	}
+	if (nf % 2) {
+		uint32_t a;
+
+		memcpy(&a, c->embd + nf - 1, 4);
+		h = mm_mix(h, a);
+	}
+	c->id = h ? h : 1;
+}
+
 MMHAL_API int mmhal_chunk_info(const struct mmhal_chunk *c,
 			       struct mmhal_chunk_info *out)
 {
@@ -563,6 +610,7 @@ MMHAL_API int mmhal_encode_image(const struct mmhal_mmproj *mp,
 		}
 	}
 	free(px);
+	mm_chunk_seal(c);
 	*out = c;
 	return 0;
 fail:
@@ -661,10 +709,12 @@ MMHAL_API int mmhal_encode_audio(const struct mmhal_mmproj *mp,
 	c->n_tiles = (int)w;
 out:
 	free(mel);
-	if (ret)
+	if (ret) {
 		mmhal_chunk_free(c);
-	else
+	} else {
+		mm_chunk_seal(c);
 		*out = c;
+	}
 	return ret;
 }
 
@@ -693,9 +743,9 @@ static int mm_eval_segs(struct mmhal_ctx *ctx, const struct mmhal_chunk *c,
 		float *lg = last && i == c->n_seg - 1 ? logits_last : NULL;
 
 		if (s->embd)
-			ret = mmhal_ctx_eval_embd(ctx,
-						  c->embd + s->off * c->n_embd,
-						  s->n, c->n_embd, lg);
+			ret = mmhal_ctx_eval_embd_id(ctx,
+						     c->embd + s->off * c->n_embd,
+						     s->n, c->n_embd, c->id, lg);
 		else
 			ret = mmhal_ctx_eval(ctx, c->toks + s->off, s->n, lg);
 	}
@@ -764,8 +814,9 @@ MMHAL_API int mmhal_ctx_eval_prompt(struct mmhal_ctx *ctx, const char *text,
 {
 	const struct mmhal_model *m;
 	const size_t ml = strlen(MMHAL_MEDIA_MARKER);
-	int n_mark = 0, n_parts, ret = 0, total = 0, np = 0;
+	int n_mark = 0, n_parts, ret = 0, total = 0, keep = 0;
 	int32_t **ids = NULL, *pend = NULL;
+	uint64_t *pid = NULL;
 	int *n_ids = NULL;
 	const char *s, *q;
 
@@ -809,43 +860,75 @@ MMHAL_API int mmhal_ctx_eval_prompt(struct mmhal_ctx *ctx, const char *text,
 	if (!ret && !total)
 		ret = mm_errf(-EINVAL, ctx->err, sizeof(ctx->err),
 			      "the prompt is empty");
-	if (!ret)
-		ret = mm_fits(ctx, total);
-	/* adjacent token runs (text, markers) go to the decoder as one
-	 * batch: each call is a pass over the weights */
+	if (!ret) {
+		struct mmhal_model_stats st;
+
+		ret = mmhal_ctx_stats(ctx, &st);
+		if (!ret && total > st.n_ctx)
+			ret = mm_errf(-ENOSPC, ctx->err, sizeof(ctx->err),
+				      "context full: the prompt's %d positions > n_ctx %d (nothing evaluated)",
+				      total, st.n_ctx);
+	}
+	/* the whole position sequence: tokens, and MMHAL_TOKEN_EMBD with
+	 * the chunk's id for its rows */
 	pend = ret ? NULL : malloc((size_t)total * sizeof(int32_t));
-	if (!ret && !pend)
+	pid = ret ? NULL : malloc((size_t)total * sizeof(uint64_t));
+	if (!ret && (!pend || !pid))
 		ret = -ENOMEM;
-	for (int i = 0; i < n_parts && !ret; i++) {
+	for (int i = 0, pos = 0; i < n_parts && !ret; i++) {
 		const struct mmhal_chunk *c = i < n_chunks ? chunks[i] : NULL;
 
-		memcpy(pend + np, ids[i], (size_t)n_ids[i] * sizeof(int32_t));
-		np += n_ids[i];
-		for (int k = 0; c && k < c->n_seg && !ret; k++) {
+		for (int k = 0; k < n_ids[i]; k++, pos++) {
+			pend[pos] = ids[i][k];
+			pid[pos] = 0;
+		}
+		for (int k = 0; c && k < c->n_seg; k++) {
 			const struct mm_seg *sg = &c->seg[k];
-			int last = i + 1 == n_chunks && k + 1 == c->n_seg &&
-				   !n_ids[n_chunks];
 
-			if (!sg->embd) {
-				memcpy(pend + np, c->toks + sg->off,
-				       (size_t)sg->n * sizeof(int32_t));
-				np += sg->n;
-				continue;
+			for (int r = 0; r < sg->n; r++, pos++) {
+				pend[pos] = sg->embd ? MMHAL_TOKEN_EMBD :
+					c->toks[sg->off + r];
+				pid[pos] = sg->embd ? c->id : 0;
 			}
-			if (np)
-				ret = mmhal_ctx_eval(ctx, pend, np, NULL);
-			np = 0;
-			if (!ret)
-				ret = mmhal_ctx_eval_embd(ctx, c->embd + sg->off *
-							  c->n_embd, sg->n,
-							  c->n_embd,
-							  last ? logits_last : NULL);
 		}
 	}
-	if (!ret && np)
-		ret = mmhal_ctx_eval(ctx, pend, np, logits_last);
+	/* keep the cache's common prefix with it (at most total - 1, for
+	 * the last logits), evaluate the rest; adjacent token runs (text,
+	 * markers) go to the decoder as one batch: each call is a pass over
+	 * the weights */
+	if (!ret) {
+		keep = mmhal_ctx_reuse_prefix(ctx, pend, pid, total);
+		ret = keep < 0 ? keep : 0;
+	}
+	for (int i = 0, pos = 0, t0 = keep; i < n_parts && !ret; i++) {
+		const struct mmhal_chunk *c = i < n_chunks ? chunks[i] : NULL;
+
+		pos += n_ids[i];
+		for (int k = 0; c && k < c->n_seg && !ret; k++) {
+			const struct mm_seg *sg = &c->seg[k];
+			int skip = keep > pos ? keep - pos : 0;
+
+			pos += sg->n;
+			if (!sg->embd || skip >= sg->n)
+				continue;
+			/* the tokens before these rows, then the rows */
+			if (t0 < pos - sg->n)
+				ret = mmhal_ctx_eval(ctx, pend + t0,
+						     pos - sg->n - t0, NULL);
+			if (!ret)
+				ret = mmhal_ctx_eval_embd_id(ctx, c->embd +
+						(sg->off + skip) * c->n_embd,
+						sg->n - skip, c->n_embd, c->id,
+						pos == total ? logits_last : NULL);
+			t0 = pos;
+		}
+		if (!ret && i == n_parts - 1 && t0 < total)
+			ret = mmhal_ctx_eval(ctx, pend + t0, total - t0,
+					     logits_last);
+	}
 out:
 	free(pend);
+	free(pid);
 	for (int i = 0; ids && i < n_parts; i++)
 		free(ids[i]);
 	free(ids);

@@ -752,10 +752,12 @@ static void test_eval_errors(void)
 	       strstr(mmhal_ctx_error(small), "n_ctx 10"),
 	       "eval_chunk: 4 + 7 positions in a 10-position session: -ENOSPC, nothing evaluated: \"%s\"",
 	       small ? mmhal_ctx_error(small) : err);
-	ret = mmhal_ctx_eval_prompt(small, "ab " MMHAL_MEDIA_MARKER, cc, 1, 0,
-				    NULL);
-	tap_ok(ret == -ENOSPC && mmhal_ctx_n_past(small) == 4,
-	       "eval_prompt: text + chunk past the context: -ENOSPC, nothing evaluated");
+	ret = mmhal_ctx_eval_prompt(small, "ab cd ef gh ij " MMHAL_MEDIA_MARKER,
+				    cc, 1, 0, NULL);
+	tap_ok(ret == -ENOSPC && mmhal_ctx_n_past(small) == 4 &&
+	       mmhal_ctx_tokens(small)[3] == 80,
+	       "eval_prompt: text + chunk longer than the context: -ENOSPC, cache kept: \"%s\"",
+	       small ? mmhal_ctx_error(small) : err);
 
 	/* a medium the mmproj has no encoder for */
 	snprintf(pa_path, sizeof(pa_path), "%s/audio-only.gguf", dir);
@@ -896,6 +898,166 @@ static int make_files(void)
 	return ret;
 }
 
+/* ---- prefix reuse ------------------------------------------------------- */
+
+static int64_t evaluated(const struct mmhal_ctx *ctx, int64_t *reused)
+{
+	struct mmhal_model_stats st;
+
+	mmhal_ctx_stats(ctx, &st);
+	*reused = st.reused_positions;
+	return st.prefill_tokens + st.decode_tokens;
+}
+
+static int lcp(const int32_t *a, int na, const int32_t *b, int nb)
+{
+	int i = 0;
+
+	while (i < na && i < nb && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/*
+ * Questions on one image chunk (idefics3, tiles: several runs of one id):
+ * the second prompt (same system text and chunk, another question)
+ * evaluates only the question's positions past the common prefix
+ * (counted here from separately tokenized parts), a continuation only its
+ * new text, another frame everything from its first row; each time the
+ * logits equal a fresh session's for the whole prompt (same KV F16,
+ * different batches: 1e-5 of the logit range).
+ */
+static void test_prompt_reuse(void)
+{
+	static const char sys[] = "You describe pictures. ";
+	static const char q1[] = " What is in this picture?";
+	static const char q2[] = " What colour is it?";
+	static const char q3[] = " Answer: stripes. Anything else?";
+	struct mmhal_model *m = load_llm(0);
+	struct mmhal_mmproj *p = m ? load_proj(tiles_path, m, 1, 0) : NULL;
+	struct mmhal_chunk *c = NULL, *c2 = NULL;
+	struct mmhal_ctx *a = NULL, *b = NULL;
+	const struct mmhal_chunk *cc[1];
+	struct frame f, g;
+	char err[256] = "", txt[3][256];
+	float *la = NULL, *lb = NULL;
+	int32_t ts[64], t1[64], t2[64], t3[64];
+	int ns, n1, n2, n3, ret, first_row = -1, n_pos = 0, ids_ok = 1;
+	int64_t e0, e1, r0, r1;
+	double d;
+	struct mmhal_chunk_info ci = { .size = sizeof(ci) };
+	struct mmhal_model_info mi;
+
+	frame_make(&f, MMHAL_IMAGE_RGB24, 64, 48, 0);
+	frame_make(&g, MMHAL_IMAGE_RGB24, 64, 48, 0);
+	if (!p || mmhal_encode_image(p, &f.img, &c, err, sizeof(err)) ||
+	    mmhal_encode_image(p, &g.img, &c2, err, sizeof(err)) ||
+	    mmhal_ctx_create(m, NULL, &a, err, sizeof(err)) ||
+	    mmhal_ctx_create(m, NULL, &b, err, sizeof(err)) ||
+	    mmhal_model_info(m, &mi) || mmhal_chunk_info(c, &ci)) {
+		tap_ok(0, "prefix reuse: setup: %s", err);
+		goto out;
+	}
+	la = malloc(mi.n_vocab * sizeof(float));
+	lb = malloc(mi.n_vocab * sizeof(float));
+	n_pos = ci.n_pos;
+	snprintf(txt[0], sizeof(txt[0]), "%s%s%s", sys, MMHAL_MEDIA_MARKER, q1);
+	snprintf(txt[1], sizeof(txt[1]), "%s%s%s", sys, MMHAL_MEDIA_MARKER, q2);
+	snprintf(txt[2], sizeof(txt[2]), "%s%s%s%s", sys, MMHAL_MEDIA_MARKER,
+		 q1, q3);
+	ns = tokenize(m, sys, 1, ts, 64);
+	n1 = tokenize(m, q1, 0, t1, 64);
+	n2 = tokenize(m, q2, 0, t2, 64);
+	{
+		char q13[128];
+
+		snprintf(q13, sizeof(q13), "%s%s", q1, q3);
+		n3 = tokenize(m, q13, 0, t3, 64);
+	}
+	cc[0] = c;
+
+	/* question 1: all evaluated; the rows carry the chunk's id */
+	e0 = evaluated(a, &r0);
+	ret = mmhal_ctx_eval_prompt(a, txt[0], cc, 1, 1, la);
+	e1 = evaluated(a, &r1);
+	for (int i = 0; !ret && i < mmhal_ctx_n_past(a); i++) {
+		int emb = mmhal_ctx_tokens(a)[i] == MMHAL_TOKEN_EMBD;
+
+		if (emb && first_row < 0)
+			first_row = i;
+		ids_ok &= emb ? mmhal_ctx_ids(a)[i] != 0 &&
+			mmhal_ctx_ids(a)[i] == mmhal_ctx_ids(a)[first_row] :
+			mmhal_ctx_ids(a)[i] == 0;
+	}
+	tap_ok(!ret && e1 - e0 == ns + n_pos + n1 && r1 == r0 && ids_ok &&
+	       ci.n_tiles > 1,
+	       "reuse: first question: %lld positions evaluated (%d + %d + %d), rows of %d tiles with one id",
+	       (long long)(e1 - e0), ns, n_pos, n1, ci.n_tiles);
+
+	/* question 2 on the same chunk: only its own tokens */
+	e0 = e1;
+	r0 = r1;
+	ret = mmhal_ctx_eval_prompt(a, txt[1], cc, 1, 1, la);
+	e1 = evaluated(a, &r1);
+	{
+		int common = ns + n_pos + lcp(t1, n1, t2, n2);
+
+		if (!ret)
+			ret = mmhal_ctx_eval_prompt(b, txt[1], cc, 1, 1, lb);
+		d = ret ? -1 : logit_err(la, lb, mi.n_vocab);
+		tap_ok(!ret && r1 - r0 == common &&
+		       e1 - e0 == ns + n_pos + n2 - common && d <= 1e-5,
+		       "reuse: second question on the same chunk: %lld reused, %lld evaluated (of %d); logits vs a fresh session %.2e",
+		       (long long)(r1 - r0), (long long)(e1 - e0),
+		       ns + n_pos + n2, d);
+	}
+
+	/* the conversation continued: only the new text */
+	ret = mmhal_ctx_eval_prompt(a, txt[0], cc, 1, 1, la);
+	e0 = evaluated(a, &r0);
+	if (!ret)
+		ret = mmhal_ctx_eval_prompt(a, txt[2], cc, 1, 1, la);
+	e1 = evaluated(a, &r1);
+	mmhal_ctx_reset(b);
+	if (!ret)
+		ret = mmhal_ctx_eval_prompt(b, txt[2], cc, 1, 1, lb);
+	d = ret ? -1 : logit_err(la, lb, mi.n_vocab);
+	{
+		int common = ns + n_pos + lcp(t1, n1, t3, n3);
+
+		tap_ok(!ret && r1 - r0 == common &&
+		       e1 - e0 == ns + n_pos + n3 - common && d <= 1e-5,
+		       "reuse: continued conversation: %lld reused, %lld evaluated; logits vs fresh %.2e",
+		       (long long)(r1 - r0), (long long)(e1 - e0), d);
+	}
+
+	/* another frame: reuse stops at its first row */
+	cc[0] = c2;
+	e0 = e1;
+	r0 = r1;
+	ret = mmhal_ctx_eval_prompt(a, txt[2], cc, 1, 1, la);
+	e1 = evaluated(a, &r1);
+	mmhal_ctx_reset(b);
+	if (!ret)
+		ret = mmhal_ctx_eval_prompt(b, txt[2], cc, 1, 1, lb);
+	d = ret ? -1 : logit_err(la, lb, mi.n_vocab);
+	tap_ok(!ret && r1 - r0 == first_row &&
+	       e1 - e0 == ns + n_pos + n3 - first_row && d <= 1e-5,
+	       "reuse: another frame: %lld reused (up to its first row, %d), %lld evaluated; logits vs fresh %.2e",
+	       (long long)(r1 - r0), first_row, (long long)(e1 - e0), d);
+out:
+	free(la);
+	free(lb);
+	frame_free(&f);
+	frame_free(&g);
+	mmhal_ctx_free(a);
+	mmhal_ctx_free(b);
+	mmhal_chunk_free(c);
+	mmhal_chunk_free(c2);
+	mmhal_mmproj_free(p);
+	mmhal_model_free(m);
+}
+
 int main(void)
 {
 	static const uint32_t fmts[3] = { MMHAL_IMAGE_NV12, MMHAL_IMAGE_RGB24,
@@ -940,6 +1102,7 @@ int main(void)
 		test_load_errors();
 		test_input_errors();
 		test_eval_errors();
+		test_prompt_reuse();
 	}
 	for (int t = 0; t < 2; t++) {
 		unlink(llm_path[t]);
