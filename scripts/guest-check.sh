@@ -22,6 +22,10 @@ load_mmedge
 load_peers
 
 run libhal_dev "$B/libhal/tests/mmhal_dev_test" /dev/mmedge0
+# vivid's buffers imported into mmedge: copied into an mmedge buffer and
+# fed to the sink through libhal, the copy encoded by a tiny model.
+run libhal_vendor "$B/libhal/tests/mmhal_vendor_test" \
+	--mmgguf "$B/libhal/model/mmgguf" /dev/mmedge0
 run mmctl tools/tests/mmctl_cli_test.sh "$B/tools/mmctl"
 run mmstream tools/tests/mmstream_cli_test.sh "$B/tools/mmstream"
 run mmctl_nl tools/tests/mmctl_nl_test.sh "$B/tools/mmctl" "$B/tools/mmstream" "$B/tools/tests/mmhal-view"
