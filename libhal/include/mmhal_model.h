@@ -466,6 +466,31 @@ MMHAL_API int mmhal_ctx_stats(const struct mmhal_ctx *ctx,
 MMHAL_API void mmhal_ctx_stats_reset(struct mmhal_ctx *ctx);
 
 /*
+ * mmhal_ctx_state_save() / mmhal_ctx_state_load() - a session's cache in
+ * a file
+ *
+ * The file (host byte order): a versioned header (magic "MMHALKV\0",
+ * version, the model's n_layer, n_embd, n_head_kv, head dimension,
+ * n_vocab, a hash of its file size and tensor table (names, types,
+ * shapes, offsets), the cache's kv_type, row size and n_ctx, n_past),
+ * tokens[], the ids, the last logits if any, the K and V rows of the
+ * n_past positions, and a checksum of all of it. Save writes path.tmp,
+ * syncs it and renames it over path.
+ *
+ * Load replaces the session's cache (n_past, tokens, ids, logits) after
+ * checking every field: the model and kv_type must be the session's, and
+ * n_past at most its n_ctx (a larger n_ctx than the saving session's is
+ * fine). On failure the session is left as it was and its error names
+ * the field.
+ *
+ * Return: 0; -EINVAL bad file (truncated, corrupt, another model or KV
+ * type: the message says which field), -ENOSPC n_past > n_ctx, -ENOMEM,
+ * or an error of open(2)/read(2)/write(2)/rename(2).
+ */
+MMHAL_API int mmhal_ctx_state_save(struct mmhal_ctx *ctx, const char *path);
+MMHAL_API int mmhal_ctx_state_load(struct mmhal_ctx *ctx, const char *path);
+
+/*
  * Multimodal projector (mmproj GGUF, general.architecture "clip"): a
  * SigLIP/CLIP vision encoder with an idefics3 or mlp projector, a
  * Whisper-style audio encoder with an ultravox projector, or both.

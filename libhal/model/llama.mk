@@ -21,7 +21,8 @@
 # For the library (../Makefile): LLAMA_SRCS are the sources: llama_load.c
 # (hyperparameters, weights, repacking, info), llama_ctx.c (sessions: KV
 # cache, activations, stats), llama_attn.c (attention over the KV cache),
-# llama.c (forward pass, eval/generate, model API), vec.c (SIMD row helpers
+# llama_state.c (a session saved to / loaded from a file), llama.c (forward
+# pass, eval/generate, model API), vec.c (SIMD row helpers
 # and the F16 attention kernel, chosen from quant.c's kernel set) and
 # sampler.c.
 #
@@ -37,7 +38,8 @@ LLAMA_WARN := -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef
 LLAMA_CFLAGS := $(BASE_CFLAGS) -I$(LLAMA_DIR)/tools -I$(LLAMA_DIR)/tests \
 	-pthread
 
-LLAMA_SRCS := llama.c llama_load.c llama_ctx.c llama_attn.c vec.c sampler.c
+LLAMA_SRCS := llama.c llama_load.c llama_ctx.c llama_attn.c llama_state.c vec.c \
+	sampler.c
 LLAMA_OWN := $(LLAMA_SRCS) tests/ref_llama.c
 LLAMA_DEP_SRCS := $(filter-out $(LLAMA_SRCS),$(sort $(MODEL_SRCS) \
 	quant.c threadpool.c kern_scalar.c gguf.c gguf_write.c tokenizer.c)) \

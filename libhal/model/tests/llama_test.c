@@ -56,7 +56,7 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 82
+#define N_TESTS 86
 
 /* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
  * at F32, for the attention kernel's other head groupings */
@@ -1635,6 +1635,152 @@ static void test_shift_runs(void)
 	mmhal_model_free(m);
 }
 
+/* ---- state files ------------------------------------------------------ */
+
+static int file_copy(const char *src, const char *dst, long cut, long flip)
+{
+	FILE *a = fopen(src, "rb"), *b = fopen(dst, "wb");
+	long n = 0, size;
+	int ch, ret = !a || !b;
+
+	if (!ret) {
+		fseek(a, 0, SEEK_END);
+		size = ftell(a);
+		fseek(a, 0, SEEK_SET);
+		while ((ch = fgetc(a)) != EOF && n < size - cut) {
+			fputc(n == flip ? ch ^ 0x10 : ch, b);
+			n++;
+		}
+	}
+	if (a)
+		fclose(a);
+	if (b)
+		fclose(b);
+	return ret;
+}
+
+/* Writes the 32-bit word at byte off of a copy of src. */
+static int file_poke(const char *src, const char *dst, long off, uint32_t v)
+{
+	FILE *f;
+
+	if (file_copy(src, dst, 0, -1))
+		return 1;
+	f = fopen(dst, "r+b");
+	if (!f)
+		return 1;
+	fseek(f, off, SEEK_SET);
+	fwrite(&v, 4, 1, f);
+	fclose(f);
+	return 0;
+}
+
+/*
+ * A session saved and loaded into a new one continues identically (same
+ * tokens, ids, logits, then the same next-step logits bit for bit, for
+ * F16 and Q8_0 caches); truncated, corrupted, other-model, other-KV-type
+ * and too-long files are refused with the field named, leaving the
+ * session as it was.
+ */
+static void test_state(int kv)
+{
+	struct mmhal_model *m = load(1, 64, MMHAL_KV_F16, 0, 1);
+	struct mmhal_model *m0 = load(0, 64, MMHAL_KV_F16, 0, 1);
+	struct mmhal_ctx *a = shift_ctx(m, 64, kv, 0, 0);
+	struct mmhal_ctx *b = shift_ctx(m, 64, kv, 0, 0);
+	const char *kn = kv == MMHAL_KV_Q8_0 ? "Q8_0" : "F16";
+	char fn[400], bad[420], tmpn[420];
+	float la[300], lb[300];
+	int ne = 0, ret = !a || !b, same = 0;
+	float *rows = embd_rows(path[1], long_prompt, 3, &ne);
+
+	snprintf(fn, sizeof(fn), "%s/state-%s.bin", dir, kn);
+	snprintf(bad, sizeof(bad), "%s.bad", fn);
+	snprintf(tmpn, sizeof(tmpn), "%s.tmp", fn);
+	if (!ret)
+		ret = mmhal_ctx_eval(a, prompt, 8, NULL);
+	if (!ret)
+		ret = mmhal_ctx_eval_embd_id(a, rows, 3, ne, 0xabcdefull, NULL);
+	if (!ret)
+		ret = mmhal_ctx_eval(a, long_prompt, 5, la);
+	if (!ret)
+		ret = mmhal_ctx_state_save(a, fn);
+	if (!ret)
+		ret = mmhal_ctx_state_load(b, fn);
+	if (!ret) {
+		same = mmhal_ctx_n_past(b) == 16 &&
+			!memcmp(mmhal_ctx_tokens(a), mmhal_ctx_tokens(b), 16 * 4) &&
+			!memcmp(mmhal_ctx_ids(a), mmhal_ctx_ids(b), 16 * 8) &&
+			mmhal_ctx_ids(b)[9] == 0xabcdefull && mmhal_ctx_logits(b) &&
+			!memcmp(mmhal_ctx_logits(b), la, sizeof(la));
+		ret = mmhal_ctx_eval(a, (int32_t[]){ 77 }, 1, la);
+		ret |= mmhal_ctx_eval(b, (int32_t[]){ 77 }, 1, lb);
+		same &= !memcmp(la, lb, sizeof(la));
+	}
+	ok(!ret && same && access(tmpn, F_OK) != 0,
+	   "state (KV %s): saved and loaded into a new session: tokens, ids, logits and the next step's logits bit for bit (%s)",
+	   kn, ret ? mmhal_ctx_error(b) : "");
+	{
+		/* refusals: b holds 17 positions, which must stay */
+		struct mmhal_ctx *o = shift_ctx(m0, 64, kv, 0, 0);
+		struct mmhal_ctx *q = shift_ctx(m, 64, kv == MMHAL_KV_F16 ?
+						 MMHAL_KV_Q8_0 : MMHAL_KV_F16, 0, 0);
+		struct mmhal_ctx *sm = shift_ctx(m, 12, kv, 0, 0);
+		int good = o && q && sm, r;
+		const struct { const char *what, *field; long cut, flip, poke;
+			       uint32_t v; int err; } cs[] = {
+			{ "truncated by 10", "truncated", 10, -1, -1, 0, -EINVAL },
+			{ "header only", "size", 0, -1, 0, 0, -EINVAL },
+			{ "a payload byte flipped", "checksum", 0, 200, -1, 0, -EINVAL },
+			{ "magic", "magic", 0, 1, -1, 0, -EINVAL },
+			{ "version 9", "version", 0, -1, 8, 9, -EINVAL },
+			{ "n_layer 3", "n_layer", 0, -1, 16, 3, -EINVAL },
+			{ "n_past > n_ctx", "n_past", 0, -1, 48, 1000, -EINVAL },
+			{ "has_logits 2", "has_logits", 0, -1, 52, 2, -EINVAL },
+		};
+
+		for (size_t i = 0; good && i < sizeof(cs) / sizeof(cs[0]); i++) {
+			if (cs[i].poke > 0)
+				file_poke(fn, bad, cs[i].poke, cs[i].v);
+			else if (cs[i].poke == 0)
+				file_copy(fn, bad, 0, -1), truncate(bad, 80);
+			else
+				file_copy(fn, bad, cs[i].cut, cs[i].flip);
+			r = mmhal_ctx_state_load(b, bad);
+			printf("# %s: %d \"%s\"\n", cs[i].what, r, mmhal_ctx_error(b));
+			good &= r == cs[i].err &&
+				strstr(mmhal_ctx_error(b), cs[i].field) != NULL &&
+				mmhal_ctx_n_past(b) == 17;
+		}
+		r = good ? mmhal_ctx_state_load(o, fn) : 0;
+		printf("# other model: %d \"%s\"\n", r, o ? mmhal_ctx_error(o) : "");
+		good &= r == -EINVAL && strstr(mmhal_ctx_error(o), "model_hash") &&
+			mmhal_ctx_n_past(o) == 0;
+		r = good ? mmhal_ctx_state_load(q, fn) : 0;
+		printf("# other kv_type: %d \"%s\"\n", r, q ? mmhal_ctx_error(q) : "");
+		good &= r == -EINVAL && strstr(mmhal_ctx_error(q), "kv_type");
+		r = good ? mmhal_ctx_state_load(sm, fn) : 0;
+		printf("# n_ctx 12: %d \"%s\"\n", r, sm ? mmhal_ctx_error(sm) : "");
+		good &= r == -ENOSPC && strstr(mmhal_ctx_error(sm), "n_ctx");
+		r = mmhal_ctx_state_load(b, bad);	/* still refused */
+		good &= mmhal_ctx_eval(b, (int32_t[]){ 5 }, 1, lb) == 0 &&
+			mmhal_ctx_eval(a, (int32_t[]){ 5 }, 1, la) == 0 &&
+			!memcmp(la, lb, sizeof(la));
+		ok(good, "state (KV %s): truncated, corrupted, other model / KV type / too long refused, naming the field; the session unchanged",
+		   kn);
+		mmhal_ctx_free(o);
+		mmhal_ctx_free(q);
+		mmhal_ctx_free(sm);
+	}
+	unlink(fn);
+	unlink(bad);
+	free(rows);
+	mmhal_ctx_free(a);
+	mmhal_ctx_free(b);
+	mmhal_model_free(m);
+	mmhal_model_free(m0);
+}
+
 int main(void)
 {
 	struct mm_gen_params gp = {
@@ -1702,6 +1848,8 @@ int main(void)
 	test_shift_rows(MMHAL_KV_Q8_0);
 	test_shift_generate();
 	test_shift_runs();
+	test_state(MMHAL_KV_F16);
+	test_state(MMHAL_KV_Q8_0);
 
 	for (int t = 0; t < 6; t++)
 		unlink(path[t]);
