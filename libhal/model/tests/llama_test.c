@@ -19,6 +19,13 @@
  * Sessions (mmhal_ctx) are checked against each other: a session's
  * logits depend only on what was evaluated in it, so runs that should
  * agree are compared bit for bit (same thread count, same batches).
+ *
+ * Context shift: on the one-layer gqa4 model a position's K/V rows depend
+ * only on its token and position, so after a shift the logits must equal
+ * a fresh session's on the kept tokens (F32 KV 1e-5, F16 KV 2e-3 of the
+ * range); on tiny (two layers) the moved rows are checked against the old
+ * rows rotated here in double (F16, Q8_0 within their rounding). State
+ * files: a loaded session continues bit for bit; damaged files refused.
  */
 #include <errno.h>
 #include <math.h>
