@@ -58,15 +58,39 @@ void mm_enc_row(const struct mm_mmproj_w *w, int64_t r, float *y, int64_t n)
 			  r * mm_row_bytes((enum mm_type)w->type, n), y, n);
 }
 
+struct enc_rowop {
+	float *Y;
+	const float *b;		/* [m]: added to each row, or NULL */
+	const float *X;		/* [n][m]: added to Y, or NULL */
+	int64_t m;
+};
+
+static void enc_rowop_fn(int64_t begin, int64_t end, void *arg)
+{
+	const struct enc_rowop *a = arg;
+	const int64_t m = a->m;
+
+	for (int64_t i = begin; i < end; i++) {
+		float *y = a->Y + i * m;
+
+		if (a->b)
+			for (int64_t j = 0; j < m; j++)
+				y[j] += a->b[j];
+		else
+			for (int64_t j = 0; j < m; j++)
+				y[j] += a->X[i * m + j];
+	}
+}
+
 void mm_enc_bias(struct mm_enc *s, const struct mm_mmproj_w *b, float *Y,
 		 int64_t n, int64_t m)
 {
+	struct enc_rowop a = { .Y = Y, .b = s->tmp, .m = m };
+
 	if (!b || !b->name)
 		return;
 	mm_enc_vec(b, s->tmp, m);
-	for (int64_t i = 0; i < n; i++)
-		for (int64_t j = 0; j < m; j++)
-			Y[i * m + j] += s->tmp[j];
+	mm_parallel_for(s->ctx, n, enc_rowop_fn, &a);
 }
 
 void mm_enc_linear(struct mm_enc *s, const struct mm_mmproj_w *w,
@@ -271,12 +295,12 @@ static void enc_act_avx2(enum mm_mmproj_act act, float *x, int64_t n)
 	}
 }
 
-/* softmax of s[0..n) with scores scaled by scale (> 0); s[n..np) = 0 */
+/* s[j] = exp(s[j] - max) for j < n, 0 up to np; returns 1 / sum */
 __attribute__((target("avx2,fma")))
-static void enc_softmax_avx2(float *s, int64_t n, int64_t np, float scale)
+static float enc_softmax_avx2(float *s, int64_t n, int64_t np)
 {
 	__m256 mx = _mm256_set1_ps(-INFINITY), sum = _mm256_setzero_ps();
-	float m = -INFINITY, tot, r;
+	float m = -INFINITY, tot;
 	int64_t j;
 
 	for (j = 0; j + 8 <= n; j += 8)
@@ -290,11 +314,10 @@ static void enc_softmax_avx2(float *s, int64_t n, int64_t np, float scale)
 	}
 	for (; j < n; j++)
 		m = s[j] > m ? s[j] : m;
-	const __m256 ms = _mm256_set1_ps(m * scale), sc = _mm256_set1_ps(scale);
+	const __m256 ms = _mm256_set1_ps(m);
 
 	for (j = 0; j + 8 <= n; j += 8) {
-		const __m256 e = enc_exp8(_mm256_fmsub_ps(_mm256_loadu_ps(s + j),
-							  sc, ms));
+		const __m256 e = enc_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), ms));
 
 		_mm256_storeu_ps(s + j, e);
 		sum = _mm256_add_ps(sum, e);
@@ -306,50 +329,105 @@ static void enc_softmax_avx2(float *s, int64_t n, int64_t np, float scale)
 		tot = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
 	}
 	for (; j < n; j++) {
-		s[j] = expf(s[j] * scale - m * scale);
+		s[j] = expf(s[j] - m);
 		tot += s[j];
 	}
-	r = 1.0f / tot;
-	const __m256 rv = _mm256_set1_ps(r);
-
-	for (j = 0; j + 8 <= n; j += 8)
-		_mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), rv));
-	for (; j < n; j++)
-		s[j] *= r;
 	for (; j < np; j++)
 		s[j] = 0;
+	return 1.0f / tot;
+}
+
+/*
+ * The unnormalized softmax of a row straight to Q8_0 (np / 32 blocks at
+ * y): exp(s[j] - max) for j < n, 0 up to np, never stored as f32; each
+ * block d = amax / 127 (f16), q = round-to-nearest-even(x 127 / amax).
+ * s[n..np) must be readable. Returns 1 / sum of the f32 exps.
+ */
+__attribute__((target("avx2,fma,f16c")))
+static float enc_softmax_q8_avx2(const float *s, int64_t n, int64_t np,
+				 uint8_t *y)
+{
+	__m256 mx = _mm256_set1_ps(-INFINITY), sum = _mm256_setzero_ps();
+	const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	float m = -INFINITY, v[8];
+	int64_t j;
+
+	for (j = 0; j + 8 <= n; j += 8)
+		mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
+	_mm256_storeu_ps(v, mx);
+	for (int u = 0; u < 8; u++)
+		m = v[u] > m ? v[u] : m;
+	for (; j < n; j++)
+		m = s[j] > m ? s[j] : m;
+	const __m256 ms = _mm256_set1_ps(m);
+
+	for (j = 0; j < np; j += MM_QK, y += sizeof(struct mm_block_q8_0)) {
+		__m256 e[4], am;
+		__m256i q[4];
+
+		for (int t = 0; t < 4; t++) {
+			const int64_t j0 = j + 8 * t;
+
+			e[t] = enc_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j0), ms));
+			if (j0 + 8 > n) {	/* lanes at n and past: 0 */
+				const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+				const __m256i lim = _mm256_set1_epi32((int)(n - j0 > 0 ? n - j0 : 0));
+
+				e[t] = _mm256_and_ps(e[t], _mm256_castsi256_ps(
+					_mm256_cmpgt_epi32(lim, lane)));
+			}
+			sum = _mm256_add_ps(sum, e[t]);
+		}
+		am = _mm256_max_ps(_mm256_max_ps(e[0], e[1]), _mm256_max_ps(e[2], e[3]));
+		am = _mm256_max_ps(am, _mm256_permute2f128_ps(am, am, 1));
+		am = _mm256_max_ps(am, _mm256_shuffle_ps(am, am, 0x4e));
+		am = _mm256_max_ps(am, _mm256_shuffle_ps(am, am, 0xb1));
+		const float amax = _mm256_cvtss_f32(am);
+		const float d = amax * (1.0f / 127);
+		const __m256 id = _mm256_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+		const uint16_t dh = (uint16_t)_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+
+		for (int t = 0; t < 4; t++)
+			q[t] = _mm256_cvtps_epi32(_mm256_mul_ps(e[t], id));
+		memcpy(y, &dh, 2);
+		_mm256_storeu_si256((__m256i *)(y + 2), _mm256_permutevar8x32_epi32(
+			_mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
+					   _mm256_packs_epi32(q[2], q[3])), perm));
+	}
+	_mm256_storeu_ps(v, sum);
+	return 1.0f / (((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])));
 }
 #endif
 
-static void enc_softmax_c(float *s, int64_t n, int64_t np, float scale)
+static float enc_softmax_c(float *s, int64_t n, int64_t np)
 {
-	float mx = -INFINITY, sum = 0, r;
+	float mx = -INFINITY, sum = 0;
 
 	for (int64_t j = 0; j < n; j++)
 		if (s[j] > mx)
 			mx = s[j];
-	/* scale > 0: max(s * scale) = max(s) * scale */
 	for (int64_t j = 0; j < n; j++) {
-		s[j] = expf((s[j] - mx) * scale);
+		s[j] = expf(s[j] - mx);
 		sum += s[j];
 	}
-	r = 1.0f / sum;
-	for (int64_t j = 0; j < n; j++)
-		s[j] *= r;
 	for (int64_t j = n; j < np; j++)
 		s[j] = 0;
+	return 1.0f / sum;
 }
 
-static void enc_softmax(int simd, float *s, int64_t n, int64_t np, float scale)
+/*
+ * The unnormalized softmax of a row of scores s[0..n) (already scaled):
+ * s[j] = exp(s[j] - max), s[n..np) = 0; returns 1 / sum(s), by which the
+ * caller scales the row's output (P V's rows are linear in P's).
+ */
+static float enc_softmax(int simd, float *s, int64_t n, int64_t np)
 {
 #if defined(__x86_64__)
-	if (simd) {
-		enc_softmax_avx2(s, n, np, scale);
-		return;
-	}
+	if (simd)
+		return enc_softmax_avx2(s, n, np);
 #endif
 	(void)simd;
-	enc_softmax_c(s, n, np, scale);
+	return enc_softmax_c(s, n, np);
 }
 
 #define ENC_ACT_BLOCK 4096	/* floats per parallel_for unit */
@@ -403,6 +481,8 @@ struct enc_att {
 	const float *Q, *K, *V;
 	float *O;
 	float *qh, *oh, *S, *vt;
+	float *rs;		/* [h][n]: 1 / the softmax sums */
+	int64_t h;		/* the head of the softmax */
 	float *kh;		/* f32 */
 	uint8_t *kq, *pq;	/* int8 */
 	size_t krb, prb;	/* Q8_0 row bytes: d, np elements */
@@ -411,37 +491,51 @@ struct enc_att {
 	int simd;
 };
 
-/* rows i of Q, K, V (i < np; past n: the int8 path's zero padding) */
+#define ENC_TR 16	/* rows per step of a transposition */
+
+/* rows [i0, i1) of Q, K, V (i < np; past n: the int8 path's zero
+ * padding), in steps of ENC_TR rows (V^T: ENC_TR floats per column) */
 static void enc_att_gather_fn(int64_t begin, int64_t end, void *arg)
 {
 	const struct enc_att *a = arg;
 	const int64_t d = a->d, n = a->n, e = a->e, np = a->np;
 
-	for (int64_t i = begin; i < end; i++) {
-		if (i >= n) {
-			for (int64_t h = 0; h < a->nh; h++)
-				memset(a->kq + (size_t)(h * np + i) * a->krb, 0,
-				       a->krb);
-			for (int64_t c = 0; c < e; c++)
-				a->vt[c * np + i] = 0;
-			continue;
-		}
-		for (int64_t h = 0; h < a->nh; h++) {
-			const float *q = a->Q + i * e + h * d;
-			float *qh = a->qh + (h * n + i) * d;
+	for (int64_t i0 = begin * ENC_TR; i0 < end * ENC_TR && i0 < np;
+	     i0 += ENC_TR) {
+		const int64_t i1 = i0 + ENC_TR < np ? i0 + ENC_TR : np;
+		const int64_t iv = i1 < n ? i1 : n;	/* rows of V */
 
-			for (int64_t c = 0; c < d; c++)
-				qh[c] = q[c] * a->scale;
-			if (a->kq)
-				mm_quantize_row(MM_TYPE_Q8_0, a->K + i * e + h * d,
-						a->kq + (size_t)(h * np + i) * a->krb,
-						d);
-			else
-				memcpy(a->kh + (h * n + i) * d, a->K + i * e + h * d,
-				       (size_t)d * sizeof(float));
+		for (int64_t c = 0; c < e; c++) {
+			float *vt = a->vt + c * np;
+			int64_t i;
+
+			for (i = i0; i < iv; i++)
+				vt[i] = a->V[i * e + c];
+			for (; i < i1; i++)
+				vt[i] = 0;
 		}
-		for (int64_t c = 0; c < e; c++)
-			a->vt[c * np + i] = a->V[i * e + c];
+		for (int64_t i = i0; i < i1; i++)
+			for (int64_t h = 0; h < a->nh; h++) {
+				const float *q = a->Q + i * e + h * d;
+				float *qh = a->qh + (h * n + i) * d;
+
+				if (i >= n) {
+					memset(a->kq + (size_t)(h * np + i) * a->krb,
+					       0, a->krb);
+					continue;
+				}
+				for (int64_t c = 0; c < d; c++)
+					qh[c] = q[c] * a->scale;
+				if (a->kq)
+					mm_quantize_row(MM_TYPE_Q8_0,
+							a->K + i * e + h * d,
+							a->kq + (size_t)(h * np + i) *
+							a->krb, d);
+				else
+					memcpy(a->kh + (h * n + i) * d,
+					       a->K + i * e + h * d,
+					       (size_t)d * sizeof(float));
+			}
 	}
 }
 
@@ -451,31 +545,54 @@ static void enc_att_softmax_fn(int64_t begin, int64_t end, void *arg)
 
 	for (int64_t i = begin; i < end; i++) {
 		float *s = a->S + i * a->np;
+		float *r = a->rs + a->h * a->n + i;
 
-		enc_softmax(a->simd, s, a->n, a->np, 1.0f);
+#if defined(__x86_64__)
+		if (a->pq && a->simd) {
+			*r = enc_softmax_q8_avx2(s, a->n, a->np,
+						 a->pq + (size_t)i * a->prb);
+			continue;
+		}
+#endif
+		*r = enc_softmax(a->simd, s, a->n, a->np);
 		if (a->pq)
 			mm_quantize_row(MM_TYPE_Q8_0, s, a->pq + (size_t)i * a->prb,
 					a->np);
 	}
 }
 
+/* O's rows [i0, i1) from oh times the softmax's 1 / sum, in steps of
+ * ENC_TR rows (int8: ENC_TR floats of each oh row) */
 static void enc_att_scatter_fn(int64_t begin, int64_t end, void *arg)
 {
 	const struct enc_att *a = arg;
-	const int64_t d = a->d, n = a->n;
+	const int64_t d = a->d, n = a->n, e = a->e;
 
-	for (int64_t i = begin; i < end; i++)
+	for (int64_t i0 = begin * ENC_TR; i0 < end * ENC_TR && i0 < n;
+	     i0 += ENC_TR) {
+		const int64_t i1 = i0 + ENC_TR < n ? i0 + ENC_TR : n;
+
 		for (int64_t h = 0; h < a->nh; h++) {
-			float *o = a->O + i * a->e + h * d;
+			const float *r = a->rs + h * n;
 
 			if (a->pq) {	/* oh[h][c][i] */
-				for (int64_t c = 0; c < d; c++)
-					o[c] = a->oh[(h * d + c) * n + i];
+				for (int64_t c = 0; c < d; c++) {
+					const float *oh = a->oh + (h * d + c) * n;
+
+					for (int64_t i = i0; i < i1; i++)
+						a->O[i * e + h * d + c] = oh[i] * r[i];
+				}
 			} else {	/* oh[h][i][c] */
-				memcpy(o, a->oh + (h * n + i) * d,
-				       (size_t)d * sizeof(float));
+				for (int64_t i = i0; i < i1; i++) {
+					const float *oh = a->oh + (h * n + i) * d;
+					float *o = a->O + i * e + h * d;
+
+					for (int64_t c = 0; c < d; c++)
+						o[c] = oh[c] * r[i];
+				}
 			}
 		}
+	}
 }
 
 static void *enc_scratch(struct mm_enc *s, size_t bytes)
@@ -502,7 +619,7 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 	a.np = int8 ? (n + MM_QK - 1) / MM_QK * MM_QK : n;
 	/* qh, oh, S, vt (+ kh at f32) floats; kq, pq bytes at int8 */
 	fl = (size_t)n * e * 2 + (size_t)n * a.np + (size_t)a.np * e +
-	     (int8 ? 0 : (size_t)n * e);
+	     (size_t)n * n_head + (int8 ? 0 : (size_t)n * e);
 	bytes = fl * sizeof(float);
 	if (int8) {
 		a.krb = mm_row_bytes(MM_TYPE_Q8_0, a.d);
@@ -516,13 +633,15 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 	a.oh = a.qh + n * e;
 	a.S = a.oh + n * e;
 	a.vt = a.S + n * a.np;
+	a.rs = a.vt + a.np * e;
 	if (int8) {
-		a.kq = (uint8_t *)(a.vt + a.np * e);
+		a.kq = (uint8_t *)(a.rs + n * n_head);
 		a.pq = a.kq + (size_t)n_head * a.np * a.krb;
 	} else {
-		a.kh = a.vt + a.np * e;
+		a.kh = a.rs + n * n_head;
 	}
-	mm_parallel_for(s->ctx, a.np, enc_att_gather_fn, &a);
+	mm_parallel_for(s->ctx, (a.np + ENC_TR - 1) / ENC_TR, enc_att_gather_fn,
+			&a);
 	for (int64_t h = 0; h < n_head; h++) {
 		const float *qh = a.qh + h * n * a.d, *vt = a.vt + h * a.d * a.np;
 		float *oh = a.oh + h * n * a.d;
@@ -535,6 +654,7 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 		else
 			mm_matmul(s->ctx, MM_TYPE_F32, a.kh + h * n * a.d, qh,
 				  a.S, n, a.d, n);
+		a.h = h;
 		mm_parallel_for(s->ctx, n, enc_att_softmax_fn, &a);
 		if (int8)	/* oh[c][i] = sum_j v_j[c] P[i][j]: P the weight */
 			mm_matmul(s->ctx, MM_TYPE_Q8_0, a.pq, vt, oh, n, a.np,
@@ -542,16 +662,20 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 		else		/* oh[i][c] = sum_j P[i][j] v_j[c]: V^T the weight */
 			mm_matmul(s->ctx, MM_TYPE_F32, vt, a.S, oh, a.d, n, n);
 	}
-	mm_parallel_for(s->ctx, n, enc_att_scatter_fn, &a);
+	mm_parallel_for(s->ctx, (n + ENC_TR - 1) / ENC_TR, enc_att_scatter_fn,
+			&a);
 	return 0;
 }
 
 /* ---- block ------------------------------------------------------------ */
 
-static void enc_add(float *x, const float *y, int64_t n)
+/* x[n][m] += y[n][m] */
+static void enc_add(struct mm_enc *s, float *x, const float *y, int64_t n,
+		    int64_t m)
 {
-	for (int64_t i = 0; i < n; i++)
-		x[i] += y[i];
+	struct enc_rowop a = { .Y = x, .X = y, .m = m };
+
+	mm_parallel_for(s->ctx, n, enc_rowop_fn, &a);
 }
 
 /* a weight type whose matmuls quantize the activations (not F32/F16/BF16) */
@@ -593,12 +717,12 @@ int mm_enc_block(struct mm_enc *s, const struct mm_mmproj_block *b, float *x,
 	if (ret)
 		return ret;
 	mm_enc_linear(s, &b->o_w, &b->o_b, w->h, w->q, n);
-	enc_add(x, w->q, n * e);
+	enc_add(s, x, w->q, n, e);
 
 	mm_enc_layernorm(s, &b->ln2_w, &b->ln2_b, x, w->h, n, e, eps);
 	mm_enc_linear(s, &b->up_w, &b->up_b, w->h, w->big, n);
 	mm_enc_act(s, act, w->big, n * f);
 	mm_enc_linear(s, &b->down_w, &b->down_b, w->big, w->q, n);
-	enc_add(x, w->q, n * e);
+	enc_add(s, x, w->q, n, e);
 	return 0;
 }
