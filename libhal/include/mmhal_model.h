@@ -274,6 +274,12 @@ MMHAL_API int mmhal_model_generate(struct mmhal_model *model,
 				   unsigned flags, int32_t *out,
 				   mmhal_token_cb cb, void *arg, int *n_out);
 
+/* Precision tiers of a model: see mmhal_model_add_tier(). */
+#define MMHAL_MAX_TIERS		3
+#define MMHAL_TIER_TOP		0
+#define MMHAL_TIER_FIXED	1
+#define MMHAL_TIER_CONFIDENCE	2
+
 /* Accounting: per session (mmhal_ctx_stats()); mmhal_model_stats() gives
  * the default session's, with the model's own allocations in alloc_bytes.
  * An evaluation stopped by the abort callback is not counted. */
@@ -304,7 +310,77 @@ struct mmhal_model_stats {
 	/* positions kept by mmhal_ctx_reuse_prefix() instead of being
 	 * evaluated again */
 	int64_t reused_positions;
+	/* precision tiers (0: the lowest precision): decode steps whose
+	 * logits were kept at each tier; forward passes of decode steps run
+	 * at each tier (kept or recomputed); steps recomputed at a higher
+	 * tier (each recompute counted once per tier climbed) */
+	int64_t tier_steps[MMHAL_MAX_TIERS];
+	int64_t tier_evals[MMHAL_MAX_TIERS];
+	int64_t tier_recomputes;
 };
+
+/*
+ * Precision tiers: a model may run its matrices at up to MMHAL_MAX_TIERS
+ * precisions, e.g. Q4_K, Q8_0 and F16 copies of the same weights (the
+ * base file plus files mmhal_model_add_tier() loads). A forward pass
+ * runs with the weights of one tier's file: the matrices (attn_q/k/v/
+ * output, ffn_gate/up/down of every layer, the output matrix), and also
+ * its token embedding row and norms (a row and vectors: equal in files
+ * quantized from one source, and then a pass at a tier is exactly a pass
+ * of its file alone). Tiers are numbered by bits per weight of their
+ * matrices, 0 the lowest; the base is one of them.
+ *
+ * A session's params.tier_mode chooses:
+ *   MMHAL_TIER_TOP (0, default)  every evaluation at the highest tier
+ *   MMHAL_TIER_FIXED             every evaluation at params.tier
+ *   MMHAL_TIER_CONFIDENCE        prefill (evaluations of more than one
+ *     position, embedding rows) at the highest tier; each single-token
+ *     evaluation (a decode step) first at tier 0; when the top-1
+ *     probability of the step's logits (softmax at temperature 1) is below
+ *     params.tier_threshold[t], the position is evaluated again at tier
+ *     t + 1 (its K/V rows are overwritten), up to the highest tier, whose
+ *     logits are always kept. The thresholds 0.92 / 0.75 make three tiers
+ *     the seeds' INT4 (>= 0.92), INT8 (0.75 .. 0.92) and F16 (< 0.75).
+ *     stats.tier_steps / tier_evals / tier_recomputes count it.
+ * The K/V rows of a position are those of the tier its logits were kept
+ * at; later positions attend to them whatever their own tier.
+ */
+
+/**
+ * mmhal_model_add_tier() - load another precision of the model's matrices
+ * @path: a GGUF of the same model: the same architecture, every
+ *   hyperparameter, tensor shape and tokenizer key equal to the base's,
+ *   and output.weight present in both or in neither (tied); the matrix
+ *   types and their bits per weight differ (two tiers of one precision are
+ *   refused). The file is mapped or read as the model was
+ *   (params.use_mmap) and its matrices rearranged as the model's were
+ *   (params.repack).
+ *
+ * Call it before creating sessions (mmhal_ctx_create()); the default
+ * session uses the tiers in its mode (MMHAL_TIER_TOP). Tier numbers may
+ * change with each tier added (they follow bits per weight).
+ *
+ * Return: 0; -EINVAL the file is not the same model (the message names
+ * the first difference: architecture, hyperparameter, tensor, tokenizer
+ * key) or has the precision of a tier already there; -ENOSPC already
+ * MMHAL_MAX_TIERS tiers; -EBUSY sessions exist; errors of loading it.
+ */
+MMHAL_API int mmhal_model_add_tier(struct mmhal_model *model,
+				   const char *path, char *err,
+				   size_t errlen);
+MMHAL_API int mmhal_model_n_tiers(const struct mmhal_model *model);
+
+struct mmhal_tier_info {
+	int base;			/* 1: the model's own file */
+	double bits_per_weight;		/* of its matrices, as stored */
+	uint64_t matrix_bytes;
+	char wtype[8];			/* type of most of those bytes */
+	uint32_t reserved[8];
+};
+
+/* Return: 0, or -EINVAL (no such tier: out zeroed). */
+MMHAL_API int mmhal_model_tier_info(const struct mmhal_model *model, int tier,
+				    struct mmhal_tier_info *out);
 
 MMHAL_API int mmhal_model_stats(const struct mmhal_model *model,
 				struct mmhal_model_stats *out);
@@ -340,7 +416,16 @@ struct mmhal_ctx_params {
 	int ctx_shift;
 	/* context shift: positions kept at the start (the system prompt) */
 	int n_keep;
-	uint32_t reserved[6];	/* zero */
+	/* precision tiers (see mmhal_model_add_tier()): MMHAL_TIER_TOP
+	 * (default), MMHAL_TIER_FIXED or MMHAL_TIER_CONFIDENCE */
+	int tier_mode;
+	int tier;		/* MMHAL_TIER_FIXED: 0 .. n_tiers - 1 */
+	/* MMHAL_TIER_CONFIDENCE: a decode step at tier i (i < n_tiers - 1)
+	 * is kept when the top-1 probability of its logits is at least
+	 * tier_threshold[i], else recomputed at tier i + 1; finite, >= 0
+	 * (above 1: never kept). Defaults 0.92 and 0.75. */
+	float tier_threshold[MMHAL_MAX_TIERS - 1];
+	uint32_t reserved[2];	/* zero */
 };
 
 MMHAL_API struct mmhal_ctx_params mmhal_ctx_default_params(void);
@@ -382,7 +467,8 @@ MMHAL_API struct mmhal_ctx_params mmhal_ctx_default_params(void);
  * at load (see mmhal_model_params.repack).
  *
  * Return: 0; -EINVAL bad parameter (message names it: size, reserved,
- * kv_type, n_ctx > 2^20, n_threads > 1024), -ENOTSUP KV type (Q8_0 with a
+ * kv_type, n_ctx > 2^20, n_threads > 1024, tier_mode, tier not one of the
+ * model's, a threshold not finite or negative), -ENOTSUP KV type (Q8_0 with a
  * head dimension not a multiple of 32), -ENOMEM.
  */
 MMHAL_API int mmhal_ctx_create(struct mmhal_model *model,

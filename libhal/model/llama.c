@@ -183,6 +183,7 @@ static int mm_llama_forward(struct mmhal_ctx *c, const int32_t *tok,
 {
 	const struct mmhal_model *m = c->model;
 	const struct mm_llama_hp *hp = &m->hp;
+	const struct mm_llama_tier *T = &m->tier[c->tier_cur];
 	const int e = hp->n_embd;
 	/* decode: attention over position segments (1: whole heads) */
 	const int nseg = n == 1 ? mm_llama_attn_nseg(c, c->n_past + 1) : 1;
@@ -203,11 +204,11 @@ static int mm_llama_forward(struct mmhal_ctx *c, const int32_t *tok,
 		memcpy(c->x, embd, (size_t)n * e * sizeof(float));
 	else
 		for (int i = 0; i < n; i++)
-			mm_layout_row(m->tok_embd.t, m->tok_embd.d,
-				      m->tok_embd.ne1, e, tok[i],
+			mm_layout_row(T->tok_embd.t, T->tok_embd.d,
+				      T->tok_embd.ne1, e, tok[i],
 				      c->x + (size_t)i * e);
 	for (int l = 0; l < hp->n_layer; l++) {
-		const struct mm_llama_layer *L = &m->layers[l];
+		const struct mm_llama_layer *L = &T->layers[l];
 
 		if (c->abort_cb && c->abort_cb(c->abort_arg))
 			return -ECANCELED;
@@ -240,10 +241,50 @@ static int mm_llama_forward(struct mmhal_ctx *c, const int32_t *tok,
 		c->x[i] += c->xn[i];
 	if (!logits)
 		return 0;
-	mm_rmsnorm(c->x + (size_t)(n - 1) * e, m->output_norm, c->xn, e,
+	mm_rmsnorm(c->x + (size_t)(n - 1) * e, T->output_norm, c->xn, e,
 		   hp->eps);
-	mm_matvec(c->mm, m->output.t, m->output.d, c->xn, logits,
-		  m->output.ne1, m->output.ne0);
+	mm_matvec(c->mm, T->output.t, T->output.d, c->xn, logits,
+		  T->output.ne1, T->output.ne0);
+	return 0;
+}
+
+/* softmax(l)'s largest probability: 1 / sum exp(l_i - max) */
+static double mm_top1_prob(const float *l, int n)
+{
+	float mx = l[0];
+	double s = 0;
+
+	for (int i = 1; i < n; i++)
+		if (l[i] > mx)
+			mx = l[i];
+	for (int i = 0; i < n; i++)
+		s += exp((double)l[i] - mx);
+	return 1.0 / s;
+}
+
+/*
+ * One decode step (a token at n_past) by confidence: forward at tier 0,
+ * then again at the next tier while the logits' top-1 probability is
+ * below the tier's threshold (the position's K/V rows are rewritten each
+ * time), up to the highest tier.
+ */
+static int mm_forward_confident(struct mmhal_ctx *c, const int32_t *tok)
+{
+	const int top = c->model->n_tiers - 1;
+	int ret;
+
+	for (c->tier_cur = 0;; c->tier_cur++) {
+		ret = mm_llama_forward(c, tok, NULL, 1, c->logits);
+		if (ret)
+			return ret;
+		c->st.tier_evals[c->tier_cur]++;
+		if (c->tier_cur == top ||
+		    mm_top1_prob(c->logits, c->model->hp.n_vocab) >=
+		    c->tier_thr[c->tier_cur])
+			break;
+		c->st.tier_recomputes++;
+	}
+	c->st.tier_steps[c->tier_cur]++;
 	return 0;
 }
 
@@ -271,13 +312,18 @@ static int mm_ctx_eval_any(struct mmhal_ctx *c, const int32_t *tokens,
 		return -ENOSPC;
 	}
 	t0 = mm_now_ms();
+	c->tier_cur = c->tier_mode == MMHAL_TIER_FIXED ? c->tier_fixed :
+		c->model->n_tiers - 1;
 	for (int done = 0; done < n;) {
 		int cnt = n - done < c->n_batch ? n - done : c->n_batch;
 		int last = done + cnt == n;
 
-		ret = mm_llama_forward(c, tokens ? tokens + done : NULL,
-				       embd ? embd + (size_t)done * e : NULL,
-				       cnt, last ? c->logits : NULL);
+		if (n == 1 && tokens && c->tier_mode == MMHAL_TIER_CONFIDENCE)
+			ret = mm_forward_confident(c, tokens);
+		else
+			ret = mm_llama_forward(c, tokens ? tokens + done : NULL,
+					       embd ? embd + (size_t)done * e :
+					       NULL, cnt, last ? c->logits : NULL);
 		if (ret)
 			break;
 		if (tokens)

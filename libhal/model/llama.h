@@ -64,6 +64,24 @@ struct mm_llama_hp {
 	float eps, rope_base;
 };
 
+/*
+ * A precision tier (mmhal_model_add_tier()): the weights a forward pass
+ * runs with. The base tier's are the model's own (layers ==
+ * model->layers); another's come from its file (norms dequantized into
+ * the model's allocations). Tiers are kept in order of bits per weight of
+ * their matrices, lowest first.
+ */
+struct mm_llama_tier {
+	struct mm_llama_layer *layers;
+	struct mm_llama_w output, tok_embd;
+	float *output_norm;
+	struct mm_gguf *g;	/* another file's: its GGUF, else NULL */
+	void *filebuf;		/* that file read into memory (no mmap) */
+	uint64_t mat_bytes, mat_elems;	/* of the matrices, as stored */
+	char wtype[8];		/* the type of most of those bytes */
+	int base;
+};
+
 #define MM_LLAMA_MAX_MAPS 32	/* large buffers of a model or session */
 
 /*
@@ -98,8 +116,12 @@ struct mmhal_model {
 	 * mm_ctx uses it */
 	char kernels[16];
 
-	struct mm_llama_mem mem;	/* norms, layer table, inv_freq */
+	struct mm_llama_mem mem;	/* norms, layer tables, inv_freq */
 	struct mmhal_ctx *ctx;		/* the default session */
+	struct mm_llama_tier tier[MMHAL_MAX_TIERS];
+	int n_tiers;
+	int use_mmap, repack;		/* the load's params */
+	int n_sessions;		/* made by mmhal_ctx_create(), not freed */
 	double load_ms;
 	struct mmhal_model_info info;
 };
@@ -120,6 +142,10 @@ struct mmhal_ctx {
 	int32_t *tokens;	/* n_ctx: the tokens in the cache */
 	uint64_t *ids;		/* n_ctx: embedding ids (0: a token or anonymous) */
 	int ctx_shift, n_keep;	/* context shift policy (mmhal_ctx_params) */
+	/* precision tiers (mmhal_ctx_params): mode, fixed tier, thresholds;
+	 * tier_cur: the tier the forward pass runs at */
+	int tier_mode, tier_fixed, tier_cur, counted;
+	float tier_thr[MMHAL_MAX_TIERS - 1];
 
 	/* activations, n_batch rows */
 	float *x, *xn, *q, *k, *v, *att, *gate, *up;

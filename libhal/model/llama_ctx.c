@@ -76,6 +76,8 @@ MMHAL_API struct mmhal_ctx_params mmhal_ctx_default_params(void)
 		.n_batch = 512,
 		.n_threads = 0,
 		.kv_type = MMHAL_KV_F16,
+		.tier_mode = MMHAL_TIER_TOP,
+		.tier_threshold = { 0.92f, 0.75f },
 	};
 
 	return p;
@@ -150,6 +152,21 @@ int mm_llama_ctx_new(const struct mmhal_model *m,
 	if (p->ctx_shift != 0 && p->ctx_shift != 1)
 		return mm_errf(-EINVAL, err, errlen,
 			       "ctx_shift %d: 0 (off) or 1", p->ctx_shift);
+	if (p->tier_mode != MMHAL_TIER_TOP && p->tier_mode != MMHAL_TIER_FIXED &&
+	    p->tier_mode != MMHAL_TIER_CONFIDENCE)
+		return mm_errf(-EINVAL, err, errlen,
+			       "tier_mode %d: TOP 0, FIXED 1 or CONFIDENCE 2",
+			       p->tier_mode);
+	if (p->tier_mode == MMHAL_TIER_FIXED &&
+	    (p->tier < 0 || p->tier >= m->n_tiers))
+		return mm_errf(-EINVAL, err, errlen,
+			       "tier %d: the model has tiers 0 .. %d", p->tier,
+			       m->n_tiers - 1);
+	for (int i = 0; i < MMHAL_MAX_TIERS - 1; i++)
+		if (!isfinite(p->tier_threshold[i]) || p->tier_threshold[i] < 0)
+			return mm_errf(-EINVAL, err, errlen,
+				       "tier_threshold[%d] %g: finite and >= 0",
+				       i, p->tier_threshold[i]);
 	if (p->kv_type == MMHAL_KV_Q8_0 && hp->head_dim % MM_QK)
 		return mm_errf(-ENOTSUP, err, errlen,
 			       "kv_type Q8_0 needs a head dimension multiple of 32 (%d)",
@@ -179,6 +196,9 @@ int mm_llama_ctx_new(const struct mmhal_model *m,
 		c->n_batch = c->n_ctx;
 	c->ctx_shift = p->ctx_shift;
 	c->n_keep = p->n_keep;
+	c->tier_mode = p->tier_mode;
+	c->tier_fixed = p->tier;
+	memcpy(c->tier_thr, p->tier_threshold, sizeof(c->tier_thr));
 	c->kv_type = p->kv_type;
 	c->kv_dim = hp->n_head_kv * hp->head_dim;
 	ret = kernels ? mm_ctx_create_with(p->n_threads, kernels, &c->mm) :
@@ -266,6 +286,11 @@ MMHAL_API int mmhal_ctx_create(struct mmhal_model *m,
 	ret = mm_ctx_params_get(params, &p, err, errlen);
 	if (!ret)
 		ret = mm_llama_ctx_new(m, &p, m->kernels, out, err, errlen);
+	if (!ret) {
+		/* mmhal_model_add_tier() is refused while sessions exist */
+		__atomic_add_fetch(&m->n_sessions, 1, __ATOMIC_ACQ_REL);
+		(*out)->counted = 1;
+	}
 	return ret;
 }
 
@@ -273,6 +298,9 @@ MMHAL_API void mmhal_ctx_free(struct mmhal_ctx *c)
 {
 	if (!c)
 		return;
+	if (c->counted)
+		__atomic_sub_fetch(&((struct mmhal_model *)c->model)->n_sessions,
+				   1, __ATOMIC_ACQ_REL);
 	mm_llama_free(&c->mem, c->kv_k);
 	mm_llama_free(&c->mem, c->kv_v);
 	mm_llama_free(&c->mem, c->tokens);
@@ -537,4 +565,7 @@ MMHAL_API void mmhal_ctx_stats_reset(struct mmhal_ctx *c)
 	c->st.shifts = 0;
 	c->st.shift_discarded = 0;
 	c->st.reused_positions = 0;
+	memset(c->st.tier_steps, 0, sizeof(c->st.tier_steps));
+	memset(c->st.tier_evals, 0, sizeof(c->st.tier_evals));
+	c->st.tier_recomputes = 0;
 }

@@ -454,7 +454,10 @@ static void mm_llama_repack_fn(int64_t b, int64_t e, void *arg)
  * its rows are then looked up through mm_layout_row(); an embedding of
  * its own is only looked up, a row per token, and stays as stored.
  */
-static int mm_llama_repack(struct mmhal_model *m, struct mm_ctx *mm,
+static int mm_llama_repack(struct mmhal_model *m,
+			   struct mm_llama_layer *layers,
+			   struct mm_llama_w *output,
+			   struct mm_llama_w *tok_embd, struct mm_ctx *mm,
 			   int mapped, char *err, size_t errlen)
 {
 	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -474,7 +477,7 @@ static int mm_llama_repack(struct mmhal_model *m, struct mm_ctx *mm,
 
 		for (int i = 0; i < nw; i++) {
 			struct mm_llama_w *w = l >= 0 ?
-				mm_layer_mat(&m->layers[l], i) : &m->output;
+				mm_layer_mat(&layers[l], i) : output;
 			const enum mm_type to = mm_repack_type(mm, w->t,
 							       w->ne1, w->ne0);
 
@@ -513,7 +516,7 @@ static int mm_llama_repack(struct mmhal_model *m, struct mm_ctx *mm,
 			ret = it->err;
 			if (it->layer < 0)
 				mm_errf(0, err, errlen, "repacking %s.weight: %s",
-				       m->output.d == m->tok_embd.d ? "token_embd" :
+				       output->d == tok_embd->d ? "token_embd" :
 				       "output", strerror(-ret));
 			else
 				mm_errf(0, err, errlen, "repacking blk.%d.%s.weight: %s",
@@ -522,13 +525,42 @@ static int mm_llama_repack(struct mmhal_model *m, struct mm_ctx *mm,
 			goto out;
 		}
 		it->w->t = it->to;
-		if (it->w == &m->output && m->output.d == m->tok_embd.d)
-			m->tok_embd.t = it->to;	/* the same bytes */
+		if (it->w == output && output->d == tok_embd->d)
+			tok_embd->t = it->to;	/* the same bytes */
 		m->repacked_bytes += it->w->rs * it->w->ne1;
 	}
 out:
 	free(j.it);
 	return ret;
+}
+
+/* The matrices' bytes and elements, and the type of most bytes (as
+ * stored: before repacking). */
+static void mm_llama_tier_size(struct mm_llama_tier *T,
+			       struct mm_llama_layer *layers,
+			       const struct mm_llama_w *output, int n_layer)
+{
+	uint64_t tb[64] = { 0 };
+	int best = 0;
+
+	T->mat_bytes = output->bytes;
+	T->mat_elems = (uint64_t)output->ne0 * output->ne1;
+	if (output->t < 64)
+		tb[output->t] += output->bytes;
+	for (int l = 0; l < n_layer; l++)
+		for (int i = 0; i < MM_LAYER_MATS; i++) {
+			const struct mm_llama_w *w = mm_layer_mat(&layers[l], i);
+
+			T->mat_bytes += w->bytes;
+			T->mat_elems += (uint64_t)w->ne0 * w->ne1;
+			if (w->t < 64)
+				tb[w->t] += w->bytes;
+		}
+	for (int t = 1; t < 64; t++)
+		if (tb[t] > tb[best])
+			best = t;
+	snprintf(T->wtype, sizeof(T->wtype), "%s",
+		 mm_gguf_type_name(best) ? mm_gguf_type_name(best) : "?");
 }
 
 MMHAL_API int mmhal_model_load(const char *path,
@@ -577,6 +609,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 		ret = mm_llama_weights(m, err, errlen);
 	if (ret)
 		goto fail;
+	mm_llama_tier_size(&m->tier[0], m->layers, &m->output, m->hp.n_layer);
 	/* A file without a vocabulary still runs on token ids; a vocabulary
 	 * this runtime cannot tokenize as llama.cpp does (an unknown
 	 * tokenizer.ggml.pre, a malformed table) refuses the model. */
@@ -619,11 +652,20 @@ MMHAL_API int mmhal_model_load(const char *path,
 	snprintf(m->kernels, sizeof(m->kernels), "%s",
 		 mm_ctx_kernels(m->ctx->mm));
 	if (p.repack) {
-		ret = mm_llama_repack(m, m->ctx->mm, p.use_mmap, err, errlen);
+		ret = mm_llama_repack(m, m->layers, &m->output, &m->tok_embd,
+				      m->ctx->mm, p.use_mmap, err, errlen);
 		if (ret)
 			goto fail;
 	}
 	mm_llama_fill_info(m);
+	m->use_mmap = p.use_mmap;
+	m->repack = p.repack;
+	m->tier[0].layers = m->layers;
+	m->tier[0].output = m->output;
+	m->tier[0].tok_embd = m->tok_embd;
+	m->tier[0].output_norm = m->output_norm;
+	m->tier[0].base = 1;
+	m->n_tiers = 1;
 	m->load_ms = mm_now_ms() - t0;
 	*out = m;
 	return 0;
@@ -637,6 +679,19 @@ MMHAL_API void mmhal_model_free(struct mmhal_model *m)
 	if (!m)
 		return;
 	mmhal_ctx_free(m->ctx);
+	for (int i = 0; i < m->n_tiers; i++)
+		if (!m->tier[i].base) {
+			for (int l = 0; l < m->hp.n_layer; l++) {
+				mm_llama_free(&m->mem,
+					      m->tier[i].layers[l].attn_norm);
+				mm_llama_free(&m->mem,
+					      m->tier[i].layers[l].ffn_norm);
+			}
+			mm_llama_free(&m->mem, m->tier[i].output_norm);
+			mm_llama_free(&m->mem, m->tier[i].layers);
+			mm_gguf_close(m->tier[i].g);
+			free(m->tier[i].filebuf);
+		}
 	if (m->layers)
 		for (int l = 0; l < m->hp.n_layer; l++) {
 			mm_llama_free(&m->mem, m->layers[l].attn_norm);
@@ -661,5 +716,291 @@ MMHAL_API int mmhal_model_info(const struct mmhal_model *m,
 		return -EINVAL;
 	}
 	*out = m->info;
+	return 0;
+}
+
+/* ---- precision tiers -------------------------------------------------- */
+
+/* Whether two keys hold the same value (type, length, every element). */
+static int mm_llama_kv_equal(const struct mm_gguf_kv *a,
+			     const struct mm_gguf_kv *b)
+{
+	static const uint8_t esz[MM_GGUF_NTYPES] = {
+		[MM_GGUF_U8] = 1, [MM_GGUF_I8] = 1, [MM_GGUF_U16] = 2,
+		[MM_GGUF_I16] = 2, [MM_GGUF_U32] = 4, [MM_GGUF_I32] = 4,
+		[MM_GGUF_F32] = 4, [MM_GGUF_BOOL] = 1, [MM_GGUF_U64] = 8,
+		[MM_GGUF_I64] = 8, [MM_GGUF_F64] = 8,
+	};
+	const void *da, *db;
+
+	if (a->type != b->type || a->n != b->n)
+		return 0;
+	if (a->type == MM_GGUF_STR)
+		return !memcmp(a->v.str, b->v.str, a->n);
+	if (a->type != MM_GGUF_ARR)
+		return a->v.u == b->v.u;
+	if (a->arr_type != b->arr_type || a->arr_type >= MM_GGUF_NTYPES)
+		return 0;
+	if (a->arr_type == MM_GGUF_STR) {
+		for (uint64_t i = 0; i < a->n; i++) {
+			const char *sa, *sb;
+			size_t la, lb;
+
+			if (mm_gguf_arr_str(a, i, &sa, &la) ||
+			    mm_gguf_arr_str(b, i, &sb, &lb) || la != lb ||
+			    memcmp(sa, sb, la))
+				return 0;
+		}
+		return 1;
+	}
+	da = mm_gguf_arr_data(a);
+	db = mm_gguf_arr_data(b);
+	return esz[a->arr_type] && da && db &&
+		!memcmp(da, db, a->n * esz[a->arr_type]);
+}
+
+/* The tokenizer keys of g and h are the same set with the same values. */
+static int mm_llama_same_vocab(const struct mm_gguf *g,
+			       const struct mm_gguf *h, char *err,
+			       size_t errlen)
+{
+	uint64_t ng = 0, nh = 0;
+
+	for (uint64_t i = 0; i < mm_gguf_n_kv(g); i++) {
+		const struct mm_gguf_kv *a = mm_gguf_kv_at(g, i), *b;
+
+		if (strncmp(a->key, "tokenizer.", 10))
+			continue;
+		ng++;
+		b = mm_gguf_find(h, a->key);
+		if (!b)
+			return mm_errf(-EINVAL, err, errlen,
+				       "tier: key %s: missing (the model has it)",
+				       a->key);
+		if (!mm_llama_kv_equal(a, b))
+			return mm_errf(-EINVAL, err, errlen,
+				       "tier: key %s: differs from the model's",
+				       a->key);
+	}
+	for (uint64_t i = 0; i < mm_gguf_n_kv(h); i++)
+		if (!strncmp(mm_gguf_kv_at(h, i)->key, "tokenizer.", 10) &&
+		    ++nh > ng)
+			return mm_errf(-EINVAL, err, errlen,
+				       "tier: key %s: not in the model",
+				       mm_gguf_kv_at(h, i)->key);
+	return 0;
+}
+
+/* The hyperparameters of t equal m's; else the first that differs. */
+static int mm_llama_same_hp(const struct mm_llama_hp *a,
+			    const struct mm_llama_hp *b, char *err,
+			    size_t errlen)
+{
+	const struct {
+		const char *name;
+		double x, y;
+	} f[] = {
+		{ "vocab size (token_embd.weight rows)", a->n_vocab, b->n_vocab },
+		{ "llama.embedding_length", a->n_embd, b->n_embd },
+		{ "llama.block_count", a->n_layer, b->n_layer },
+		{ "llama.attention.head_count", a->n_head, b->n_head },
+		{ "llama.attention.head_count_kv", a->n_head_kv, b->n_head_kv },
+		{ "llama.feed_forward_length", a->n_ff, b->n_ff },
+		{ "llama.attention.key_length", a->head_dim, b->head_dim },
+		{ "llama.rope.dimension_count", a->n_rot, b->n_rot },
+		{ "llama.context_length", a->n_ctx_train, b->n_ctx_train },
+		{ "llama.attention.layer_norm_rms_epsilon", a->eps, b->eps },
+		{ "llama.rope.freq_base", a->rope_base, b->rope_base },
+	};
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (f[i].x != f[i].y)
+			return mm_errf(-EINVAL, err, errlen,
+				       "tier: %s %g, the model's is %g",
+				       f[i].name, f[i].y, f[i].x);
+	return 0;
+}
+
+/* A copy of n floats in mem's allocations (NULL: out of memory). */
+static float *mm_llama_dup(struct mm_llama_mem *mem, const float *src,
+			   int n)
+{
+	float *p = mm_llama_alloc(mem, (size_t)n * sizeof(float));
+
+	if (p)
+		memcpy(p, src, (size_t)n * sizeof(float));
+	return p;
+}
+
+/* The temporary model mmhal_model_add_tier() reads a file into: its
+ * allocations (not its file) freed. */
+static void mm_llama_tmp_free(struct mmhal_model *t)
+{
+	if (t->layers)
+		for (int l = 0; l < t->hp.n_layer; l++) {
+			mm_llama_free(&t->mem, t->layers[l].attn_norm);
+			mm_llama_free(&t->mem, t->layers[l].ffn_norm);
+		}
+	mm_llama_free(&t->mem, t->layers);
+	mm_llama_free(&t->mem, t->output_norm);
+	mm_llama_free(&t->mem, t->inv_freq);
+	t->layers = NULL;
+	t->output_norm = t->inv_freq = NULL;
+}
+
+MMHAL_API int mmhal_model_add_tier(struct mmhal_model *m, const char *path,
+				   char *err, size_t errlen)
+{
+	struct mmhal_model *t;
+	struct mm_llama_tier T = { 0 };
+	const char *arch;
+	size_t n = 0;
+	int ret, k;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!m || !path)
+		return mm_errf(-EINVAL, err, errlen,
+			       "model and path must not be NULL");
+	if (__atomic_load_n(&m->n_sessions, __ATOMIC_ACQUIRE))
+		return mm_errf(-EBUSY, err, errlen,
+			       "tier: %d sessions of the model exist; add tiers before creating them",
+			       m->n_sessions);
+	if (m->n_tiers >= MMHAL_MAX_TIERS)
+		return mm_errf(-ENOSPC, err, errlen,
+			       "tier: the model has %d tiers already (at most %d)",
+			       m->n_tiers, MMHAL_MAX_TIERS);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return mm_errf(-ENOMEM, err, errlen, "out of memory");
+	if (m->use_mmap) {
+		ret = mm_gguf_open(path, &t->g, err, errlen);
+	} else {
+		ret = mm_llama_read_file(path, &t->filebuf, &n);
+		if (ret)
+			mm_errf(0, err, errlen, "%s: %s", path, strerror(-ret));
+		else
+			ret = mm_gguf_open_mem(t->filebuf, n, &t->g, err,
+					       errlen);
+	}
+	if (ret)
+		goto fail;
+	arch = mm_gguf_arch(t->g);
+	if (!arch || strcmp(arch, mm_gguf_arch(m->g))) {
+		ret = mm_errf(-EINVAL, err, errlen,
+			      "tier: general.architecture '%s', the model's is '%s'",
+			      arch ? arch : "(missing)", mm_gguf_arch(m->g));
+		goto fail;
+	}
+	ret = mm_llama_hparams(t, err, errlen);
+	if (!ret)
+		ret = mm_llama_same_hp(&m->hp, &t->hp, err, errlen);
+	if (!ret && !mm_gguf_tensor(t->g, "output.weight") !=
+	    (m->output.d == m->tok_embd.d))
+		ret = mm_errf(-EINVAL, err, errlen,
+			      "tier: tensor output.weight: %s, the model's is %s",
+			      m->output.d == m->tok_embd.d ? "present" : "absent",
+			      m->output.d == m->tok_embd.d ? "absent (tied)" :
+			      "present");
+	if (!ret)
+		ret = mm_llama_same_vocab(m->g, t->g, err, errlen);
+	if (!ret)
+		ret = mm_llama_weights(t, err, errlen);
+	if (ret) {
+		if (ret == -ENOENT)	/* a key or tensor the model has */
+			ret = -EINVAL;
+		if (err && errlen && strncmp(err, "tier", 4)) {
+			char tmp[256];
+
+			snprintf(tmp, sizeof(tmp), "%s", err);
+			mm_errf(0, err, errlen, "tier: %s", tmp);
+		}
+		goto fail;
+	}
+	mm_llama_tier_size(&T, t->layers, &t->output, t->hp.n_layer);
+	for (k = 0; k < m->n_tiers; k++)
+		if (m->tier[k].mat_bytes == T.mat_bytes) {
+			ret = mm_errf(-EINVAL, err, errlen,
+				      "tier: %llu matrix bytes (%s), as tier %d's: one precision per tier",
+				      (unsigned long long)T.mat_bytes, T.wtype, k);
+			goto fail;
+		}
+	/* the tables and norms in the model's allocations */
+	ret = -ENOMEM;
+	T.layers = mm_llama_alloc(&m->mem, m->hp.n_layer * sizeof(*T.layers));
+	T.output_norm = mm_llama_dup(&m->mem, t->output_norm, m->hp.n_embd);
+	for (int l = 0; T.layers && l < m->hp.n_layer; l++) {
+		T.layers[l] = t->layers[l];
+		T.layers[l].attn_norm = mm_llama_dup(&m->mem,
+						     t->layers[l].attn_norm,
+						     m->hp.n_embd);
+		T.layers[l].ffn_norm = mm_llama_dup(&m->mem,
+						    t->layers[l].ffn_norm,
+						    m->hp.n_embd);
+		if (!T.layers[l].attn_norm || !T.layers[l].ffn_norm)
+			goto fail_tier;
+	}
+	if (!T.layers || !T.output_norm)
+		goto fail_tier;
+	T.output = t->output;
+	if (m->repack) {
+		uint64_t before = m->repacked_bytes;
+
+		ret = mm_llama_repack(m, T.layers, &T.output, &t->tok_embd,
+				      m->ctx->mm, m->use_mmap, err, errlen);
+		if (ret)
+			goto fail_tier;
+		m->info.repacked_bytes += m->repacked_bytes - before;
+	}
+	T.tok_embd = t->tok_embd;
+	T.g = t->g;
+	T.filebuf = t->filebuf;
+	mm_llama_tmp_free(t);
+	free(t);
+	/* in order of bits per weight */
+	for (k = m->n_tiers; k > 0 &&
+	     m->tier[k - 1].mat_bytes > T.mat_bytes; k--)
+		m->tier[k] = m->tier[k - 1];
+	m->tier[k] = T;
+	m->n_tiers++;
+	return 0;
+fail_tier:
+	if (ret == -ENOMEM)
+		mm_errf(0, err, errlen, "tier: out of memory");
+	for (int l = 0; T.layers && l < m->hp.n_layer; l++) {
+		mm_llama_free(&m->mem, T.layers[l].attn_norm);
+		mm_llama_free(&m->mem, T.layers[l].ffn_norm);
+	}
+	mm_llama_free(&m->mem, T.layers);
+	mm_llama_free(&m->mem, T.output_norm);
+fail:
+	mm_llama_tmp_free(t);
+	mm_gguf_close(t->g);
+	free(t->filebuf);
+	free(t);
+	return ret;
+}
+
+MMHAL_API int mmhal_model_n_tiers(const struct mmhal_model *m)
+{
+	return m ? m->n_tiers : 0;
+}
+
+MMHAL_API int mmhal_model_tier_info(const struct mmhal_model *m, int tier,
+				    struct mmhal_tier_info *out)
+{
+	const struct mm_llama_tier *T;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!m || tier < 0 || tier >= m->n_tiers)
+		return -EINVAL;
+	T = &m->tier[tier];
+	out->base = T->base;
+	out->matrix_bytes = T->mat_bytes;
+	out->bits_per_weight = T->mat_elems ?
+		8.0 * (double)T->mat_bytes / (double)T->mat_elems : 0;
+	snprintf(out->wtype, sizeof(out->wtype), "%s", T->wtype);
 	return 0;
 }

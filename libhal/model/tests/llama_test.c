@@ -63,7 +63,7 @@ static void ok(int cond, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define N_TESTS 86
+#define N_TESTS 96
 
 /* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
  * at F32, for the attention kernel's other head groupings */
@@ -81,6 +81,7 @@ static const double ttol[6] = { 1e-3, 3e-2, 3e-2, 3e-2, 1e-3, 3e-2 };
 static const int32_t prompt[8] = { 1, 17, 42, 99, 150, 201, 7, 250 };
 static int32_t long_prompt[40];
 static int load_threads = 2;	/* threads of the next load() */
+static char tier_path[4][300];	/* f16, smolvlm vocab, gqa4 f16, clip */
 
 static int argmax(const float *x, int n)
 {
@@ -123,9 +124,11 @@ static struct mmhal_model *load(int t, int n_ctx, int kv, int n_batch,
 	if (n_batch)
 		p.n_batch = n_batch;
 	p.use_mmap = mmap;
-	ret = mmhal_model_load(path[t], &p, &m, err, sizeof(err));
+	ret = mmhal_model_load(t < 0 ? tier_path[-1 - t] : path[t], &p, &m,
+			       err, sizeof(err));
 	if (ret)
-		printf("# load %s: %d %s\n", path[t], ret, err);
+		printf("# load %s: %d %s\n", t < 0 ? tier_path[-1 - t] : path[t],
+		       ret, err);
 	return m;
 }
 
@@ -942,9 +945,9 @@ static void test_ctx_params(void)
 	r = m ? mmhal_ctx_create(m, &big.p, &c, err, sizeof(err)) : 0;
 	good &= rejected(r, -EINVAL, err, c, "larger size, unknown field set");
 	p = mmhal_ctx_default_params();
-	p.reserved[3] = 1;
+	p.reserved[1] = 1;
 	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
-	good &= rejected(r, -EINVAL, err, c, "reserved[3] set");
+	good &= rejected(r, -EINVAL, err, c, "reserved[1] set");
 	ok(good, "params.size 0, 6 or inside a pointer, unknown trailing fields set, reserved set: -EINVAL with a message");
 
 	/* sizes accepted: larger with zeros past ours, an older header's
@@ -1788,6 +1791,297 @@ static void test_state(int kv)
 	mmhal_model_free(m0);
 }
 
+/* ---- precision tiers -------------------------------------------------- */
+
+static struct mmhal_ctx *tier_ctx(struct mmhal_model *m, int mode, int tier,
+				  float t0, float t1)
+{
+	struct mmhal_ctx_params p = mmhal_ctx_default_params();
+	struct mmhal_ctx *c = NULL;
+	char err[256];
+	int ret;
+
+	if (!m)
+		return NULL;
+	p.n_ctx = 64;
+	p.n_threads = 2;
+	p.tier_mode = mode;
+	p.tier = tier;
+	p.tier_threshold[0] = t0;
+	p.tier_threshold[1] = t1;
+	ret = mmhal_ctx_create(m, &p, &c, err, sizeof(err));
+	if (ret)
+		printf("# tier ctx_create: %d %s\n", ret, err);
+	return c;
+}
+
+/* The tiny model with Q8_0 and F16 tiers added to its Q4_K file. */
+static struct mmhal_model *tier_model(void)
+{
+	struct mmhal_model *m = load(3, 64, MMHAL_KV_F16, 0, 1);
+	char err[256];
+	int ret;
+
+	if (!m)
+		return NULL;
+	ret = mmhal_model_add_tier(m, path[1], err, sizeof(err));
+	if (!ret)
+		ret = mmhal_model_add_tier(m, tier_path[0], err, sizeof(err));
+	if (ret) {
+		printf("# add_tier: %d %s\n", ret, err);
+		mmhal_model_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* greedy: n_prompt tokens, then n steps; logits after each step in
+ * lg[k * 300], tokens in out */
+static int tier_run(struct mmhal_ctx *c, const int32_t *p, int n_prompt,
+		    int n, int32_t *out, float *lg)
+{
+	int ret = mmhal_ctx_eval(c, p, n_prompt, lg);
+
+	for (int k = 0; k < n && !ret; k++) {
+		out[k] = argmax(lg + (size_t)k * 300, 300);
+		ret = mmhal_ctx_eval(c, &out[k], 1, lg + (size_t)(k + 1) * 300);
+	}
+	return ret;
+}
+
+static double top1(const float *l, int n)
+{
+	double mx = l[argmax(l, n)], s = 0;
+
+	for (int i = 0; i < n; i++)
+		s += exp(l[i] - mx);
+	return 1 / s;
+}
+
+#define TIER_STEPS 24
+
+/*
+ * Tiers of the tiny model: Q4_K (base), Q8_0, F16. Thresholds 0: every
+ * step kept at Q4_K, so a run from a one-token prompt equals the Q4_K
+ * file alone, bitwise; thresholds 2: every step climbs to F16 and equals
+ * the F16 file alone, bitwise (the recomputes rewrite the K/V rows); the
+ * default thresholds: each kept step's top-1 probability meets its tier's
+ * threshold, the ones recomputed did not, and the counts add up.
+ */
+static void test_tiers(void)
+{
+	static float lg[4][(TIER_STEPS + 1) * 300];
+	static int32_t tk[4][TIER_STEPS];
+	struct mmhal_model *m = tier_model(), *q4 = load(3, 64, MMHAL_KV_F16, 0, 1);
+	struct mmhal_model *f16 = NULL;
+	struct mmhal_tier_info ti[3];
+	struct mmhal_model_stats st;
+	struct mmhal_ctx *c, *r;
+	const char *want[3] = { "q4_k", "q8_0", "f16" };
+	int good = !!m, ret;
+
+	for (int i = 0; i < 3; i++) {
+		good &= !mmhal_model_tier_info(m, i, &ti[i]) &&
+			!strcmp(ti[i].wtype, want[i]) && ti[i].base == !i;
+		printf("# tier %d: %s %.2f bits/weight, %llu bytes%s\n", i,
+		       ti[i].wtype, ti[i].bits_per_weight,
+		       (unsigned long long)ti[i].matrix_bytes,
+		       ti[i].base ? " (base)" : "");
+	}
+	good &= mmhal_model_n_tiers(m) == 3 &&
+		ti[0].bits_per_weight < ti[1].bits_per_weight &&
+		ti[1].bits_per_weight < ti[2].bits_per_weight &&
+		mmhal_model_tier_info(m, 3, &ti[0]) == -EINVAL &&
+		ti[0].matrix_bytes == 0;
+	ok(good, "add_tier: Q4_K base + Q8_0 + F16: 3 tiers in order of bits per weight");
+
+	/* thresholds 0: all at Q4_K == the Q4_K file alone */
+	c = tier_ctx(m, MMHAL_TIER_CONFIDENCE, 0, 0, 0);
+	r = tier_ctx(q4, MMHAL_TIER_TOP, 0, 0.92f, 0.75f);
+	ret = c && r ? tier_run(c, prompt, 1, TIER_STEPS, tk[0], lg[0]) : -1;
+	ret = ret || tier_run(r, prompt, 1, TIER_STEPS, tk[1], lg[1]);
+	good = !ret && !mmhal_ctx_stats(c, &st);
+	good &= st.tier_steps[0] == TIER_STEPS + 1 && !st.tier_steps[1] &&
+		!st.tier_steps[2] && st.tier_evals[0] == TIER_STEPS + 1 &&
+		!st.tier_evals[1] && !st.tier_evals[2] && !st.tier_recomputes;
+	good &= !memcmp(lg[0], lg[1], sizeof(lg[0])) &&
+		!memcmp(tk[0], tk[1], sizeof(tk[0]));
+	ok(good, "confidence, thresholds 0: %lld/%lld steps at Q4_K, no recompute, logits == the Q4_K file alone (bitwise)",
+	   (long long)st.tier_steps[0], (long long)st.decode_tokens);
+	mmhal_ctx_free(c);
+	mmhal_ctx_free(r);
+
+	/* thresholds 2: all climb to F16 == the F16 file alone */
+	f16 = load(-1, 64, MMHAL_KV_F16, 0, 1);
+	c = tier_ctx(m, MMHAL_TIER_CONFIDENCE, 0, 2, 2);
+	r = tier_ctx(f16, MMHAL_TIER_TOP, 0, 0.92f, 0.75f);
+	ret = c && r ? tier_run(c, prompt, 8, TIER_STEPS, tk[0], lg[0]) : -1;
+	ret = ret || tier_run(r, prompt, 8, TIER_STEPS, tk[1], lg[1]);
+	good = !ret && !mmhal_ctx_stats(c, &st);
+	good &= !st.tier_steps[0] && !st.tier_steps[1] &&
+		st.tier_steps[2] == TIER_STEPS && st.tier_evals[0] == TIER_STEPS &&
+		st.tier_evals[1] == TIER_STEPS && st.tier_evals[2] == TIER_STEPS &&
+		st.tier_recomputes == 2 * TIER_STEPS;
+	good &= !memcmp(lg[0], lg[1], sizeof(lg[0])) &&
+		!memcmp(tk[0], tk[1], sizeof(tk[0]));
+	ok(good, "confidence, thresholds 2: %lld/%d steps at F16 after %lld recomputes, tokens and logits == the F16 file alone (bitwise)",
+	   (long long)st.tier_steps[2], TIER_STEPS,
+	   (long long)st.tier_recomputes);
+	mmhal_ctx_free(c);
+	mmhal_ctx_free(r);
+
+	/* fixed tiers: F16 == the F16 file, Q4_K (prefill too) == Q4_K */
+	c = tier_ctx(m, MMHAL_TIER_FIXED, 2, 0, 0);
+	ret = c ? tier_run(c, prompt, 8, 4, tk[2], lg[2]) : -1;
+	good = !ret && !memcmp(lg[2], lg[1], 5 * 300 * sizeof(float));
+	mmhal_ctx_free(c);
+	c = tier_ctx(m, MMHAL_TIER_FIXED, 0, 0, 0);
+	r = tier_ctx(q4, MMHAL_TIER_TOP, 0, 0.92f, 0.75f);
+	ret = c && r ? tier_run(c, prompt, 8, 4, tk[2], lg[2]) : -1;
+	ret = ret || tier_run(r, prompt, 8, 4, tk[3], lg[3]);
+	good &= !ret && !memcmp(lg[2], lg[3], 5 * 300 * sizeof(float)) &&
+		memcmp(lg[2], lg[1], 300 * sizeof(float));
+	ok(good, "fixed tier 2 == the F16 file, fixed tier 0 == the Q4_K file (prefill and decode, bitwise), and they differ");
+	mmhal_ctx_free(c);
+	mmhal_ctx_free(r);
+
+	/* thresholds at the 2/3 and 1/3 quantiles of the top-1
+	 * probabilities of a Q4_K run (this model's are sharper than the
+	 * defaults): each step kept where its top-1 probability met the
+	 * threshold; counts add up */
+	{
+		int64_t kept[3] = { 0 }, bad = 0;
+		struct mmhal_model_stats s0, s1;
+		double pq[TIER_STEPS];
+		float th[2];
+
+		c = tier_ctx(m, MMHAL_TIER_FIXED, 0, 0, 0);
+		ret = c ? tier_run(c, long_prompt, 8, TIER_STEPS, tk[2], lg[2]) : -1;
+		mmhal_ctx_free(c);
+		for (int k = 0; k < TIER_STEPS; k++) {
+			double p = top1(lg[2] + (size_t)(k + 1) * 300, 300);
+			int j = k;
+
+			for (; j > 0 && pq[j - 1] > p; j--)
+				pq[j] = pq[j - 1];
+			pq[j] = p;
+		}
+		th[0] = (float)pq[2 * TIER_STEPS / 3];
+		th[1] = (float)pq[TIER_STEPS / 3];
+		printf("# top-1 probabilities of the Q4_K run: %.4f .. %.4f; thresholds %.4f, %.4f\n",
+		       pq[0], pq[TIER_STEPS - 1], th[0], th[1]);
+		c = ret ? NULL : tier_ctx(m, MMHAL_TIER_CONFIDENCE, 0, th[0], th[1]);
+		good = !!c && !mmhal_ctx_eval(c, long_prompt, 8, lg[0]);
+		for (int k = 0; good && k < TIER_STEPS; k++) {
+			int32_t t = argmax(lg[0], 300);
+			int tier;
+			double p;
+
+			good &= !mmhal_ctx_stats(c, &s0) &&
+				!mmhal_ctx_eval(c, &t, 1, lg[0]) &&
+				!mmhal_ctx_stats(c, &s1);
+			for (tier = 0; tier < 2 &&
+			     s1.tier_steps[tier] == s0.tier_steps[tier]; tier++)
+				;
+			p = top1(lg[0], 300);
+			kept[tier]++;
+			/* kept at tier < 2: p >= threshold; climbed past 0:
+			 * tier 0's logits were below 0.92 (not seen here) */
+			if ((tier < 2 && p < th[tier]) ||
+			    s1.tier_evals[0] - s0.tier_evals[0] != 1 ||
+			    s1.tier_recomputes - s0.tier_recomputes != tier)
+				bad++;
+		}
+		good &= !bad && !mmhal_ctx_stats(c, &st) && kept[0] &&
+			kept[1] && kept[2];
+		good &= st.tier_steps[0] == kept[0] &&
+			st.tier_steps[1] == kept[1] &&
+			st.tier_steps[2] == kept[2] &&
+			st.tier_steps[0] + st.tier_steps[1] + st.tier_steps[2] ==
+			st.decode_tokens &&
+			st.tier_evals[0] == st.decode_tokens &&
+			st.tier_evals[1] == st.decode_tokens - st.tier_steps[0] &&
+			st.tier_evals[2] == st.tier_steps[2] &&
+			st.tier_recomputes == st.tier_evals[1] + st.tier_evals[2];
+		ok(good, "confidence, thresholds at quantiles: steps Q4_K %lld, Q8_0 %lld, F16 %lld, recomputes %lld; kept logits meet their tier's threshold; counts consistent",
+		   (long long)st.tier_steps[0], (long long)st.tier_steps[1],
+		   (long long)st.tier_steps[2],
+		   (long long)st.tier_recomputes);
+		mmhal_ctx_stats_reset(c);
+		good = !mmhal_ctx_stats(c, &st) && !st.tier_steps[0] &&
+			!st.tier_steps[1] && !st.tier_steps[2] &&
+			!st.tier_evals[0] && !st.tier_recomputes;
+		ok(good, "stats_reset zeroes the tier counts");
+		mmhal_ctx_free(c);
+	}
+	mmhal_model_free(m);
+	mmhal_model_free(q4);
+	mmhal_model_free(f16);
+}
+
+static int tier_refused(struct mmhal_model *m, const char *fn, int expect,
+			const char *needle, const char *what)
+{
+	char err[256] = "";
+	int r = m ? mmhal_model_add_tier(m, fn, err, sizeof(err)) : 0;
+
+	printf("# %s: %d \"%s\"\n", what, r, err);
+	return m && r == expect && strstr(err, needle) &&
+		mmhal_model_n_tiers(m) == (expect == -ENOSPC ? 3 : 1);
+}
+
+/* Files that are not the same model, a second tier of one precision, a
+ * fourth tier, sessions alive, bad session params: refused, the model
+ * unchanged and still running. */
+static void test_tier_refused(void)
+{
+	struct mmhal_model *m = load(3, 64, MMHAL_KV_F16, 0, 1);
+	struct mmhal_ctx_params p = mmhal_ctx_default_params();
+	struct mmhal_ctx *c = NULL;
+	char err[256];
+	float l[300];
+	int good, r;
+
+	good = tier_refused(m, tier_path[2], -EINVAL, "llama.", "gqa4 shape");
+	good &= tier_refused(m, tier_path[1], -EINVAL, "tokenizer.ggml.",
+			     "smolvlm vocabulary");
+	good &= tier_refused(m, tier_path[3], -EINVAL, "general.architecture",
+			     "clip file");
+	good &= tier_refused(m, path[3], -EINVAL, "one precision",
+			     "Q4_K again");
+	good &= tier_refused(m, "/nonexistent.gguf", -ENOENT, "",
+			     "missing file");
+	ok(good, "add_tier: another shape, vocabulary, architecture, the same precision: -EINVAL naming it; the model keeps 1 tier");
+
+	c = ctx_new(m, 64, 0, NULL, NULL);
+	good = !!c && tier_refused(m, path[1], -EBUSY, "sessions", "session alive");
+	mmhal_ctx_free(c);
+	good &= m && !mmhal_model_add_tier(m, path[1], err, sizeof(err)) &&
+		!mmhal_model_add_tier(m, tier_path[0], err, sizeof(err));
+	good &= tier_refused(m, path[2], -ENOSPC, "at most", "fourth tier");
+	good &= m && !mmhal_model_eval(m, prompt, 8, l);
+	ok(good, "add_tier: -EBUSY while a session exists, accepted once freed; a fourth tier: -ENOSPC; the default session runs on");
+
+	good = !!m;
+	p.tier_mode = 3;
+	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, c, "tier_mode 3");
+	p = mmhal_ctx_default_params();
+	p.tier_mode = MMHAL_TIER_FIXED;
+	p.tier = 3;
+	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, c, "fixed tier 3 of 3");
+	p = mmhal_ctx_default_params();
+	p.tier_threshold[1] = NAN;
+	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, c, "threshold NaN");
+	p.tier_threshold[1] = -0.5f;
+	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
+	good &= rejected(r, -EINVAL, err, c, "threshold -0.5");
+	ok(good, "params: tier_mode 3, tier 3 of 3 tiers, a NaN or negative threshold: -EINVAL");
+	mmhal_model_free(m);
+}
+
 int main(void)
 {
 	struct mm_gen_params gp = {
@@ -1857,6 +2151,32 @@ int main(void)
 	test_shift_runs();
 	test_state(MMHAL_KV_F16);
 	test_state(MMHAL_KV_Q8_0);
+	{
+		struct mm_gen_mmproj_params mp = { .vision = "micro",
+						   .type = MM_TYPE_F32,
+						   .seed = 1 };
+		const char *const tk[3] = { "gpt2", "smolvlm", "gpt2" };
+		const char *const sh[3] = { "tiny", "tiny", "gqa4" };
+
+		gp.type = MM_TYPE_F16;
+		ret = 0;
+		for (int i = 0; i < 4; i++)
+			snprintf(tier_path[i], sizeof(tier_path[i]),
+				 "%s/tier%d.gguf", dir, i);
+		for (int i = 0; i < 3 && !ret; i++) {
+			gp.shape = sh[i];
+			gp.tokenizer = tk[i];
+			ret = mm_gen_model(&gp, tier_path[i], err, sizeof(err));
+		}
+		if (!ret)
+			ret = mm_gen_mmproj(&mp, tier_path[3], err, sizeof(err));
+		ok(!ret, "generate tiny at F16, with SmolVLM's vocabulary, gqa4 at F16, a clip file%s%s",
+		   ret ? ": " : "", ret ? err : "");
+		test_tiers();
+		test_tier_refused();
+		for (int i = 0; i < 4; i++)
+			unlink(tier_path[i]);
+	}
 
 	for (int t = 0; t < 6; t++)
 		unlink(path[t]);
