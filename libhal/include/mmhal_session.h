@@ -27,6 +27,33 @@
  * bytes are counted (mmhal_session_stats.audio_bytes_copied). Nothing
  * else of the payload is copied by the session.
  *
+ * Routing: each ask decides what to run. The camera frame's signature
+ * (mmhal_scene_signature(), a 16x16 luma thumbnail read in place) is
+ * compared with the one of the frame last encoded: within
+ * scene_threshold the scene has not changed and the encoded image (its
+ * chunk, and through mmhal_ctx_eval_prompt()'s prefix reuse its decoder
+ * positions) is used again without running the image encoder, unless the
+ * IMU (when the session has one) moved beyond its thresholds since that
+ * frame. The audio window goes through a voice activity detector
+ * (mmhal_vad(), energy per 10 ms): without enough speech-like frames it
+ * is not encoded and the prompt has no audio. Every decision is counted
+ * per reason in the stats and told in the ask's result.
+ *
+ * KV reuse: the model session's cache is not emptied between asks; the
+ * prompt's positions that equal the cache's (the template's head, an
+ * image used again, a repeated question) are kept, the rest evaluated.
+ *
+ * Caller frames: a camera or microphone channel of the caller may be a
+ * copy channel (mmhal_chan_create_dir(MMHAL_CHAN_COPY)); each ask then
+ * has the device copy the caller's source buffer (camera_copy_src,
+ * mic_copy_src: a vendor's frame imported with mmhal_buf_import(), or
+ * an mmedge buffer the caller fills) into a session buffer, timestamped
+ * by mmedge, and reads that copy in place.
+ *
+ * SLO: the last slo_window asks' start of frame -> first / last token
+ * times, their percentiles, peak RSS and the process's CPU time since the
+ * session began: mmhal_session_slo().
+ *
  * Conventions: as mmhal.h and mmhal_model.h. Functions return 0 or a
  * negative errno; the error message (mmhal_session_error(), or err of
  * mmhal_session_create()) names the step that failed ("camera: dequeue:
@@ -90,6 +117,31 @@ struct mmhal_session;
  * @temperature: <= 0: greedy; else sampled with @seed
  *	(mmhal_sampler_params' other defaults).
  * @seed: see @temperature.
+ * @route_off: MMHAL_ROUTE_* routes not to take: MMHAL_ROUTE_SCENE
+ *	encodes every frame, MMHAL_ROUTE_VAD every window, MMHAL_ROUTE_IMU
+ *	ignores the IMU (its channel still streams); 0: all routes.
+ * @scene_threshold: the largest mean absolute difference of two frames'
+ *	thumbnails (luma levels, 0..255) that counts as the same scene;
+ *	0: 3.0.
+ * @vad_threshold_dbfs: a 10 ms frame whose energy (about its mean,
+ *	10 log10(mean square / 32768^2)) is at least this is speech-like;
+ *	-150..0, 0: -40.
+ * @vad_min_speech: the least fraction of speech-like frames for a
+ *	window to be encoded, 0..1 (at least one frame); 0: 0.1.
+ * @imu_gyro_threshold: angular rate magnitude (raw IMU6 units) above
+ *	which the camera is moving; 0: 1000.
+ * @imu_accel_threshold: acceleration change magnitude since the
+ *	encoded frame (16384 = 1 g) above which the camera moved; 0: 1638.
+ * @imu: an IMU source (mmhal_src_imu()); type 0 for none.
+ * @imu_chan: as @camera_chan, for @imu.
+ * @imu_bufs: buffers on the IMU channel, 2..256; 0: 8. Records of
+ *	buffers the driver overwrote before an ask are not seen.
+ * @slo_window: asks the SLO percentiles are over, 1..65536; 0: 128.
+ * @camera_copy_src: with a copy channel as @camera_chan: the buffer
+ *	(of the same device handle, at least a frame of @camera) copied
+ *	at each ask; else NULL.
+ * @mic_copy_src: with a copy channel as @mic_chan: the buffer whose
+ *	first listen_ms of samples are copied at each ask; else NULL.
  * @reserved: zero.
  */
 struct mmhal_session_params {
@@ -108,8 +160,27 @@ struct mmhal_session_params {
 	int raw_prompt;
 	float temperature;
 	uint64_t seed;
+	uint32_t route_off;
+	float scene_threshold;
+	float vad_threshold_dbfs;
+	float vad_min_speech;
+	float imu_gyro_threshold;
+	float imu_accel_threshold;
+	struct mmhal_src imu;
+	struct mmhal_chan *imu_chan;
+	uint32_t imu_bufs;
+	uint32_t slo_window;
+	struct mmhal_buf *camera_copy_src;
+	struct mmhal_buf *mic_copy_src;
 	uint64_t reserved[8];
 };
+
+/* struct mmhal_session_params.route_off */
+#define MMHAL_ROUTE_SCENE	(1U << 0)
+#define MMHAL_ROUTE_VAD		(1U << 1)
+#define MMHAL_ROUTE_IMU		(1U << 2)
+#define MMHAL_ROUTE_ALL		(MMHAL_ROUTE_SCENE | MMHAL_ROUTE_VAD | \
+				 MMHAL_ROUTE_IMU)
 
 /**
  * mmhal_session_default_params() - no sources, defaults as documented;
@@ -161,6 +232,40 @@ MMHAL_API const char *mmhal_session_error(const struct mmhal_session *s);
 #define MMHAL_RESULT_AUDIO		(1U << 1)	/* a window was used */
 #define MMHAL_RESULT_AUDIO_COPIED	(1U << 2)	/* the window spanned
 							 * buffers: copied */
+#define MMHAL_RESULT_IMAGE_REUSED	(1U << 3)	/* the image is the
+							 * last encoded one */
+#define MMHAL_RESULT_AUDIO_SKIPPED	(1U << 4)	/* a window was read,
+							 * not encoded */
+#define MMHAL_RESULT_IMU		(1U << 5)	/* IMU records read */
+
+/**
+ * enum mmhal_route_reason - why a source was encoded or not
+ * @MMHAL_ROUTE_NONE: no such source.
+ * @MMHAL_ROUTE_FIRST: image encoded: no frame encoded before.
+ * @MMHAL_ROUTE_CHANGED: image encoded: the thumbnail differs by more
+ *	than scene_threshold.
+ * @MMHAL_ROUTE_MOTION: image encoded: the IMU moved beyond its
+ *	thresholds since the encoded frame.
+ * @MMHAL_ROUTE_UNCHANGED: image not encoded: the encoded one is used.
+ * @MMHAL_ROUTE_SPEECH: audio encoded: enough speech-like frames.
+ * @MMHAL_ROUTE_SILENCE: audio not encoded, not in the prompt.
+ * @MMHAL_ROUTE_ALWAYS: encoded: the route is off (route_off).
+ * @MMHAL_ROUTE_N: the number of reasons.
+ */
+enum mmhal_route_reason {
+	MMHAL_ROUTE_NONE,
+	MMHAL_ROUTE_FIRST,
+	MMHAL_ROUTE_CHANGED,
+	MMHAL_ROUTE_MOTION,
+	MMHAL_ROUTE_UNCHANGED,
+	MMHAL_ROUTE_SPEECH,
+	MMHAL_ROUTE_SILENCE,
+	MMHAL_ROUTE_ALWAYS,
+	MMHAL_ROUTE_N
+};
+
+/* "first", "changed", ... ("none" for NONE, "?" out of range). */
+MMHAL_API const char *mmhal_route_name(uint32_t reason);
 
 /**
  * struct mmhal_session_result - an answer and where it came from
@@ -173,7 +278,9 @@ MMHAL_API const char *mmhal_session_error(const struct mmhal_session *s);
  * @tokens: the generated token ids (as @text's lifetime).
  * @n_tokens: their number.
  * @n_prompt: decoder positions of the prompt (text, markers, embeddings).
- * @frame_sequence: the camera frame's sequence number.
+ * @frame_sequence: the camera frame's sequence number: the newest frame,
+ *	which the answer stands for (encoded, or found to show the scene
+ *	of the encoded one: see @image_frame_sequence).
  * @frame_flags: its MMHAL_FRAME_* flags.
  * @frame_ts: its timestamps (from the dequeue; the session checks the
  *	in-band record holds the same).
@@ -183,7 +290,8 @@ MMHAL_API const char *mmhal_session_error(const struct mmhal_session *s);
  * @frame_buf: the buffer holding the frame; the session keeps it
  *	dequeued and unmodified until the next ask (so the in-band record
  *	can be read back).
- * @image_plane: the plane pointers given to the image encoder.
+ * @image_plane: the frame's planes as read in place (signature, and
+ *	the image encoder unless MMHAL_RESULT_IMAGE_REUSED).
  * @image_stride: their strides.
  * @audio_first_sequence: sequence of the window's first buffer.
  * @audio_last_sequence: of its last.
@@ -208,6 +316,20 @@ MMHAL_API const char *mmhal_session_error(const struct mmhal_session *s);
  * @prefill_ms: the prompt through the decoder.
  * @decode_ms: the generation.
  * @bytes_copied: payload bytes the session copied for this answer.
+ * @image_route: enum mmhal_route_reason of the camera.
+ * @audio_route: of the microphone.
+ * @scene_diff: the frame's thumbnail against the encoded frame's (mean
+ *	absolute difference, luma levels); -1 without an encoded frame.
+ * @vad_speech_frac: fraction of the window's 10 ms frames found
+ *	speech-like.
+ * @vad_max_dbfs: the loudest frame's energy, dBFS.
+ * @imu_gyro_max: the largest angular rate magnitude since the encoded
+ *	frame (before this ask's decision).
+ * @imu_accel_change: the largest acceleration change since then.
+ * @encoders_run: encoder passes of this ask (0..2).
+ * @image_frame_sequence: the frame whose encoding the prompt holds.
+ * @reused_positions: decoder positions kept from the previous answer's
+ *	cache instead of being evaluated.
  * @reserved: zero.
  */
 struct mmhal_session_result {
@@ -247,6 +369,17 @@ struct mmhal_session_result {
 	double prefill_ms;
 	double decode_ms;
 	uint64_t bytes_copied;
+	uint32_t image_route;
+	uint32_t audio_route;
+	float scene_diff;
+	float vad_speech_frac;
+	float vad_max_dbfs;
+	float imu_gyro_max;
+	float imu_accel_change;
+	uint32_t encoders_run;
+	uint64_t image_frame_sequence;
+	int reused_positions;
+	uint32_t pad3;
 	uint64_t reserved[8];
 };
 
@@ -264,9 +397,11 @@ struct mmhal_session_result {
  * of consecutive samples (waiting for them if they are not there yet),
  * queueing the others again; then likewise every filled camera buffer,
  * keeping the newest frame (waiting for one if none is). Both waits end
- * wait_ms after the call began. Encodes them in
- * place, empties the model session, evaluates the prompt with the
- * chunks and generates up to n_predict tokens (stopping at end of turn).
+ * wait_ms after the call began (copy channels: copies the caller's
+ * buffers and waits for the copies). Reads the IMU's filled buffers.
+ * Routes (see above) and encodes what needs it in place, evaluates the
+ * prompt with the chunks (keeping the cache's common prefix with it) and
+ * generates up to n_predict tokens (stopping at end of turn).
  *
  * Return: 0; -EINVAL NULL argument, out->size too small, markers that
  * do not match the sources; -ETIMEDOUT no frame or window within
@@ -295,6 +430,12 @@ MMHAL_API int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
  *	encoder (no code path does; counted to be checked).
  * @audio_bytes_copied: sample bytes copied (windows spanning buffers).
  * @bytes_copied: the sum of the two.
+ * @image_route: asks per enum mmhal_route_reason of the camera.
+ * @audio_route: of the microphone.
+ * @encoder_runs: encoder passes (image and audio).
+ * @encoder_runs_avoided: passes routing saved (UNCHANGED, SILENCE).
+ * @imu_records: IMU records read.
+ * @reused_positions: decoder positions kept across asks.
  * @reserved: zero.
  */
 struct mmhal_session_stats {
@@ -310,6 +451,12 @@ struct mmhal_session_stats {
 	uint64_t image_bytes_copied;
 	uint64_t audio_bytes_copied;
 	uint64_t bytes_copied;
+	uint64_t image_route[MMHAL_ROUTE_N];
+	uint64_t audio_route[MMHAL_ROUTE_N];
+	uint64_t encoder_runs;
+	uint64_t encoder_runs_avoided;
+	uint64_t imu_records;
+	uint64_t reused_positions;
 	uint64_t reserved[8];
 };
 
@@ -323,8 +470,138 @@ MMHAL_API int mmhal_session_stats(const struct mmhal_session *s,
 				  struct mmhal_session_stats *out);
 
 /**
+ * struct mmhal_session_slo - latency and cost figures of a session
+ * @size: set by the caller: sizeof(struct mmhal_session_slo).
+ * @n: asks the percentiles are over: the last slo_window successful
+ *	ones (0: none yet, the figures are 0).
+ * @first_p50: start of frame -> first token, ms: median (nearest rank).
+ * @first_p95: 95th percentile.
+ * @first_p99: 99th percentile.
+ * @first_max: the largest.
+ * @last_p50: start of frame -> last token, ms.
+ * @last_p95: see @last_p50.
+ * @last_p99: see @last_p50.
+ * @last_max: see @last_p50.
+ * @peak_rss_bytes: the process's peak resident set (getrusage()).
+ * @cpu_s: the process's CPU time (user + system) since the session was
+ *	created, s.
+ * @wall_s: CLOCK_MONOTONIC time since then, s.
+ * @reserved: zero.
+ */
+struct mmhal_session_slo {
+	uint32_t size;
+	uint32_t n;
+	double first_p50;
+	double first_p95;
+	double first_p99;
+	double first_max;
+	double last_p50;
+	double last_p95;
+	double last_p99;
+	double last_max;
+	uint64_t peak_rss_bytes;
+	double cpu_s;
+	double wall_s;
+	uint64_t reserved[4];
+};
+
+/**
+ * mmhal_session_slo() - the SLO figures now
+ * @out: out->size set by the caller; filled in up to it.
+ *
+ * Return: 0, -EINVAL (NULL argument, out->size too small), -ENOMEM.
+ */
+MMHAL_API int mmhal_session_slo(const struct mmhal_session *s,
+				struct mmhal_session_slo *out);
+
+/*
+ * Routing measures (pure functions on memory, used by the session).
+ */
+
+/* A scene signature: 16 x 16 luma cells, row by row. */
+#define MMHAL_SIG_SIDE		16
+#define MMHAL_SIG_CELLS		(MMHAL_SIG_SIDE * MMHAL_SIG_SIDE)
+
+/**
+ * mmhal_scene_signature() - a frame's luma thumbnail
+ * @img: GREY, RGB24 (luma (77 R + 150 G + 29 B + 128) >> 8) or NV12 (its
+ *	Y plane only), at least 16 x 16 pixels, read in place.
+ * @sig: receives cell (r, c) at sig[16 r + c]: the rounded mean luma of
+ *	the pixels x in [c w / 16, (c + 1) w / 16), y in [r h / 16,
+ *	(r + 1) h / 16), every ceil(cell side / 16)-th pixel each way.
+ *
+ * Return: 0, or -EINVAL (NULL, format, size below 16, stride below a
+ * line).
+ */
+MMHAL_API int mmhal_scene_signature(const struct mmhal_image *img,
+				    uint8_t sig[MMHAL_SIG_CELLS]);
+
+/* The mean absolute difference of two signatures, 0..255. */
+MMHAL_API double mmhal_scene_diff(const uint8_t a[MMHAL_SIG_CELLS],
+				  const uint8_t b[MMHAL_SIG_CELLS]);
+
+/* The floor of mmhal_vad()'s energies (digital silence), dBFS. */
+#define MMHAL_VAD_FLOOR_DBFS	(-200.0f)
+
+/**
+ * struct mmhal_vad - voice activity in a window
+ * @n_frames: 10 ms frames (rate / 100 samples; a shorter tail is left
+ *	out; a window shorter than a frame is one frame).
+ * @n_speech: frames whose energy reaches the threshold.
+ * @speech_frac: @n_speech / @n_frames.
+ * @max_dbfs: the loudest frame's energy, dBFS (10 log10 of the mean
+ *	square about the frame's mean over 32768^2; at least
+ *	MMHAL_VAD_FLOOR_DBFS).
+ * @speech: @n_speech >= ceil(min_speech * @n_frames) and >= 1.
+ */
+struct mmhal_vad {
+	uint32_t n_frames;
+	uint32_t n_speech;
+	float speech_frac;
+	float max_dbfs;
+	int speech;
+};
+
+/**
+ * mmhal_vad() - is there speech-like energy in a PCM window
+ * @pcm, @n: mono S16 samples (n >= 1).
+ * @rate: Hz, >= 100.
+ * @threshold_dbfs: a frame at or above it is speech-like.
+ * @min_speech: 0..1.
+ *
+ * Return: 0, or -EINVAL (NULL, n 0, rate, min_speech or threshold out of
+ * range).
+ */
+MMHAL_API int mmhal_vad(const int16_t *pcm, size_t n, uint32_t rate,
+			float threshold_dbfs, float min_speech,
+			struct mmhal_vad *out);
+
+/**
+ * struct mmhal_imu_motion - motion over IMU records (zero it to start)
+ * @n: records seen.
+ * @ref: the first record's acceleration.
+ * @gyro_max: the largest angular rate magnitude, raw units.
+ * @accel_change_max: the largest |acceleration - @ref|, raw units.
+ */
+struct mmhal_imu_motion {
+	uint64_t n;
+	int32_t ref[3];
+	float gyro_max;
+	float accel_change_max;
+};
+
+/* Adds n IMU6 records (struct mmhal_imu_sample, little-endian);
+ * 0 or -EINVAL (NULL). */
+MMHAL_API int mmhal_imu_motion_add(struct mmhal_imu_motion *m,
+				   const void *records, size_t n);
+/* 1 if records were seen and the gyro or acceleration change went above
+ * its threshold, else 0. */
+MMHAL_API int mmhal_imu_moved(const struct mmhal_imu_motion *m,
+			      float gyro_threshold, float accel_threshold);
+
+/**
  * mmhal_session_chan() - the session's channel of a source
- * @type: MMHAL_SRC_CAMERA or MMHAL_SRC_MIC.
+ * @type: MMHAL_SRC_CAMERA, MMHAL_SRC_MIC or MMHAL_SRC_IMU.
  *
  * For mmhal_chan_stats(), mmhal_chan_set_weight(), mmhal_frame_meta()
  * and the like (under the device handle's threading rule). Do not queue

@@ -4,16 +4,19 @@
  * microphone, reading their buffers in place (see mmhal_session.h).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "mmhal.h"
 #include "mmhal_model.h"
+#include "mmhal_route.h"
 #include "mmhal_session.h"
 
 #define DEF_LISTEN_MS	1000
@@ -25,6 +28,17 @@
 #define MAX_N_PREDICT	65536
 #define MAX_WAIT_MS	600000
 #define MIC_PERIOD_MAX	65536	/* the driver's longest microphone period */
+#define DEF_IMU_BUFS	8
+#define MAX_IMU_BUFS	256
+#define DEF_SLO_WINDOW	128
+#define MAX_SLO_WINDOW	65536
+#define DEF_SCENE_THR	3.0f
+#define DEF_VAD_DBFS	(-40.0f)
+#define MIN_VAD_DBFS	(-150.0f)
+#define DEF_VAD_MIN	0.1f
+#define DEF_GYRO_THR	1000.0f
+#define DEF_ACCEL_THR	1638.0f		/* 0.1 g */
+#define IMU_REC		24		/* sizeof(struct mmhal_imu_sample) */
 
 /* A source, its channel, its buffers and the frames it holds dequeued. */
 struct sess_src {
@@ -37,6 +51,10 @@ struct sess_src {
 	uint32_t n_bufs;
 	struct mmhal_frame *held;	/* by sequence, oldest first */
 	uint32_t n_held;
+	/* a copy channel: what each ask copies, and the next buffer */
+	struct mmhal_buf *copy_src;
+	uint64_t copy_bytes;
+	uint32_t copy_next;
 };
 
 struct mmhal_session {
@@ -44,8 +62,18 @@ struct mmhal_session {
 	struct mmhal_model *model;
 	const struct mmhal_mmproj *proj;
 	struct mmhal_session_params p;
-	struct sess_src cam, mic;
+	struct sess_src cam, mic, imu;
 	uint64_t listen_samples;
+	/* the last encoded frame: its chunk, signature and stamps */
+	struct mmhal_chunk *img_chunk;
+	uint8_t img_sig[MMHAL_SIG_CELLS];
+	uint64_t img_seq, img_sof;
+	struct mmhal_imu_motion motion;	/* since that frame */
+	/* SLO: ring of the last slo_window asks */
+	double *slo_first, *slo_last;
+	uint32_t slo_n, slo_pos;
+	uint64_t t_create;
+	double cpu_create;
 	struct mmhal_ctx *ctx;
 	struct mmhal_sampler *smp;
 	int16_t *pcm;			/* windows spanning buffers */
@@ -68,6 +96,17 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The process's CPU time, user + system, s. */
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static double ms_between(uint64_t a, uint64_t b)
@@ -99,7 +138,22 @@ struct mmhal_session_params mmhal_session_default_params(void)
 	p.listen_ms = DEF_LISTEN_MS;
 	p.camera_bufs = DEF_CAM_BUFS;
 	p.n_predict = DEF_N_PREDICT;
+	p.scene_threshold = DEF_SCENE_THR;
+	p.vad_threshold_dbfs = DEF_VAD_DBFS;
+	p.vad_min_speech = DEF_VAD_MIN;
+	p.imu_gyro_threshold = DEF_GYRO_THR;
+	p.imu_accel_threshold = DEF_ACCEL_THR;
+	p.imu_bufs = DEF_IMU_BUFS;
+	p.slo_window = DEF_SLO_WINDOW;
 	return p;
+}
+
+/* 0 (or absent) -> @def; else finite and in (lo, hi]. */
+static int thr_param(float *v, float def, float lo, float hi)
+{
+	if (*v == 0)
+		*v = def;
+	return isfinite(*v) && *v > lo && *v <= hi ? 0 : -1;
 }
 
 /* Bytes of one frame of a camera source (the driver's layout). */
@@ -222,19 +276,93 @@ static int check_params(const struct mmhal_session_params *in,
 			    p->raw_prompt);
 	if (!(p->temperature == p->temperature))
 		return errf(-EINVAL, err, errlen, "params.temperature is NaN");
+	if (p->route_off & ~MMHAL_ROUTE_ALL)
+		return errf(-EINVAL, err, errlen,
+			    "params.route_off 0x%x: MMHAL_ROUTE_* bits only",
+			    p->route_off);
+	if (thr_param(&p->scene_threshold, DEF_SCENE_THR, 0, 255))
+		return errf(-EINVAL, err, errlen,
+			    "params.scene_threshold %g: above 0, at most 255",
+			    (double)p->scene_threshold);
+	if (thr_param(&p->vad_threshold_dbfs, DEF_VAD_DBFS, MIN_VAD_DBFS, 0))
+		return errf(-EINVAL, err, errlen,
+			    "params.vad_threshold_dbfs %g: -150..0 dBFS",
+			    (double)p->vad_threshold_dbfs);
+	if (thr_param(&p->vad_min_speech, DEF_VAD_MIN, 0, 1))
+		return errf(-EINVAL, err, errlen,
+			    "params.vad_min_speech %g: above 0, at most 1",
+			    (double)p->vad_min_speech);
+	if (thr_param(&p->imu_gyro_threshold, DEF_GYRO_THR, 0, 1e6f) ||
+	    thr_param(&p->imu_accel_threshold, DEF_ACCEL_THR, 0, 1e6f))
+		return errf(-EINVAL, err, errlen,
+			    "params.imu_gyro_threshold %g / imu_accel_threshold %g: above 0",
+			    (double)p->imu_gyro_threshold,
+			    (double)p->imu_accel_threshold);
+	if (p->imu.type) {
+		if (p->imu.type != MMHAL_SRC_IMU ||
+		    p->imu.fourcc != MMHAL_FMT_IMU6 || !p->imu.period)
+			return errf(-EINVAL, err, errlen,
+				    "params.imu: an IMU6 source (mmhal_src_imu())");
+	} else if (p->imu_chan) {
+		return errf(-EINVAL, err, errlen,
+			    "params.imu_chan given without params.imu");
+	}
+	if (!p->imu_bufs)
+		p->imu_bufs = DEF_IMU_BUFS;
+	if (p->imu_bufs < 2 || p->imu_bufs > MAX_IMU_BUFS)
+		return errf(-EINVAL, err, errlen, "params.imu_bufs %u: 2..%u",
+			    p->imu_bufs, MAX_IMU_BUFS);
+	if (!p->slo_window)
+		p->slo_window = DEF_SLO_WINDOW;
+	if (p->slo_window > MAX_SLO_WINDOW)
+		return errf(-EINVAL, err, errlen, "params.slo_window %u: 1..%u",
+			    p->slo_window, MAX_SLO_WINDOW);
+	if (p->camera_copy_src && !p->camera_chan)
+		return errf(-EINVAL, err, errlen,
+			    "params.camera_copy_src needs a copy channel as params.camera_chan");
+	if (p->mic_copy_src && !p->mic_chan)
+		return errf(-EINVAL, err, errlen,
+			    "params.mic_copy_src needs a copy channel as params.mic_chan");
 	return 0;
 }
 
 /* Channel (created or checked), buffers allocated, mapped and queued. */
 static int src_start(struct mmhal_session *s, struct sess_src *x,
-		     struct mmhal_chan *given, uint32_t n_bufs, char *err,
-		     size_t errlen)
+		     struct mmhal_chan *given, struct mmhal_buf *copy_src,
+		     uint32_t n_bufs, char *err, size_t errlen)
 {
 	uint64_t want = x->src.type == MMHAL_SRC_CAMERA ?
-			cam_frame_size(&x->src) : (uint64_t)x->src.period * 2;
+			cam_frame_size(&x->src) :
+			x->src.type == MMHAL_SRC_IMU ?
+			(uint64_t)x->src.period * IMU_REC :
+			(uint64_t)x->src.period * 2;
+	uint64_t buf_size;
 	int ret;
 
-	if (given) {
+	if (given && mmhal_chan_dir(given) == MMHAL_CHAN_COPY) {
+		if (!copy_src)
+			return errf(-EINVAL, err, errlen,
+				    "%s channel: a copy channel needs a source buffer (params.%s_copy_src)",
+				    x->name, x->src.type == MMHAL_SRC_CAMERA ?
+				    "camera" : "mic");
+		if (mmhal_buf_size(copy_src) < want)
+			return errf(-EINVAL, err, errlen,
+				    "%s: the copy source has %llu bytes, a frame %llu",
+				    x->name,
+				    (unsigned long long)mmhal_buf_size(copy_src),
+				    (unsigned long long)want);
+		x->chan = given;
+		x->copy_src = copy_src;
+		x->copy_bytes = want;
+	} else if (copy_src) {
+		return errf(-EINVAL, err, errlen,
+			    "%s: a copy source buffer without a copy channel",
+			    x->name);
+	} else if (given) {
+		if (mmhal_chan_dir(given) != MMHAL_CHAN_CAPTURE)
+			return errf(-EINVAL, err, errlen,
+				    "%s channel: a capture or copy channel, not a feed channel",
+				    x->name);
 		if (mmhal_chan_frame_size(given) != want)
 			return errf(-EINVAL, err, errlen,
 				    "%s channel: frames of %u bytes, the source's are %llu",
@@ -259,21 +387,22 @@ static int src_start(struct mmhal_session *s, struct sess_src *x,
 	if (!x->bufs || !x->maps || !x->held)
 		return errf(-ENOMEM, err, errlen, "%s: out of memory", x->name);
 	x->n_bufs = n_bufs;
+	buf_size = x->copy_src ? mmhal_copy_buf_size(want) :
+				 mmhal_chan_buf_size(x->chan);
 	for (uint32_t i = 0; i < n_bufs; i++) {
-		ret = mmhal_buf_alloc(s->dev, mmhal_chan_buf_size(x->chan), NULL,
-				      &x->bufs[i]);
+		ret = mmhal_buf_alloc(s->dev, buf_size, NULL, &x->bufs[i]);
 		if (ret)
 			return errf(ret, err, errlen,
 				    "%s: buffer %u of %llu bytes: %s", x->name,
-				    i, (unsigned long long)
-				    mmhal_chan_buf_size(x->chan),
+				    i, (unsigned long long)buf_size,
 				    mmhal_strerror(ret));
 		ret = mmhal_buf_map(x->bufs[i], &x->maps[i]);
 		if (ret)
 			return errf(ret, err, errlen, "%s: map buffer %u: %s",
 				    x->name, i, mmhal_strerror(ret));
 	}
-	for (uint32_t i = 0; i < n_bufs; i++) {
+	/* a copy channel's buffers are given one per ask */
+	for (uint32_t i = 0; !x->copy_src && i < n_bufs; i++) {
 		ret = mmhal_chan_queue(x->chan, x->bufs[i], i, NULL);
 		if (ret)
 			return errf(ret, err, errlen, "%s: queue buffer %u: %s",
@@ -300,6 +429,10 @@ void mmhal_session_destroy(struct mmhal_session *s)
 		return;
 	src_stop(&s->cam);
 	src_stop(&s->mic);
+	src_stop(&s->imu);
+	mmhal_chunk_free(s->img_chunk);
+	free(s->slo_first);
+	free(s->slo_last);
 	mmhal_sampler_free(s->smp);
 	mmhal_ctx_free(s->ctx);
 	free(s->pcm);
@@ -334,6 +467,7 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 	s->proj = proj;
 	s->cam.name = "camera";
 	s->mic.name = "microphone";
+	s->imu.name = "IMU";
 	s->st.size = sizeof(s->st);
 	ret = check_params(params, proj, &s->p, &s->listen_samples, err,
 			   errlen);
@@ -342,7 +476,9 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 	s->toks = calloc((size_t)s->p.n_predict, sizeof(*s->toks));
 	s->text_cap = 256;
 	s->text = malloc(s->text_cap);
-	if (!s->toks || !s->text) {
+	s->slo_first = calloc(s->p.slo_window, sizeof(double));
+	s->slo_last = calloc(s->p.slo_window, sizeof(double));
+	if (!s->toks || !s->text || !s->slo_first || !s->slo_last) {
 		ret = errf(-ENOMEM, err, errlen, "out of memory");
 		goto fail;
 	}
@@ -370,14 +506,19 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 
 	if (s->p.camera.type) {
 		s->cam.src = s->p.camera;
-		ret = src_start(s, &s->cam, s->p.camera_chan, s->p.camera_bufs,
-				err, errlen);
+		ret = src_start(s, &s->cam, s->p.camera_chan,
+				s->p.camera_copy_src, s->p.camera_bufs, err,
+				errlen);
 		if (ret)
 			goto fail;
 	}
 	if (s->p.mic.type) {
 		s->mic.src = s->p.mic;
-		if (!s->p.mic_chan) {
+		if (s->p.mic_chan &&
+		    mmhal_chan_dir(s->p.mic_chan) == MMHAL_CHAN_COPY) {
+			/* one copy per window */
+			s->mic.src.period = (uint32_t)s->listen_samples;
+		} else if (!s->p.mic_chan) {
 			/* one buffer per window when the driver allows it */
 			uint64_t n = (s->listen_samples + MIC_PERIOD_MAX - 1) /
 				     MIC_PERIOD_MAX;
@@ -426,11 +567,20 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 				goto fail;
 			}
 		}
-		ret = src_start(s, &s->mic, s->p.mic_chan, mic_bufs, err,
-				errlen);
+		ret = src_start(s, &s->mic, s->p.mic_chan, s->p.mic_copy_src,
+				mic_bufs, err, errlen);
 		if (ret)
 			goto fail;
 	}
+	if (s->p.imu.type) {
+		s->imu.src = s->p.imu;
+		ret = src_start(s, &s->imu, s->p.imu_chan, NULL, s->p.imu_bufs,
+				err, errlen);
+		if (ret)
+			goto fail;
+	}
+	s->t_create = now_ns();
+	s->cpu_create = cpu_s();
 	s->err[0] = 0;
 	*out = s;
 	return 0;
@@ -457,7 +607,53 @@ struct mmhal_chan *mmhal_session_chan(struct mmhal_session *s, uint32_t type)
 		return s->cam.chan;
 	if (type == MMHAL_SRC_MIC)
 		return s->mic.chan;
+	if (type == MMHAL_SRC_IMU)
+		return s->imu.chan;
 	return NULL;
+}
+
+int mmhal_session_slo(const struct mmhal_session *s,
+		      struct mmhal_session_slo *out)
+{
+	static const double pct[3] = { 50, 95, 99 };
+	struct mmhal_session_slo o;
+	struct rusage ru;
+	uint32_t size;
+	double *v, q[3];
+
+	if (!s || !out)
+		return -EINVAL;
+	size = out->size;
+	if (size < offsetof(struct mmhal_session_slo, first_p50))
+		return -EINVAL;
+	memset(&o, 0, sizeof(o));
+	o.size = sizeof(o);
+	o.n = s->slo_n;
+	if (s->slo_n) {
+		v = malloc(s->slo_n * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		memcpy(v, s->slo_first, s->slo_n * sizeof(*v));
+		mmhal_percentiles(v, s->slo_n, pct, q, 3);
+		o.first_p50 = q[0];
+		o.first_p95 = q[1];
+		o.first_p99 = q[2];
+		o.first_max = v[s->slo_n - 1];
+		memcpy(v, s->slo_last, s->slo_n * sizeof(*v));
+		mmhal_percentiles(v, s->slo_n, pct, q, 3);
+		o.last_p50 = q[0];
+		o.last_p95 = q[1];
+		o.last_p99 = q[2];
+		o.last_max = v[s->slo_n - 1];
+		free(v);
+	}
+	if (!getrusage(RUSAGE_SELF, &ru))
+		o.peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024;
+	o.cpu_s = cpu_s() - s->cpu_create;
+	o.wall_s = ms_between(s->t_create, now_ns()) / 1e3;
+	memcpy(out, &o, size < sizeof(o) ? size : sizeof(o));
+	out->size = size;
+	return 0;
 }
 
 int mmhal_session_stats(const struct mmhal_session *s,
@@ -482,8 +678,8 @@ static int requeue(struct mmhal_session *s, struct sess_src *x,
 {
 	int ret;
 
-	if (!fr->buf)
-		return 0;
+	if (!fr->buf || x->copy_src)
+		return 0;	/* a copy channel's buffer is free once dequeued */
 	ret = mmhal_chan_queue(x->chan, fr->buf, fr->cookie, NULL);
 	if (ret)
 		return SERR(s, ret, "%s: queue buffer %llu again: %s", x->name,
@@ -642,12 +838,95 @@ static int mic_acquire(struct mmhal_session *s, uint64_t deadline)
 	}
 }
 
+/* A copy channel: the caller's buffer copied into a session buffer, held. */
+static int copy_acquire(struct mmhal_session *s, struct sess_src *x,
+			uint64_t deadline)
+{
+	uint32_t i = x->copy_next++ % x->n_bufs;
+	struct mmhal_frame fr;
+	int ret;
+
+	ret = mmhal_chan_copy(x->chan, x->bufs[i], x->copy_src, x->copy_bytes,
+			      i, NULL);
+	if (ret)
+		return SERR(s, ret, "%s: copy into buffer %u: %s", x->name, i,
+			    mmhal_strerror(ret));
+	for (;;) {
+		ret = dq(s, x, 1, deadline, &fr);
+		if (ret == -ETIMEDOUT)
+			return SERR(s, ret, "%s: the copy took over %u ms",
+				    x->name, s->p.wait_ms);
+		if (ret)
+			return ret;
+		if (fr.cookie == i)	/* else an earlier ask's late copy */
+			break;
+	}
+	if ((fr.flags & MMHAL_FRAME_ERROR) || fr.bytesused != x->copy_bytes)
+		return SERR(s, -EIO, "%s: the copy failed (%llu of %llu bytes)",
+			    x->name, (unsigned long long)fr.bytesused,
+			    (unsigned long long)x->copy_bytes);
+	x->held[0] = fr;
+	x->n_held = 1;
+	return 0;
+}
+
+static int check_meta(struct mmhal_session *s, struct sess_src *x,
+		      const struct mmhal_frame *fr);
+
+/* The IMU's filled buffers: their records after the encoded frame's start
+ * go into the motion measure; all are queued again. */
+static int imu_drain(struct mmhal_session *s, struct mmhal_session_result *r)
+{
+	struct sess_src *x = &s->imu;
+	struct mmhal_frame fr;
+	int ret, r2;
+
+	for (;;) {
+		ret = dq(s, x, 0, 0, &fr);
+		if (ret == 1)
+			return 0;
+		if (ret)
+			return ret;
+		if (!(fr.flags & MMHAL_FRAME_ERROR) && fr.bytesused >= IMU_REC &&
+		    fr.bytesused <= mmhal_chan_frame_size(x->chan) &&
+		    fr.ts.eof_mono > s->img_sof) {
+			ret = mmhal_buf_begin_cpu(fr.buf, MMHAL_SYNC_READ);
+			if (ret)
+				return SERR(s, ret,
+					    "IMU: buffer %llu: begin CPU access: %s",
+					    (unsigned long long)fr.sequence,
+					    mmhal_strerror(ret));
+			ret = check_meta(s, x, &fr);
+			if (!ret) {
+				mmhal_imu_motion_add(&s->motion,
+						     x->maps[fr.cookie],
+						     fr.bytesused / IMU_REC);
+				s->st.imu_records += fr.bytesused / IMU_REC;
+				r->flags |= MMHAL_RESULT_IMU;
+			}
+			r2 = mmhal_buf_end_cpu(fr.buf, MMHAL_SYNC_READ);
+			if (!ret && r2)
+				ret = SERR(s, r2,
+					   "IMU: buffer %llu: end CPU access: %s",
+					   (unsigned long long)fr.sequence,
+					   mmhal_strerror(r2));
+			if (ret) {
+				requeue(s, x, &fr);
+				return ret;
+			}
+		}
+		ret = requeue(s, x, &fr);
+		if (ret)
+			return ret;
+	}
+}
+
 /* The in-band record of a held buffer says what its dequeue said. */
 static int check_meta(struct mmhal_session *s, struct sess_src *x,
 		      const struct mmhal_frame *fr)
 {
 	const struct mmhal_frame_meta *m;
-	int ret = mmhal_frame_meta(fr->buf, x->chan, &m);
+	int ret = mmhal_frame_record(x->chan, fr, &m);
 
 	if (ret)
 		return SERR(s, ret, "%s: frame %llu: in-band record: %s",
@@ -664,15 +943,19 @@ static int check_meta(struct mmhal_session *s, struct sess_src *x,
 
 /* ---- encoding ----------------------------------------------------------- */
 
-static int encode_frame(struct mmhal_session *s, struct mmhal_chunk **chunk,
-			struct mmhal_session_result *r)
+static int route_frame(struct mmhal_session *s, struct mmhal_chunk **chunk,
+		       struct mmhal_session_result *r)
 {
 	struct sess_src *x = &s->cam;
 	const struct mmhal_frame *fr = &x->held[0];
 	const uint8_t *base = x->maps[fr->cookie];
+	struct mmhal_chunk *enc = NULL;
+	uint8_t sig[MMHAL_SIG_CELLS];
 	struct mmhal_image img;
+	uint32_t why;
+	double diff = -1;
+	int moved, ret, r2;
 	char e[256];
-	int ret, r2;
 
 	memset(&img, 0, sizeof(img));
 	img.format = x->src.fourcc;
@@ -692,20 +975,67 @@ static int encode_frame(struct mmhal_session *s, struct mmhal_chunk **chunk,
 			    mmhal_strerror(ret));
 	ret = check_meta(s, x, fr);
 	if (!ret) {
-		ret = mmhal_encode_image(s->proj, &img, chunk, e, sizeof(e));
+		ret = mmhal_scene_signature(&img, sig);
+		if (ret)
+			SERR(s, ret, "camera: frame %llu: signature of a %ux%u frame",
+			     (unsigned long long)fr->sequence, img.width,
+			     img.height);
+	}
+	if (ret)
+		goto out;
+	if (s->img_chunk)
+		diff = mmhal_scene_diff(sig, s->img_sig);
+	moved = s->imu.chan && !(s->p.route_off & MMHAL_ROUTE_IMU) &&
+		mmhal_imu_moved(&s->motion, s->p.imu_gyro_threshold,
+				s->p.imu_accel_threshold);
+	if (s->p.route_off & MMHAL_ROUTE_SCENE)
+		why = MMHAL_ROUTE_ALWAYS;
+	else if (!s->img_chunk)
+		why = MMHAL_ROUTE_FIRST;
+	else if (moved)
+		why = MMHAL_ROUTE_MOTION;
+	else if (diff > s->p.scene_threshold)
+		why = MMHAL_ROUTE_CHANGED;
+	else
+		why = MMHAL_ROUTE_UNCHANGED;
+	if (why != MMHAL_ROUTE_UNCHANGED) {
+		ret = mmhal_encode_image(s->proj, &img, &enc, e, sizeof(e));
 		if (ret)
 			SERR(s, ret, "image encoder: frame %llu: %s",
 			     (unsigned long long)fr->sequence, e);
 	}
+out:
 	r2 = mmhal_buf_end_cpu(fr->buf, MMHAL_SYNC_READ);
 	if (!ret && r2)
 		ret = SERR(s, r2, "camera: frame %llu: end CPU access: %s",
 			   (unsigned long long)fr->sequence,
 			   mmhal_strerror(r2));
-	if (ret)
+	if (ret) {
+		mmhal_chunk_free(enc);
 		return ret;
-	s->st.frames_used++;
-	s->st.image_bytes_read_in_place += cam_frame_size(&x->src);
+	}
+	r->image_route = why;
+	r->scene_diff = (float)diff;
+	r->imu_gyro_max = s->motion.gyro_max;
+	r->imu_accel_change = s->motion.accel_change_max;
+	s->st.image_route[why]++;
+	if (enc) {
+		mmhal_chunk_free(s->img_chunk);
+		s->img_chunk = enc;
+		memcpy(s->img_sig, sig, sizeof(sig));
+		s->img_seq = fr->sequence;
+		s->img_sof = fr->ts.sof_mono;
+		memset(&s->motion, 0, sizeof(s->motion));
+		s->st.frames_used++;
+		s->st.encoder_runs++;
+		s->st.image_bytes_read_in_place += cam_frame_size(&x->src);
+		r->encoders_run++;
+	} else {
+		s->st.encoder_runs_avoided++;
+		r->flags |= MMHAL_RESULT_IMAGE_REUSED;
+	}
+	*chunk = s->img_chunk;
+	r->image_frame_sequence = s->img_seq;
 	r->flags |= MMHAL_RESULT_IMAGE;
 	r->frame_sequence = fr->sequence;
 	r->frame_flags = fr->flags;
@@ -722,14 +1052,15 @@ static int encode_frame(struct mmhal_session *s, struct mmhal_chunk **chunk,
 	return 0;
 }
 
-static int encode_window(struct mmhal_session *s, struct mmhal_chunk **chunk,
+static int route_window(struct mmhal_session *s, struct mmhal_chunk **chunk,
 			 struct mmhal_session_result *r)
 {
 	struct sess_src *x = &s->mic;
 	uint64_t need = s->listen_samples;
 	uint64_t skip = held_samples(x) - need;	/* of the first buffer */
 	struct mmhal_audio au;
-	uint32_t begun = 0;
+	struct mmhal_vad vad;
+	uint32_t begun = 0, why = MMHAL_ROUTE_ALWAYS;
 	char e[256];
 	int ret = 0;
 
@@ -773,11 +1104,28 @@ static int encode_window(struct mmhal_session *s, struct mmhal_chunk **chunk,
 		r->bytes_copied += need * 2;
 		r->flags |= MMHAL_RESULT_AUDIO_COPIED;
 	}
-	ret = mmhal_encode_audio(s->proj, &au, chunk, e, sizeof(e));
-	if (ret)
-		SERR(s, ret, "audio encoder: buffers %llu..%llu: %s",
-		     (unsigned long long)x->held[0].sequence,
-		     (unsigned long long)x->held[x->n_held - 1].sequence, e);
+	why = MMHAL_ROUTE_ALWAYS;
+	if (!(s->p.route_off & MMHAL_ROUTE_VAD)) {
+		ret = mmhal_vad(au.samples, au.n_samples, au.rate,
+				s->p.vad_threshold_dbfs, s->p.vad_min_speech,
+				&vad);
+		if (ret) {
+			SERR(s, ret, "microphone: voice activity: %s",
+			     mmhal_strerror(ret));
+			goto out;
+		}
+		why = vad.speech ? MMHAL_ROUTE_SPEECH : MMHAL_ROUTE_SILENCE;
+		r->vad_speech_frac = vad.speech_frac;
+		r->vad_max_dbfs = vad.max_dbfs;
+	}
+	if (why != MMHAL_ROUTE_SILENCE) {
+		ret = mmhal_encode_audio(s->proj, &au, chunk, e, sizeof(e));
+		if (ret)
+			SERR(s, ret, "audio encoder: buffers %llu..%llu: %s",
+			     (unsigned long long)x->held[0].sequence,
+			     (unsigned long long)x->held[x->n_held - 1].sequence,
+			     e);
+	}
 out:
 	for (uint32_t i = 0; i < begun; i++) {
 		int r2 = mmhal_buf_end_cpu(x->held[i].buf, MMHAL_SYNC_READ);
@@ -791,7 +1139,16 @@ out:
 	if (ret)
 		return ret;
 	s->st.mic_bufs_used += x->n_held;
-	r->flags |= MMHAL_RESULT_AUDIO;
+	r->audio_route = why;
+	s->st.audio_route[why]++;
+	if (why == MMHAL_ROUTE_SILENCE) {
+		r->flags |= MMHAL_RESULT_AUDIO_SKIPPED;
+		s->st.encoder_runs_avoided++;
+	} else {
+		r->flags |= MMHAL_RESULT_AUDIO;
+		s->st.encoder_runs++;
+		r->encoders_run++;
+	}
 	r->audio_first_sequence = x->held[0].sequence;
 	r->audio_last_sequence = x->held[x->n_held - 1].sequence;
 	r->audio_first_ts = x->held[0].ts;
@@ -843,22 +1200,24 @@ static int count_markers(const char *t)
 	return n;
 }
 
-/* The prompt as evaluated: media markers, then the chat template. */
+/* The prompt as evaluated: media markers, then the chat template. @n_src
+ * sources (image first), of which source @drop (-1: none) is not in the
+ * prompt: its marker, if the prompt places them, is left out. */
 static int build_prompt(struct mmhal_session *s, const char *prompt,
-			int n_chunks, char **out)
+			int n_src, int drop, char **out)
 {
 	const size_t ml = strlen(MMHAL_MEDIA_MARKER);
-	int n_mark = count_markers(prompt);
-	size_t cap = strlen(prompt) + (size_t)n_chunks * ml + 2, len = 0;
+	int n_mark = count_markers(prompt), n_chunks = n_src - (drop >= 0);
+	size_t cap = strlen(prompt) + (size_t)n_src * ml + 2, len = 0;
 	struct mmhal_chat_msg msg;
 	char *user, *p;
 	int ret;
 
 	*out = NULL;
-	if (n_mark && n_mark != n_chunks)
+	if (n_mark && n_mark != n_src)
 		return SERR(s, -EINVAL,
 			    "prompt: %d media markers, the session has %d source%s",
-			    n_mark, n_chunks, n_chunks == 1 ? "" : "s");
+			    n_mark, n_src, n_src == 1 ? "" : "s");
 	user = malloc(cap);
 	if (!user)
 		return SERR(s, -ENOMEM, "prompt: out of memory");
@@ -868,8 +1227,20 @@ static int build_prompt(struct mmhal_session *s, const char *prompt,
 			strcat(user, MMHAL_MEDIA_MARKER);
 		if (n_chunks)
 			strcat(user, "\n");
+		strcat(user, prompt);
+	} else {
+		const char *t = prompt, *m;
+		char *u = user;
+
+		for (int k = 0; (m = strstr(t, MMHAL_MEDIA_MARKER)); k++) {
+			size_t n = (size_t)(m - t) + (k == drop ? 0 : ml);
+
+			memcpy(u, t, n);
+			u += n;
+			t = m + ml;
+		}
+		strcpy(u, t);
 	}
-	strcat(user, prompt);
 	if (s->p.raw_prompt) {
 		*out = user;
 		return 0;
@@ -904,11 +1275,15 @@ int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
 		      struct mmhal_session_result *out)
 {
 	struct mmhal_chunk *chunks[2] = { NULL, NULL };
+	struct mmhal_chunk *encoded[2] = { NULL, NULL };
+	struct mmhal_chunk *audio = NULL;
 	struct mmhal_session_result r;
+	struct mmhal_model_stats ms;
 	uint64_t t0, t1, t2, t3, deadline, sof;
+	int64_t reused0 = 0;
 	char *text = NULL;
 	uint32_t size;
-	int n_chunks = 0, n_gen = 0, ret;
+	int n_chunks = 0, n_src = 0, drop = -1, n_gen = 0, ret;
 
 	if (!s)
 		return -EINVAL;
@@ -943,12 +1318,19 @@ int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
 	/* the microphone first: it may wait for a window to fill, and the
 	 * frame is then the newest after that wait */
 	if (s->mic.chan) {
-		ret = mic_acquire(s, deadline);
+		ret = s->mic.copy_src ? copy_acquire(s, &s->mic, deadline) :
+					mic_acquire(s, deadline);
 		if (ret)
 			return ret;
 	}
 	if (s->cam.chan) {
-		ret = cam_acquire(s, deadline);
+		ret = s->cam.copy_src ? copy_acquire(s, &s->cam, deadline) :
+					cam_acquire(s, deadline);
+		if (ret)
+			return ret;
+	}
+	if (s->imu.chan) {
+		ret = imu_drain(s, &r);
 		if (ret)
 			return ret;
 	}
@@ -956,30 +1338,41 @@ int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
 	r.acquire_ms = ms_between(t0, t1);
 
 	if (s->cam.chan) {
-		ret = encode_frame(s, &chunks[n_chunks], &r);
+		ret = route_frame(s, &chunks[n_chunks], &r);
 		if (ret)
 			goto out;
+		if (!(r.flags & MMHAL_RESULT_IMAGE_REUSED))
+			encoded[n_chunks] = chunks[n_chunks];
 		n_chunks++;
+		n_src++;
 	}
 	if (s->mic.chan) {
-		ret = encode_window(s, &chunks[n_chunks], &r);
+		ret = route_window(s, &audio, &r);
 		if (ret)
 			goto out;
-		n_chunks++;
+		if (audio) {
+			chunks[n_chunks++] = audio;
+			encoded[n_chunks - 1] = audio;
+		} else {
+			drop = n_src;
+		}
+		n_src++;
 	}
 	for (int i = 0; i < n_chunks; i++) {
 		struct mmhal_chunk_info ci = { .size = sizeof(ci) };
 
-		if (!mmhal_chunk_info(chunks[i], &ci)) {
+		if (encoded[i] && !mmhal_chunk_info(encoded[i], &ci)) {
 			r.preprocess_ms += ci.preprocess_ms;
 			r.encode_ms += ci.encode_ms;
 		}
 	}
 
-	ret = build_prompt(s, prompt, n_chunks, &text);
+	ret = build_prompt(s, prompt, n_src, drop, &text);
 	if (ret)
 		goto out;
-	mmhal_ctx_reset(s->ctx);
+	/* the cache is kept: eval_prompt evaluates what differs from it */
+	if (!mmhal_ctx_stats(s->ctx, &ms))
+		reused0 = ms.reused_positions;
 	t2 = now_ns();
 	ret = mmhal_ctx_eval_prompt(s->ctx, text,
 				    (const struct mmhal_chunk *const *)chunks,
@@ -988,6 +1381,9 @@ int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
 		SERR(s, ret, "prompt: %s", mmhal_ctx_error(s->ctx));
 		goto out;
 	}
+	if (!mmhal_ctx_stats(s->ctx, &ms) && ms.reused_positions >= reused0)
+		r.reused_positions = (int)(ms.reused_positions - reused0);
+	s->st.reused_positions += (uint64_t)r.reused_positions;
 	t3 = now_ns();
 	r.prefill_ms = ms_between(t2, t3);
 	r.n_prompt = mmhal_ctx_n_past(s->ctx);
@@ -1018,12 +1414,16 @@ int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
 					     r.audio_first_ts.sof_mono;
 	r.sof_to_first_token_ms = ms_between(sof, s->t_first);
 	r.sof_to_last_token_ms = ms_between(sof, s->t_last);
+	s->slo_first[s->slo_pos] = r.sof_to_first_token_ms;
+	s->slo_last[s->slo_pos] = r.sof_to_last_token_ms;
+	s->slo_pos = (s->slo_pos + 1) % s->p.slo_window;
+	if (s->slo_n < s->p.slo_window)
+		s->slo_n++;
 	s->st.asks++;
 	memcpy(out, &r, size < sizeof(r) ? size : sizeof(r));
 	out->size = size;
 out:
 	free(text);
-	for (int i = 0; i < n_chunks; i++)
-		mmhal_chunk_free(chunks[i]);
+	mmhal_chunk_free(audio);	/* the image's is kept for the next */
 	return ret;
 }

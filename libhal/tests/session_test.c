@@ -14,12 +14,19 @@
  * (no copy before the encoders: the session's copy counters stay 0) and
  * a positive start-of-frame -> first token time; a GREY camera alone; a
  * caller's microphone channel whose buffers are shorter than the window
- * (the one copy the session makes, counted). Prints TAP; DEVICE defaults
+ * (the one copy the session makes, counted); routing: a static scene
+ * and silence given by the caller through copy channels (the image
+ * encoded once and its positions kept in the cache, the same answer as
+ * from an empty cache; silence not encoded, a tone encoded, a changed
+ * scene encoded again), the virtual IMU's motion forcing a fresh frame,
+ * and the SLO percentiles against the answers' own figures. Prints TAP;
+ * DEVICE defaults
  * to /dev/mmedge0 (--skip-missing: skip all if it is absent). Meant to
  * run in the test VM, with mmedge.ko loaded.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -181,6 +188,30 @@ static void test_bad_params(void)
 	p.raw_prompt = 2;
 	REFUSED(&p, -EINVAL, "raw_prompt");
 	p = av_params();
+	p.route_off = 8;
+	REFUSED(&p, -EINVAL, "route_off");
+	p = av_params();
+	p.scene_threshold = 256;
+	REFUSED(&p, -EINVAL, "scene_threshold");
+	p = av_params();
+	p.vad_threshold_dbfs = 3;
+	REFUSED(&p, -EINVAL, "vad_threshold_dbfs");
+	p = av_params();
+	p.vad_min_speech = 1.5f;
+	REFUSED(&p, -EINVAL, "vad_min_speech");
+	p = av_params();
+	p.imu_gyro_threshold = -1;
+	REFUSED(&p, -EINVAL, "imu_gyro_threshold");
+	p = av_params();
+	p.slo_window = 65537;
+	REFUSED(&p, -EINVAL, "slo_window");
+	p = av_params();
+	p.imu = mmhal_src_imu(1000, 0);
+	REFUSED(&p, -EINVAL, "params.imu");
+	p = av_params();
+	p.camera_copy_src = (struct mmhal_buf *)&p;
+	REFUSED(&p, -EINVAL, "camera_copy_src");
+	p = av_params();
 	p.mic_bufs = 3;
 	p.mic.period = 320;
 	p.mic_chan = NULL;
@@ -194,6 +225,14 @@ static void test_bad_params(void)
 	memset(&p.mic, 0, sizeof(p.mic));
 	p.camera_chan = ch;	/* GREY 64x48, the params say NV12 */
 	REFUSED(&p, -EINVAL, "frames of 3072 bytes");
+	mmhal_chan_destroy(ch);
+	/* a copy channel without a source buffer */
+	ch = NULL;
+	CHECK_INT(mmhal_chan_create_dir(dev, MMHAL_CHAN_COPY, NULL, &ch), 0);
+	p = av_params();
+	memset(&p.mic, 0, sizeof(p.mic));
+	p.camera_chan = ch;
+	REFUSED(&p, -EINVAL, "camera_copy_src");
 	mmhal_chan_destroy(ch);
 }
 
@@ -311,6 +350,8 @@ static void test_nv12_and_mic_ask_twice(void)
 	char err[256];
 	int ret;
 
+	/* every frame encoded: the zero-copy figures of two encodes */
+	p.route_off = MMHAL_ROUTE_SCENE;
 	ret = mmhal_session_create(dev, model, proj, &p, &s, err, sizeof(err));
 	if (ret)
 		FAIL("create: %s", err);
@@ -348,6 +389,13 @@ static void test_nv12_and_mic_ask_twice(void)
 		check_record(r[k].audio_last_buf, mic, r[k].audio_last_sequence,
 			     &r[k].audio_last_ts);
 		CHECK_INT(r[k].bytes_copied, 0);
+		/* the tone (-15 dBFS) is speech-like at -40 dBFS */
+		CHECK_INT(r[k].image_route, MMHAL_ROUTE_ALWAYS);
+		CHECK_INT(r[k].audio_route, MMHAL_ROUTE_SPEECH);
+		CHECK_INT(r[k].encoders_run, 2);
+		CHECK(r[k].vad_speech_frac > 0.9f);
+		CHECK(r[k].vad_max_dbfs > -16 && r[k].vad_max_dbfs < 0);
+		CHECK_INT(r[k].image_frame_sequence, r[k].frame_sequence);
 	}
 	/* the second answer is about newer data */
 	CHECK(r[1].frame_sequence > r[0].frame_sequence);
@@ -363,6 +411,10 @@ static void test_nv12_and_mic_ask_twice(void)
 	CHECK_INT(st.image_bytes_copied, 0);
 	CHECK_INT(st.audio_bytes_copied, 0);
 	CHECK_INT(st.bytes_copied, 0);
+	CHECK_INT(st.image_route[MMHAL_ROUTE_ALWAYS], 2);
+	CHECK_INT(st.audio_route[MMHAL_ROUTE_SPEECH], 2);
+	CHECK_INT(st.encoder_runs, 4);
+	CHECK_INT(st.encoder_runs_avoided, 0);
 	tap_diag("payload bytes copied by the session: %" PRIu64 " (image %" PRIu64
 		 ", audio %" PRIu64 "); read in place: image %" PRIu64
 		 ", audio %" PRIu64, st.bytes_copied, st.image_bytes_copied,
@@ -471,6 +523,300 @@ out:
 	mmhal_chan_destroy(mic);
 }
 
+/* Fill a caller's buffer through its mapping. */
+static void *buf_write_begin(struct mmhal_buf *b)
+{
+	void *map = NULL;
+
+	if (mmhal_buf_map(b, &map) ||
+	    mmhal_buf_begin_cpu(b, MMHAL_SYNC_WRITE))
+		return NULL;
+	return map;
+}
+
+static void buf_write_end(struct mmhal_buf *b)
+{
+	CHECK_INT(mmhal_buf_end_cpu(b, MMHAL_SYNC_WRITE), 0);
+}
+
+static int ask_tokens(struct mmhal_session *s, const char *prompt,
+		      struct mmhal_session_result *r, int32_t *toks, int *n)
+{
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	ret = mmhal_session_ask(s, prompt, NULL, NULL, r);
+	if (ret) {
+		tap_diag("ask: %s", mmhal_session_error(s));
+		return ret;
+	}
+	*n = r->n_tokens;
+	memcpy(toks, r->tokens, (size_t)r->n_tokens * sizeof(*toks));
+	tap_diag("image %s (diff %.2f, frame %" PRIu64 " stands for %" PRIu64
+		 "), audio %s (%.0f %% speech, %.1f dBFS), %u encoder(s), %d of %d positions kept, sof->first %.1f ms",
+		 mmhal_route_name(r->image_route), (double)r->scene_diff,
+		 r->frame_sequence, r->image_frame_sequence,
+		 mmhal_route_name(r->audio_route),
+		 100.0 * (double)r->vad_speech_frac, (double)r->vad_max_dbfs,
+		 r->encoders_run, r->reused_positions, r->n_prompt,
+		 r->sof_to_first_token_ms);
+	return 0;
+}
+
+/*
+ * A static scene and silence from the caller through copy channels (the
+ * virtual camera's pattern moves with every frame and the virtual
+ * microphone has no silence): routing and KV reuse.
+ */
+static void test_routing_static_scene_and_silence(void)
+{
+	const char *q = "<__media__>\n<__media__>\nWhat is it?";
+	struct mmhal_session_params p = mmhal_session_default_params();
+	struct mmhal_session_stats st = { .size = sizeof(st) };
+	struct mmhal_session_slo slo = { .size = sizeof(slo) };
+	struct mmhal_session_result r;
+	struct mmhal_session *s = NULL;
+	struct mmhal_chan *cc = NULL, *mc = NULL;
+	struct mmhal_buf *fsrc = NULL, *psrc = NULL;
+	int32_t t1[8], t2[8];
+	double first[5], sorted[5];
+	int n1 = 0, n2 = 0, ret;
+	uint64_t seq1;
+	uint8_t *px;
+	int16_t *pcm;
+	void *map = NULL;
+	char err[256];
+
+	p.camera = mmhal_src_camera(64, 48, MMHAL_FMT_GREY, 30);
+	p.mic = mmhal_src_mic(16000, 320, MMHAL_SIGNAL_TONE);
+	p.listen_ms = 200;
+	p.n_predict = 8;
+	p.n_threads = 2;
+	CHECK_INT(mmhal_chan_create_dir(dev, MMHAL_CHAN_COPY, NULL, &cc), 0);
+	CHECK_INT(mmhal_chan_create_dir(dev, MMHAL_CHAN_COPY, NULL, &mc), 0);
+	CHECK_INT(mmhal_buf_alloc(dev, 64 * 48, NULL, &fsrc), 0);
+	CHECK_INT(mmhal_buf_alloc(dev, 3200 * 2, NULL, &psrc), 0);
+	if (!cc || !mc || !fsrc || !psrc)
+		goto out;
+	px = buf_write_begin(fsrc);
+	pcm = buf_write_begin(psrc);
+	if (!px || !pcm) {
+		tap_diag("cannot map the source buffers");
+		goto fail;
+	}
+	for (int y = 0; y < 48; y++)
+		for (int x = 0; x < 64; x++)
+			px[y * 64 + x] = (uint8_t)(x * 3 + y * 2);
+	memset(pcm, 0, 3200 * 2);
+	buf_write_end(fsrc);
+	buf_write_end(psrc);
+	p.camera_chan = cc;
+	p.camera_copy_src = fsrc;
+	p.mic_chan = mc;
+	p.mic_copy_src = psrc;
+	ret = mmhal_session_create(dev, model, proj, &p, &s, err, sizeof(err));
+	if (ret) {
+		tap_diag("create: %s", err);
+		tap_cur_failed = 1;
+		goto out;
+	}
+
+	/* 1: the first frame is encoded; silence is not */
+	if (ask_tokens(s, q, &r, t1, &n1))
+		goto fail;
+	first[0] = r.sof_to_first_token_ms;
+	CHECK_INT(r.image_route, MMHAL_ROUTE_FIRST);
+	CHECK_INT(r.audio_route, MMHAL_ROUTE_SILENCE);
+	CHECK_INT(r.flags & (MMHAL_RESULT_IMAGE | MMHAL_RESULT_IMAGE_REUSED |
+			     MMHAL_RESULT_AUDIO | MMHAL_RESULT_AUDIO_SKIPPED),
+		  MMHAL_RESULT_IMAGE | MMHAL_RESULT_AUDIO_SKIPPED);
+	CHECK_INT(r.encoders_run, 1);
+	CHECK(r.vad_speech_frac == 0);
+	CHECK(r.vad_max_dbfs < -100);
+	CHECK(r.scene_diff < 0);
+	CHECK_INT(r.audio_n_samples, 3200);
+	CHECK_INT(r.bytes_copied, 0);
+	/* read in place in the copy's destination */
+	CHECK_INT(mmhal_buf_map(r.frame_buf, &map), 0);
+	CHECK(r.image_plane[0] == map);
+	seq1 = r.frame_sequence;
+	CHECK_INT(r.image_frame_sequence, seq1);
+	CHECK(r.sof_to_first_token_ms > 0);
+
+	/* 2: the same scene: no encoder, the whole prompt but its last
+	 * position kept, the same answer as from the empty cache */
+	if (ask_tokens(s, q, &r, t2, &n2))
+		goto fail;
+	first[1] = r.sof_to_first_token_ms;
+	CHECK_INT(r.image_route, MMHAL_ROUTE_UNCHANGED);
+	CHECK_INT(r.audio_route, MMHAL_ROUTE_SILENCE);
+	CHECK(r.flags & MMHAL_RESULT_IMAGE_REUSED);
+	CHECK_INT(r.encoders_run, 0);
+	CHECK(r.scene_diff == 0);
+	CHECK(r.frame_sequence > seq1);
+	CHECK_INT(r.image_frame_sequence, seq1);
+	CHECK_INT(r.reused_positions, r.n_prompt - 1);
+	CHECK(r.encode_ms == 0);
+	CHECK_INT(n2, n1);
+	CHECK(!memcmp(t1, t2, (size_t)n1 * sizeof(*t1)));
+
+	/* 3: one level more on a third of the pixels: unchanged */
+	px = buf_write_begin(fsrc);
+	if (!px)
+		goto fail;
+	for (int i = 0; i < 64 * 48; i += 3)
+		if (px[i] < 255)
+			px[i]++;
+	buf_write_end(fsrc);
+	if (ask_tokens(s, q, &r, t2, &n2))
+		goto fail;
+	first[2] = r.sof_to_first_token_ms;
+	CHECK_INT(r.image_route, MMHAL_ROUTE_UNCHANGED);
+	CHECK(r.scene_diff >= 0 && r.scene_diff < 1);
+	CHECK_INT(r.encoders_run, 0);
+
+	/* 4: another scene: encoded */
+	px = buf_write_begin(fsrc);
+	if (!px)
+		goto fail;
+	for (int i = 0; i < 64 * 48; i++)
+		px[i] = (uint8_t)(255 - px[i]);
+	buf_write_end(fsrc);
+	if (ask_tokens(s, q, &r, t2, &n2))
+		goto fail;
+	first[3] = r.sof_to_first_token_ms;
+	CHECK_INT(r.image_route, MMHAL_ROUTE_CHANGED);
+	CHECK(r.scene_diff > 3);
+	CHECK_INT(r.encoders_run, 1);
+	CHECK_INT(r.image_frame_sequence, r.frame_sequence);
+	CHECK(r.reused_positions < r.n_prompt / 2);
+
+	/* 5: a 1 kHz tone at 8000 in the window: encoded, in the prompt */
+	pcm = buf_write_begin(psrc);
+	if (!pcm)
+		goto fail;
+	for (int i = 0; i < 3200; i++)
+		pcm[i] = (int16_t)lrint(8000 * sin(2 * M_PI * 1000 * i / 16000.0));
+	buf_write_end(psrc);
+	if (ask_tokens(s, q, &r, t2, &n2))
+		goto fail;
+	first[4] = r.sof_to_first_token_ms;
+	CHECK_INT(r.image_route, MMHAL_ROUTE_UNCHANGED);
+	CHECK_INT(r.audio_route, MMHAL_ROUTE_SPEECH);
+	CHECK_INT(r.flags & (MMHAL_RESULT_AUDIO | MMHAL_RESULT_AUDIO_SKIPPED),
+		  MMHAL_RESULT_AUDIO);
+	CHECK_INT(r.encoders_run, 1);
+	CHECK(r.vad_speech_frac == 1);
+	/* the image's positions are kept, the audio's evaluated */
+	CHECK(r.reused_positions > 0 && r.reused_positions < r.n_prompt - 1);
+
+	CHECK_INT(mmhal_session_stats(s, &st), 0);
+	CHECK_INT(st.asks, 5);
+	CHECK_INT(st.image_route[MMHAL_ROUTE_FIRST], 1);
+	CHECK_INT(st.image_route[MMHAL_ROUTE_UNCHANGED], 3);
+	CHECK_INT(st.image_route[MMHAL_ROUTE_CHANGED], 1);
+	CHECK_INT(st.audio_route[MMHAL_ROUTE_SILENCE], 4);
+	CHECK_INT(st.audio_route[MMHAL_ROUTE_SPEECH], 1);
+	CHECK_INT(st.encoder_runs, 3);
+	CHECK_INT(st.encoder_runs_avoided, 7);
+	CHECK_INT(st.frames_used, 2);
+	CHECK(st.reused_positions > 0);
+	CHECK_INT(st.bytes_copied, 0);
+
+	/* SLO: nearest-rank percentiles of the five answers' own figures */
+	CHECK_INT(mmhal_session_slo(s, &slo), 0);
+	CHECK_INT(slo.n, 5);
+	memcpy(sorted, first, sizeof(first));
+	for (int i = 0; i < 5; i++)
+		for (int j = i + 1; j < 5; j++)
+			if (sorted[j] < sorted[i]) {
+				double t = sorted[i];
+
+				sorted[i] = sorted[j];
+				sorted[j] = t;
+			}
+	CHECK(slo.first_p50 == sorted[2]);
+	CHECK(slo.first_p95 == sorted[4]);
+	CHECK(slo.first_p99 == sorted[4]);
+	CHECK(slo.first_max == sorted[4]);
+	CHECK(slo.last_p50 >= slo.first_p50);
+	CHECK(slo.last_p99 >= slo.last_p50);
+	CHECK(slo.peak_rss_bytes > 1024 * 1024);
+	CHECK(slo.cpu_s > 0);
+	CHECK(slo.wall_s > 0);
+	tap_diag("SLO over %u asks: sof->first P50 %.1f P95 %.1f P99 %.1f ms, ->last P50 %.1f P95 %.1f P99 %.1f ms, peak RSS %.1f MiB, CPU %.2f s in %.2f s",
+		 slo.n, slo.first_p50, slo.first_p95, slo.first_p99,
+		 slo.last_p50, slo.last_p95, slo.last_p99,
+		 (double)slo.peak_rss_bytes / 1048576.0, slo.cpu_s, slo.wall_s);
+	slo.size = 4;
+	CHECK_INT(mmhal_session_slo(s, &slo), -EINVAL);
+	goto out;
+fail:
+	tap_cur_failed = 1;
+out:
+	mmhal_session_destroy(s);
+	mmhal_chan_destroy(cc);
+	mmhal_chan_destroy(mc);
+	mmhal_buf_free(fsrc);
+	mmhal_buf_free(psrc);
+}
+
+/* The virtual IMU moves (its gyro reaches 2048 per axis): a frame is
+ * encoded although the scene threshold calls every frame the same. */
+static void imu_session(float gyro, float accel, uint32_t off, uint32_t want)
+{
+	struct mmhal_session_params p = mmhal_session_default_params();
+	struct mmhal_session_stats st = { .size = sizeof(st) };
+	struct mmhal_session_result r = { .size = sizeof(r) };
+	struct mmhal_session *s = NULL;
+	char err[256];
+	int ret;
+
+	p.camera = mmhal_src_camera(32, 32, MMHAL_FMT_GREY, 30);
+	p.imu = mmhal_src_imu(1000, 50);
+	p.scene_threshold = 255;
+	p.imu_gyro_threshold = gyro;
+	p.imu_accel_threshold = accel;
+	p.route_off = off;
+	p.n_predict = 2;
+	p.n_threads = 2;
+	p.raw_prompt = 1;
+	ret = mmhal_session_create(dev, model, proj, &p, &s, err, sizeof(err));
+	if (ret)
+		FAIL("create: %s", err);
+	CHECK(mmhal_session_chan(s, MMHAL_SRC_IMU) != NULL);
+	ret = mmhal_session_ask(s, "x", NULL, NULL, &r);
+	CHECK_INT(r.image_route, MMHAL_ROUTE_FIRST);
+	/* let the IMU fill a few buffers after that frame */
+	usleep(200 * 1000);
+	if (!ret)
+		ret = mmhal_session_ask(s, "x", NULL, NULL, &r);
+	if (ret) {
+		tap_diag("ask: %s", mmhal_session_error(s));
+		tap_cur_failed = 1;
+	} else {
+		tap_diag("IMU thresholds %g/%g, off 0x%x: %s (gyro %.0f, accel change %.0f)",
+			 (double)gyro, (double)accel, off,
+			 mmhal_route_name(r.image_route),
+			 (double)r.imu_gyro_max, (double)r.imu_accel_change);
+		CHECK_INT(r.image_route, want);
+		CHECK(r.flags & MMHAL_RESULT_IMU);
+		CHECK(r.imu_gyro_max > 1000);
+		CHECK_INT(mmhal_session_stats(s, &st), 0);
+		CHECK(st.imu_records >= 50);
+		CHECK_INT(st.image_route[want], 1);
+	}
+	mmhal_session_destroy(s);
+}
+
+static void test_routing_imu_motion(void)
+{
+	imu_session(0, 0, 0, MMHAL_ROUTE_MOTION);
+	imu_session(1e5f, 1e5f, 0, MMHAL_ROUTE_UNCHANGED);
+	imu_session(0, 0, MMHAL_ROUTE_IMU, MMHAL_ROUTE_UNCHANGED);
+}
+
 static void test_teardown(void)
 {
 	mmhal_mmproj_free(proj);
@@ -487,6 +833,8 @@ static const struct tap_test tests[] = {
 	TAP_TEST(test_nv12_and_mic_ask_twice),
 	TAP_TEST(test_grey_camera_only),
 	TAP_TEST(test_mic_window_spans_buffers),
+	TAP_TEST(test_routing_static_scene_and_silence),
+	TAP_TEST(test_routing_imu_motion),
 	TAP_TEST(test_teardown),
 };
 

@@ -13,7 +13,19 @@
  *
  *   mmrun --model M.gguf --mmproj P.gguf --device /dev/mmedge0
  *         [--camera WxH[@FPS][:GREY|RGB24|NV12]] [--mic RATE]
- *         [--listen MS] -p TEXT [-n N] ...
+ *         [--image F] [--audio F.wav] [--listen MS] -p TEXT [-n N]
+ *         [--asks N] [--every MS] [--no-route] ...
+ *
+ * With --device, --image and --audio are the caller's sensor data: the
+ * picture (or the first --listen ms of the WAV file) sits in a buffer
+ * that the device copies through a copy channel at each ask, timestamped
+ * like a camera frame (a static scene, a fixed sound). --asks N asks N
+ * times, starting one every --every MS (0, the default: back to back),
+ * and prints a line per answer (the answer, the routing decisions, the
+ * start of frame -> first token time), then the SLO summary (P50/P95/P99
+ * of start of frame -> first and last token, peak RSS, CPU seconds per
+ * minute, encoder runs done and avoided). --no-route encodes every frame
+ * and window (mmhal_session_params.route_off).
  *
  * With --device and neither --camera nor --mic, both are used (camera
  * 64x48@30:NV12, microphone 16000 Hz); with one of them, only that one.
@@ -36,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <math.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -367,7 +380,8 @@ static void usage(void)
 		"             [--no-tiles] [--audio-latency] [--raw]\n"
 		"       mmrun --model M.gguf --mmproj P.gguf --device DEV\n"
 		"             [--camera WxH[@FPS][:GREY|RGB24|NV12]] [--mic RATE]\n"
-		"             [--listen MS] -p TEXT [-n N] [-t THREADS] ...\n");
+		"             [--image F] [--audio F.wav] [--listen MS] -p TEXT\n"
+		"             [-n N] [-t THREADS] [--asks N] [--every MS] [--no-route] ...\n");
 }
 
 /* ---- device mode ------------------------------------------------------------- */
@@ -434,7 +448,176 @@ struct dev_args {
 	const char *camera;
 	const char *mic;
 	const char *listen;
+	const char *image;	/* the camera's frames: this picture */
+	const char *audio;	/* the microphone's window: this file */
+	uint32_t asks;		/* 0: one, printed as it comes */
+	uint32_t every_ms;
+	int no_route;
 };
+
+/* A buffer of @dev holding @n bytes of @data (a copy channel's source). */
+static int src_buffer(struct mmhal_dev *dev, const void *data, size_t n,
+		      struct mmhal_buf **out)
+{
+	void *map = NULL;
+	int ret;
+
+	ret = mmhal_buf_alloc(dev, n, NULL, out);
+	if (!ret)
+		ret = mmhal_buf_map(*out, &map);
+	if (!ret)
+		ret = mmhal_buf_begin_cpu(*out, MMHAL_SYNC_WRITE);
+	if (ret)
+		return fail("source buffer of %zu bytes: %s", n,
+			    mmhal_strerror(ret));
+	memcpy(map, data, n);
+	ret = mmhal_buf_end_cpu(*out, MMHAL_SYNC_WRITE);
+	if (ret)
+		return fail("source buffer: %s", mmhal_strerror(ret));
+	return 0;
+}
+
+/* The session's camera from a picture through a copy channel. */
+static int image_source(struct mmhal_dev *dev, const char *path,
+			struct mmhal_session_params *sp, struct mmhal_chan **ch,
+			struct mmhal_buf **buf)
+{
+	struct picture pic;
+	size_t line, n;
+	uint8_t *packed;
+	int ret;
+
+	if (read_picture(path, &pic))
+		return -1;
+	line = (size_t)pic.img.width *
+	       (pic.img.format == MMHAL_IMAGE_RGB24 ? 3 : 1);
+	n = line * pic.img.height;
+	packed = malloc(n ? n : 1);
+	if (!packed) {
+		free(pic.pix);
+		return fail("out of memory");
+	}
+	for (uint32_t y = 0; y < pic.img.height; y++)
+		memcpy(packed + y * line, (const uint8_t *)pic.img.plane[0] +
+		       y * pic.img.stride[0], line);
+	free(pic.pix);
+	sp->camera = mmhal_src_camera(pic.img.width, pic.img.height,
+				      pic.img.format == MMHAL_IMAGE_RGB24 ?
+				      MMHAL_FMT_RGB24 : MMHAL_FMT_GREY, 30);
+	ret = mmhal_chan_create_dir(dev, MMHAL_CHAN_COPY, NULL, ch);
+	if (ret) {
+		free(packed);
+		return fail("%s: copy channel: %s", path, mmhal_strerror(ret));
+	}
+	ret = src_buffer(dev, packed, n, buf);
+	free(packed);
+	if (ret)
+		return -1;
+	sp->camera_chan = *ch;
+	sp->camera_copy_src = *buf;
+	return 0;
+}
+
+/* The session's microphone from a WAV file through a copy channel. */
+static int audio_source(struct mmhal_dev *dev, const char *path,
+			uint32_t rate, struct mmhal_session_params *sp,
+			struct mmhal_chan **ch, struct mmhal_buf **buf)
+{
+	uint64_t need = (uint64_t)sp->listen_ms * rate / 1000;
+	int16_t *pcm = NULL;
+	size_t n = 0;
+	int ret;
+
+	if (read_wav(path, rate, &pcm, &n))
+		return -1;
+	if (n < need) {
+		free(pcm);
+		return fail("%s: %zu samples, a %u ms window takes %llu", path,
+			    n, sp->listen_ms, (unsigned long long)need);
+	}
+	sp->mic = mmhal_src_mic(rate, 320, MMHAL_SIGNAL_TONE);
+	ret = mmhal_chan_create_dir(dev, MMHAL_CHAN_COPY, NULL, ch);
+	if (ret) {
+		free(pcm);
+		return fail("%s: copy channel: %s", path, mmhal_strerror(ret));
+	}
+	ret = src_buffer(dev, pcm, need * 2, buf);
+	free(pcm);
+	if (ret)
+		return -1;
+	sp->mic_chan = *ch;
+	sp->mic_copy_src = *buf;
+	return 0;
+}
+
+/* One line per answer of the continuous mode. */
+static void print_ask(uint32_t k, const struct mmhal_session_result *r)
+{
+	printf("mmrun: ask %u: \"", k);
+	for (size_t i = 0; i < r->text_len; i++) {
+		char c = r->text[i];
+
+		putchar(c == '\n' ? ' ' : c == '"' ? '\'' : c);
+	}
+	printf("\" | image %s", mmhal_route_name(r->image_route));
+	if (r->image_route != MMHAL_ROUTE_NONE && r->scene_diff >= 0)
+		printf(" (diff %.2f)", (double)r->scene_diff);
+	printf(", audio %s", mmhal_route_name(r->audio_route));
+	if (r->audio_route == MMHAL_ROUTE_SPEECH ||
+	    r->audio_route == MMHAL_ROUTE_SILENCE)
+		printf(" (%.0f%% speech)", 100.0 * (double)r->vad_speech_frac);
+	printf(" | encoders %u, positions kept %d of %d | sof->first token %.1f ms, ->last %.1f ms\n",
+	       r->encoders_run, r->reused_positions, r->n_prompt,
+	       r->sof_to_first_token_ms, r->sof_to_last_token_ms);
+	fflush(stdout);
+}
+
+static void print_slo(struct mmhal_session *s)
+{
+	struct mmhal_session_slo slo = { .size = sizeof(slo) };
+	struct mmhal_session_stats st = { .size = sizeof(st) };
+
+	if (mmhal_session_slo(s, &slo) || mmhal_session_stats(s, &st))
+		return;
+	printf("mmrun: SLO over %u asks: sof->first token P50 %.1f ms, P95 %.1f ms, P99 %.1f ms; sof->last token P50 %.1f ms, P95 %.1f ms, P99 %.1f ms\n",
+	       slo.n, slo.first_p50, slo.first_p95, slo.first_p99,
+	       slo.last_p50, slo.last_p95, slo.last_p99);
+	printf("mmrun: peak RSS %.1f MiB; CPU %.2f s in %.2f s (%.1f CPU s per minute); encoder runs %llu, avoided %llu (image unchanged %llu, audio silence %llu); positions kept %llu\n",
+	       (double)slo.peak_rss_bytes / 1048576.0, slo.cpu_s, slo.wall_s,
+	       slo.wall_s > 0 ? slo.cpu_s * 60 / slo.wall_s : 0.0,
+	       (unsigned long long)st.encoder_runs,
+	       (unsigned long long)st.encoder_runs_avoided,
+	       (unsigned long long)st.image_route[MMHAL_ROUTE_UNCHANGED],
+	       (unsigned long long)st.audio_route[MMHAL_ROUTE_SILENCE],
+	       (unsigned long long)st.reused_positions);
+	fflush(stdout);
+}
+
+static int run_continuous(struct mmhal_session *s, const char *path,
+			  const char *text, const struct dev_args *da)
+{
+	struct mmhal_session_result r = { .size = sizeof(r) };
+	double next = now_ms();
+
+	for (uint32_t k = 1; k <= da->asks; k++) {
+		double wait = next - now_ms();
+
+		if (wait > 0) {
+			struct timespec ts = { (time_t)(wait / 1e3),
+					       (long)(fmod(wait, 1e3) * 1e6) };
+
+			nanosleep(&ts, NULL);
+		}
+		next += da->every_ms;
+		r.size = sizeof(r);
+		if (mmhal_session_ask(s, text, NULL, NULL, &r))
+			return fail("%s: ask %u: %s", path, k,
+				    mmhal_session_error(s));
+		print_ask(k, &r);
+	}
+	print_slo(s);
+	return 0;
+}
 
 static int run_device(const struct dev_args *da, struct mmhal_model *model,
 		      const struct mmhal_mmproj *proj, const char *text,
@@ -446,6 +629,9 @@ static int run_device(const struct dev_args *da, struct mmhal_model *model,
 	struct mmhal_session_stats st = { .size = sizeof(st) };
 	struct mmhal_session *s = NULL;
 	struct mmhal_dev *dev = NULL;
+	struct mmhal_chan *cam_copy = NULL, *mic_copy = NULL;
+	struct mmhal_buf *cam_src = NULL, *mic_src = NULL;
+	struct mmhal_mmproj_info pi = { .size = sizeof(pi) };
 	struct gen_state gs = { 0, 0, 0 };
 	char err[512];
 	int ret;
@@ -467,10 +653,12 @@ static int run_device(const struct dev_args *da, struct mmhal_model *model,
 		fail("--listen '%s': want 1..30000 ms", da->listen);
 		return 2;
 	}
-	if (!da->camera && !da->mic) {
+	if (!da->camera && !da->mic && !da->image && !da->audio) {
 		sp.camera = mmhal_src_camera(64, 48, MMHAL_FMT_NV12, 30);
 		sp.mic = mmhal_src_mic(16000, 320, MMHAL_SIGNAL_TONE);
 	}
+	if (da->no_route)
+		sp.route_off = MMHAL_ROUTE_ALL;
 	sp.n_predict = n_predict ? n_predict : 1;
 	sp.n_threads = n_threads > 0 ? n_threads : 0;
 	sp.raw_prompt = raw;
@@ -482,12 +670,23 @@ static int run_device(const struct dev_args *da, struct mmhal_model *model,
 		fail("cannot open %s: %s", da->path, mmhal_strerror(ret));
 		return 1;
 	}
+	mmhal_mmproj_info(proj, &pi);
+	if ((da->image && image_source(dev, da->image, &sp, &cam_copy,
+				       &cam_src)) ||
+	    (da->audio && audio_source(dev, da->audio, (uint32_t)pi.audio_rate,
+				       &sp, &mic_copy, &mic_src))) {
+		ret = -1;
+		goto out;
+	}
 	ret = mmhal_session_create(dev, model, proj, &sp, &s, err,
 				   sizeof(err));
 	if (ret) {
 		fail("%s: %s", da->path, err);
-		mmhal_dev_close(dev);
-		return 1;
+		goto out;
+	}
+	if (da->asks) {
+		ret = run_continuous(s, da->path, text, da);
+		goto out;
 	}
 	gs.t0 = now_ms();
 	ret = mmhal_session_ask(s, text, on_token, &gs, &r);
@@ -524,6 +723,10 @@ static int run_device(const struct dev_args *da, struct mmhal_model *model,
 		r.n_prompt, r.decode_ms, (unsigned long long)st.bytes_copied);
 out:
 	mmhal_session_destroy(s);
+	mmhal_chan_destroy(cam_copy);
+	mmhal_chan_destroy(mic_copy);
+	mmhal_buf_free(cam_src);
+	mmhal_buf_free(mic_src);
 	mmhal_dev_close(dev);
 	return ret ? 1 : 0;
 }
@@ -550,7 +753,8 @@ int main(int argc, char **argv)
 	char err[512], *user = NULL, *prompt = NULL;
 	size_t len = 0, cap;
 	struct rusage ru;
-	struct dev_args da = { NULL, NULL, NULL, NULL };
+	struct dev_args da = { 0 };
+	uint32_t u;
 	int n_gen = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -566,6 +770,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "--raw")) {
 			raw = 1;
+			continue;
+		}
+		if (!strcmp(a, "--no-route")) {
+			da.no_route = 1;
 			continue;
 		}
 		if (!v) {
@@ -598,6 +806,18 @@ int main(int argc, char **argv)
 			da.mic = v;
 		else if (!strcmp(a, "--listen"))
 			da.listen = v;
+		else if (!strcmp(a, "--asks") || !strcmp(a, "--every")) {
+			if (parse_u32(v, strlen(v), !strcmp(a, "--asks") ?
+				      1000000 : 3600000, &u)) {
+				fail("%s '%s': want a positive number", a, v);
+				usage();
+				return 2;
+			}
+			if (!strcmp(a, "--asks"))
+				da.asks = u;
+			else
+				da.every_ms = u;
+		}
 		else {
 			usage();
 			return 2;
@@ -608,15 +828,21 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	if (!da.path && (da.camera || da.mic || da.listen)) {
-		fail("--camera, --mic and --listen need --device");
+	if (!da.path && (da.camera || da.mic || da.listen || da.asks ||
+			 da.every_ms || da.no_route)) {
+		fail("--camera, --mic, --listen, --asks, --every and --no-route need --device");
 		usage();
 		return 2;
 	}
-	if (da.path && (n_img || n_wav)) {
-		fail("--device reads the device's camera and microphone: no --image or --audio with it");
+	if (da.path && (n_img > 1 || n_wav > 1 || (n_img && da.camera) ||
+			(n_wav && da.mic))) {
+		fail("--device: one --image instead of --camera, one --audio instead of --mic");
 		usage();
 		return 2;
+	}
+	if (da.path) {
+		da.image = n_img ? img_path[0] : NULL;
+		da.audio = n_wav ? wav_path[0] : NULL;
 	}
 	if (da.path) {
 		/* the command line first: a usage error loads no model */

@@ -7,9 +7,11 @@
 # LLM with SmolVLM's image tokens, a tiny vision + audio mmproj of its
 # width, and a mismatched one): answers from a picture (PPM, PGM and,
 # when built with libpng, PNG) and a WAV file, and the messages for bad
-# input; device mode (--device): its usage errors, and answers about the
-# virtual camera and microphone, which need /dev/mmedge0 (run them in
-# the test VM, with mmedge.ko loaded) and skip otherwise. Prints TAP;
+# input; device mode (--device): its usage errors, answers about the
+# virtual camera and microphone, and the continuous mode (--asks) on a
+# picture and a silent WAV copied through the device, routing on (the
+# image encoded once, the silence never) and off, which need /dev/mmedge0
+# (run them in the test VM, with mmedge.ko loaded) and skip otherwise. Prints TAP;
 # exits 1 if a test failed.
 set -u
 
@@ -160,10 +162,30 @@ expect_rc 2
 expect_err "need --device"
 result "--camera without --device: usage error"
 
-run --model "$M" --mmproj "$P" --device "$DEV" --image "$tmp/a.ppm" -p "x"
+run --model "$M" --mmproj "$P" --device "$DEV" --image "$tmp/a.ppm" \
+	--image "$tmp/a.pgm" -p "x"
 expect_rc 2
-expect_err "no --image or --audio"
-result "--device with --image: usage error"
+expect_err "one --image instead of --camera"
+result "--device with two --image: usage error"
+
+run --model "$M" --mmproj "$P" --device "$DEV" --image "$tmp/a.ppm" \
+	--camera 64x48 -p "x"
+expect_rc 2
+expect_err "one --image instead of --camera"
+result "--device with --image and --camera: usage error"
+
+run --model "$M" --mmproj "$P" --asks 3 -p "x"
+expect_rc 2
+expect_err "need --device"
+result "--asks without --device: usage error"
+
+for a in "--asks 0" "--every x" "--asks -1"; do
+	# shellcheck disable=SC2086
+	run --model "$M" --mmproj "$P" --device "$DEV" $a -p "x"
+	expect_rc 2
+	expect_err "${a% *} '${a#* }'"
+	result "$a: usage error naming it"
+done
 
 for c in 64x 64x48@0 x48 64x48@30:YUYV 5000x48; do
 	run --model "$M" --mmproj "$P" --device "$DEV" --camera "$c" -p "x"
@@ -209,9 +231,35 @@ if [ -c "$DEV" ]; then
 	expect_rc 1
 	expect_err "16000 Hz"
 	result "--device --mic 8000: the mmproj's rate named"
+
+	# a silent S16 WAV of 0.3 s
+	python3 -c "
+import struct, sys
+d = bytes(2 * 4800)
+h = b'RIFF' + struct.pack('<I', 36 + len(d)) + b'WAVE' + b'fmt ' + struct.pack('<IHHIIHH', 16, 1, 1, 16000, 32000, 2, 16)
+open(sys.argv[1], 'wb').write(h + b'data' + struct.pack('<I', len(d)) + d)
+" "$tmp/silence.wav"
+	run --model "$M" --mmproj "$P" --device "$DEV" --audio-latency \
+		--image "$tmp/a.ppm" --audio "$tmp/silence.wav" --listen 200 \
+		--asks 3 --every 50 -p "What is it?" -n 2 -t 2
+	expect_rc 0
+	expect_out "^mmrun: ask 1: .* | image first, audio silence (0% speech) | encoders 1, "
+	expect_out "^mmrun: ask 2: .* | image unchanged (diff 0.00), audio silence (0% speech) | encoders 0, "
+	expect_out "^mmrun: ask 3: .* | image unchanged (diff 0.00), audio silence"
+	expect_out "^mmrun: SLO over 3 asks: sof->first token P50 [0-9.]* ms, P95 [0-9.]* ms, P99 [0-9.]* ms; sof->last token P50"
+	expect_out "^mmrun: peak RSS [0-9.]* MiB; CPU [0-9.]* s in [0-9.]* s ([0-9.]* CPU s per minute); encoder runs 1, avoided 5 (image unchanged 2, audio silence 3)"
+	result "--device --asks 3: a static picture and silence, routed"
+
+	run --model "$M" --mmproj "$P" --device "$DEV" --audio-latency \
+		--image "$tmp/a.ppm" --audio "$tmp/silence.wav" --listen 200 \
+		--asks 2 --no-route -p "What is it?" -n 2 -t 2
+	expect_rc 0
+	expect_out "^mmrun: ask 2: .* | image always (diff 0.00), audio always | encoders 2, "
+	expect_out "encoder runs 4, avoided 0 "
+	result "--device --asks 2 --no-route: every encoder runs"
 else
 	for t in "camera + microphone answer" "camera GREY alone" \
-		"--mic 8000 refused"; do
+		"--mic 8000 refused" "--asks routed" "--asks --no-route"; do
 		skip "--device: $t" "$DEV not present"
 	done
 fi
