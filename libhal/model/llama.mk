@@ -17,6 +17,11 @@
 #                bar) and after a 1024-token one (attention's share). The
 #                generated models are kept in $(O)/llama/models (about 1 GB)
 #                and reused.
+#   llama-tier-bench  the same model's Q4_K file with Q8_0 and F16 tiers:
+#                20 prompts x 32 greedy tokens decoded by confidence vs the
+#                F16 tier alone (steps per tier, token agreement) and each
+#                tier's decode speed, at the generated logit scale and at
+#                a flatter one (output_norm x 0.4); tier_bench.c
 #
 # For the library (../Makefile): LLAMA_SRCS are the sources: llama_load.c
 # (hyperparameters, weights, repacking, info), llama_ctx.c (sessions: KV
@@ -65,6 +70,7 @@ endif
 LLAMA_MMGGUF := $(GGUF_TOOL)
 LLAMA_TEST := $(LLAMA_O)/san/llama_test
 LLAMA_BENCH := $(LLAMA_O)/opt/model_bench
+LLAMA_TIER_BENCH := $(LLAMA_O)/opt/tier_bench
 
 # own files get the stricter warnings; kern_*.c their ISA flags
 llama_flags = $(if $(filter $*.c,$(LLAMA_OWN)),$(LLAMA_WARN)) \
@@ -88,7 +94,12 @@ $(LLAMA_BENCH): $(LLAMA_DIR)/bench/model_bench.c $(LLAMA_OPT_OBJS) $(LLAMA_HDRS)
 	$(CC) $(LLAMA_CFLAGS) $(LLAMA_WARN) $(OPT) $< $(LLAMA_OPT_OBJS) \
 		-o $@ -lm
 
-llama-all: $(LLAMA_TEST) $(LLAMA_BENCH)
+$(LLAMA_TIER_BENCH): $(LLAMA_DIR)/bench/tier_bench.c $(LLAMA_OPT_OBJS) $(LLAMA_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LLAMA_CFLAGS) $(LLAMA_WARN) $(OPT) $< $(LLAMA_OPT_OBJS) \
+		-o $@ -lm
+
+llama-all: $(LLAMA_TEST) $(LLAMA_BENCH) $(LLAMA_TIER_BENCH)
 
 llama-check: $(LLAMA_TEST)
 	$(LLAMA_TEST)
@@ -98,6 +109,10 @@ llama-bench: $(LLAMA_BENCH) $(LLAMA_MMGGUF)
 	$(LLAMA_BENCH) $(LLAMA_O)/models $(if $(LLAMA_MMGGUF),-g $(LLAMA_MMGGUF))
 	$(LLAMA_BENCH) $(LLAMA_O)/models $(if $(LLAMA_MMGGUF),-g $(LLAMA_MMGGUF)) \
 		-p 1024
+
+llama-tier-bench: $(LLAMA_TIER_BENCH)
+	@mkdir -p $(LLAMA_O)/models
+	$(LLAMA_TIER_BENCH) $(LLAMA_O)/models -s 1 -s 0.4
 
 # x86-64: the optimized objects still hold their prefetches (see the
 # script); it reads the objects the library is made of.
@@ -156,6 +171,7 @@ llama-check-arm64:
 
 MODEL_ALL += llama-all
 MODEL_CHECK += llama-check llama-check-prefetch llama-check-arm64
-MODEL_BENCH += llama-bench
+MODEL_BENCH += llama-bench llama-tier-bench
 
-.PHONY: llama-all llama-check llama-check-prefetch llama-check-arm64 llama-bench
+.PHONY: llama-all llama-check llama-check-prefetch llama-check-arm64 llama-bench \
+	llama-tier-bench
