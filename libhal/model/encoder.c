@@ -93,13 +93,169 @@ void mm_enc_bias(struct mm_enc *s, const struct mm_mmproj_w *b, float *Y,
 	mm_parallel_for(s->ctx, n, enc_rowop_fn, &a);
 }
 
+/* ---- f32 / f16 weights: a register-tiled f32 GEMM --------------------- */
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define ENC_FG_NR 6	/* X rows per tile */
+#define ENC_FG_NC 16	/* W rows (outputs) per tile and packed panel */
+#define ENC_FG_RB 96	/* X rows per unit (a multiple of ENC_FG_NR) */
+#define ENC_FG_KC 32	/* k per register-summed chunk */
+
+struct enc_fgemm {
+	enum mm_type t;
+	const uint8_t *W;
+	size_t ws;
+	const float *X;
+	float *Y;
+	int64_t m, k, n, nrb;	/* nrb: row blocks of ENC_FG_RB */
+	int fail;		/* a unit could not get its panel memory */
+};
+
+/* W rows [j0, j0 + ENC_FG_NC) (past m: 0) as f32 in p[kk][ENC_FG_NC] */
+__attribute__((target("avx2,fma,f16c")))
+static void enc_fg_pack(const struct enc_fgemm *g, int64_t j0, float *p,
+			float *row)
+{
+	for (int64_t jj = 0; jj < ENC_FG_NC; jj++) {
+		const int64_t j = j0 + jj;
+
+		if (j >= g->m) {
+			for (int64_t kk = 0; kk < g->k; kk++)
+				p[kk * ENC_FG_NC + jj] = 0;
+			continue;
+		}
+		const uint8_t *w = g->W + (size_t)j * g->ws;
+		int64_t kk = 0;
+
+		if (g->t == MM_TYPE_F16) {
+			for (; kk + 8 <= g->k; kk += 8)
+				_mm256_storeu_ps(row + kk, _mm256_cvtph_ps(
+					_mm_loadu_si128((const __m128i *)(w + 2 * kk))));
+			for (; kk < g->k; kk++) {
+				uint16_t h;
+
+				memcpy(&h, w + 2 * kk, 2);
+				row[kk] = mm_f16_to_f32(h);
+			}
+		} else {
+			memcpy(row, w, (size_t)g->k * sizeof(float));
+		}
+		for (kk = 0; kk < g->k; kk++)
+			p[kk * ENC_FG_NC + jj] = row[kk];
+	}
+}
+
+/* Y rows [i0, i0 + nr) (nr <= ENC_FG_NR) x outputs [j0, j0 + ENC_FG_NC)
+ * (stores stop at m), k in order with one FMA chain per output */
+__attribute__((target("avx2,fma")))
+static void enc_fg_tile(const struct enc_fgemm *g, const float *p,
+			int64_t i0, int nr, int64_t j0)
+{
+	const float *x[ENC_FG_NR];
+	const int64_t k = g->k;
+	float t[ENC_FG_NR][ENC_FG_NC];
+
+#pragma GCC unroll 6
+	for (int r = 0; r < ENC_FG_NR; r++) {
+		x[r] = g->X + (i0 + (r < nr ? r : 0)) * k;
+		_mm256_storeu_ps(t[r], _mm256_setzero_ps());
+		_mm256_storeu_ps(t[r] + 8, _mm256_setzero_ps());
+	}
+	/* chunks of ENC_FG_KC summed in registers, then into t (the
+	 * rounding error grows with the chunk, not with k) */
+	for (int64_t k0 = 0; k0 < k; k0 += ENC_FG_KC) {
+		const int64_t k1 = k0 + ENC_FG_KC < k ? k0 + ENC_FG_KC : k;
+		__m256 a[ENC_FG_NR][2];
+
+#pragma GCC unroll 6
+		for (int r = 0; r < ENC_FG_NR; r++)
+			a[r][0] = a[r][1] = _mm256_setzero_ps();
+		for (int64_t kk = k0; kk < k1; kk++) {
+			const __m256 w0 = _mm256_loadu_ps(p + kk * ENC_FG_NC);
+			const __m256 w1 = _mm256_loadu_ps(p + kk * ENC_FG_NC + 8);
+
+#pragma GCC unroll 6
+			for (int r = 0; r < ENC_FG_NR; r++) {
+				const __m256 xv = _mm256_broadcast_ss(x[r] + kk);
+
+				a[r][0] = _mm256_fmadd_ps(xv, w0, a[r][0]);
+				a[r][1] = _mm256_fmadd_ps(xv, w1, a[r][1]);
+			}
+		}
+		/* constant indices only, so a[][] stays in registers */
+#pragma GCC unroll 6
+		for (int r = 0; r < ENC_FG_NR; r++) {
+			_mm256_storeu_ps(t[r], _mm256_add_ps(_mm256_loadu_ps(t[r]),
+							     a[r][0]));
+			_mm256_storeu_ps(t[r] + 8, _mm256_add_ps(_mm256_loadu_ps(t[r] + 8),
+								 a[r][1]));
+		}
+	}
+	const int64_t nc = g->m - j0 < ENC_FG_NC ? g->m - j0 : ENC_FG_NC;
+
+	for (int r = 0; r < nr; r++)
+		memcpy(g->Y + (i0 + r) * g->m + j0, t[r], (size_t)nc * sizeof(float));
+}
+
+/* units u: panel u / nrb (ENC_FG_NC outputs) x row block u % nrb */
+static void enc_fg_fn(int64_t begin, int64_t end, void *arg)
+{
+	struct enc_fgemm *g = arg;
+	float *p = malloc((size_t)g->k * (ENC_FG_NC + 1) * sizeof(float));
+	int64_t packed = -1;
+
+	if (!p) {
+		__atomic_store_n(&g->fail, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	for (int64_t u = begin; u < end; u++) {
+		const int64_t pj = u / g->nrb, rb = u % g->nrb;
+		const int64_t i1 = (rb + 1) * ENC_FG_RB < g->n ?
+				   (rb + 1) * ENC_FG_RB : g->n;
+
+		if (pj != packed) {
+			enc_fg_pack(g, pj * ENC_FG_NC, p, p + g->k * ENC_FG_NC);
+			packed = pj;
+		}
+		for (int64_t i = rb * ENC_FG_RB; i < i1; i += ENC_FG_NR)
+			enc_fg_tile(g, p, i, (int)(i1 - i < ENC_FG_NR ? i1 - i :
+						    ENC_FG_NR), pj * ENC_FG_NC);
+	}
+	free(p);
+}
+#endif
+
+void mm_enc_matmul(struct mm_enc *s, enum mm_type t, const void *W,
+		   const float *X, float *Y, int64_t m, int64_t k, int64_t n)
+{
+#if defined(__x86_64__)
+	if (s->simd && (t == MM_TYPE_F16 || t == MM_TYPE_F32) && n > 1 &&
+	    k > 0 && m > 0) {
+		struct enc_fgemm g = {
+			.t = t, .W = W, .ws = mm_row_bytes(t, k), .X = X, .Y = Y,
+			.m = m, .k = k, .n = n,
+			.nrb = (n + ENC_FG_RB - 1) / ENC_FG_RB,
+		};
+
+		mm_parallel_for(s->ctx, (m + ENC_FG_NC - 1) / ENC_FG_NC * g.nrb,
+				enc_fg_fn, &g);
+		if (!g.fail)
+			return;
+		/* out of memory for a panel: the kernels' path below */
+	}
+#endif
+	mm_matmul(s->ctx, t, W, X, Y, m, k, n);
+}
+
 void mm_enc_linear(struct mm_enc *s, const struct mm_mmproj_w *w,
 		   const struct mm_mmproj_w *b, const float *X, float *Y,
 		   int64_t n)
 {
 	int64_t k = w->ne[0], m = w->ne[1];
 
-	mm_matmul(s->ctx, (enum mm_type)w->type, w->data, X, Y, m, k, n);
+	mm_enc_matmul(s, (enum mm_type)w->type, w->data, X, Y, m, k, n);
 	mm_enc_bias(s, b, Y, n, m);
 }
 
@@ -206,7 +362,6 @@ float mm_enc_act1(enum mm_mmproj_act act, float a)
 /* ---- SIMD helpers (x86-64 AVX2/FMA; the kernel set decides) ----------- */
 
 #if defined(__x86_64__)
-#include <immintrin.h>
 
 /*
  * exp(x) on 8 lanes: 2^n * p(r), n = round(x / ln2), r = x - n ln2 in two

@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 #include "mmproj.h"
+#include "quant.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -80,7 +81,17 @@ void mm_enc_row(const struct mm_mmproj_w *w, int64_t r, float *y, int64_t n);
 /* Y[n][m] += b[m] for a present bias b (m <= wide). */
 void mm_enc_bias(struct mm_enc *s, const struct mm_mmproj_w *b, float *Y,
 		 int64_t n, int64_t m);
-/* Y[n][m] = X[n][k] . W^T (+ b): W {k, m}, b {m} or NULL/absent. */
+/*
+ * Y[n][m] = X[n][k] . W[m][k]^T, as mm_matmul(): F16 and F32 weights (n >
+ * 1, AVX2 kernel sets) by a register-tiled f32 GEMM here (6 X rows x 16
+ * outputs per tile, W panels converted to f32 once per 96 rows of X, k
+ * summed in order by chunks of 32, the chunks' sums added in order);
+ * other types by mm_matmul().
+ */
+void mm_enc_matmul(struct mm_enc *s, enum mm_type t, const void *W,
+		   const float *X, float *Y, int64_t m, int64_t k, int64_t n);
+/* Y[n][m] = X[n][k] . W^T (+ b): W {k, m}, b {m} or NULL/absent; by
+ * mm_enc_matmul(). */
 void mm_enc_linear(struct mm_enc *s, const struct mm_mmproj_w *w,
 		   const struct mm_mmproj_w *b, const float *X, float *Y,
 		   int64_t n);
