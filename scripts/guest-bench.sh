@@ -25,7 +25,7 @@ modprobe vivid n_devs=1 || echo "guest-bench: no vivid; the V4L2 reference row i
 # tone): encoder runs, CPU seconds per minute (getrusage) and start of
 # frame -> first token, with the on/off ratios of the same run.
 route_bench() {
-	local b=${MMEDGE_BUILD:-build} t n=8 every=2000 k out
+	local b=${MMEDGE_BUILD:-build} t n=8 every=2000 k out nr t_fail=0
 	local mmrun=$b/tools/mmrun mmgguf=$b/libhal/model/mmgguf
 	if [ ! -x "$mmrun" ] || [ ! -x "$mmgguf" ]; then
 		echo "routing bench: $mmrun or $mmgguf missing; skipped"
@@ -33,13 +33,15 @@ route_bench() {
 	fi
 	t=$(mktemp -d)
 	"$mmgguf" gen --shape tiny --tokenizer smolvlm --type f32 \
-		-o "$t/m.gguf" >/dev/null 2>&1 &&
+		-o "$t/m.gguf" >/dev/null 2>&1 ||
+		t_fail=1
 	"$mmgguf" gen --vision tiny --audio tiny --type q8_0 \
-		-o "$t/p.gguf" >/dev/null 2>&1 || {
+		-o "$t/p.gguf" >/dev/null 2>&1 || t_fail=1
+	if [ "${t_fail:-0}" = 1 ]; then
 		echo "routing bench: mmgguf gen failed"
 		rm -rf "$t"
 		return 1
-	}
+	fi
 	python3 - "$t" <<'PY'
 import math, struct, sys
 d = sys.argv[1]
@@ -62,12 +64,14 @@ PY
 		fi
 		for r in on off; do
 			out=$t/$k-$r.txt
+			nr=
+			[ "$r" = off ] && nr=--no-route
 			# shellcheck disable=SC2086
 			"$mmrun" --model "$t/m.gguf" --mmproj "$t/p.gguf" \
 				--device /dev/mmedge0 --audio-latency $src \
 				--listen 200 --asks "$n" --every "$every" -n 4 -t 2 \
 				-p "What is happening?" \
-				$([ "$r" = off ] && echo --no-route) >"$out" 2>&1 || {
+				$nr >"$out" 2>&1 || {
 				echo "routing bench: mmrun failed:"
 				cat "$out"
 				rm -rf "$t"
