@@ -26,6 +26,14 @@
  * range); on tiny (two layers) the moved rows are checked against the old
  * rows rotated here in double (F16, Q8_0 within their rounding). State
  * files: a loaded session continues bit for bit; damaged files refused.
+ *
+ * Precision tiers: the Q4_K file with Q8_0 and F16 (generated at F16)
+ * tiers. A pass at a tier is a pass of that file alone, so runs are
+ * compared bit for bit with each file loaded alone: thresholds 0 keep every
+ * step at Q4_K, thresholds 2 recompute every step up to F16, fixed tiers;
+ * with thresholds at quantiles of a Q4_K run's top-1 probabilities each
+ * step's tier is checked against its kept logits, and the counts against
+ * each other. Files of another shape, vocabulary or architecture refused.
  */
 #include <errno.h>
 #include <math.h>
