@@ -377,8 +377,8 @@ int mm_audio_encode(const struct mm_mmproj *p, const float *mel,
 				col[t * 3 * nm + c * 3 + k] =
 					src >= 0 && src < T ? mel[src * nm + c] : 0;
 			}
-	mm_matmul(s.ctx, (enum mm_type)a->conv1_w.type, a->conv1_w.data, col,
-		  c1, e, 3 * nm, T);
+	mm_enc_matmul(&s, (enum mm_type)a->conv1_w.type, a->conv1_w.data, col,
+		      c1, e, 3 * nm, T);
 	mm_enc_bias(&s, &a->conv1_b, c1, T, e);
 	mm_enc_act(&s, MM_MMPROJ_ACT_GELU_ERF, c1, T * e);
 
@@ -391,8 +391,8 @@ int mm_audio_encode(const struct mm_mmproj *p, const float *mel,
 				col[q * 3 * e + c * 3 + k] =
 					src >= 0 && src < T ? c1[src * e + c] : 0;
 			}
-	mm_matmul(s.ctx, (enum mm_type)a->conv2_w.type, a->conv2_w.data, col,
-		  x, e, 3 * e, P);
+	mm_enc_matmul(&s, (enum mm_type)a->conv2_w.type, a->conv2_w.data, col,
+		      x, e, 3 * e, P);
 	mm_enc_bias(&s, &a->conv2_b, x, P, e);
 	mm_enc_act(&s, MM_MMPROJ_ACT_GELU_ERF, x, P * e);
 

@@ -3,7 +3,7 @@
  * vision.c - the vision encoder and its projector on the CPU (see vision.h).
  *
  * Activations are row-major [token][channel] f32. Linear layers go through
- * mm_matmul() with the weight in the file's type (ggml's {in, out} shape is
+ * mm_enc_linear()/mm_enc_matmul() with the weight in the file's type (ggml's {in, out} shape is
  * out rows of in). The graph follows llama.cpp's clip.cpp (build_siglip /
  * build_llava): patch conv + bias, [class token], + position embeddings,
  * [pre-LN], blocks, [post-LN], projector.
@@ -123,8 +123,8 @@ int mm_vision_encode(const struct mm_mmproj *p, const float *pixels,
 					       (py * P + ky) * S + px * P,
 					       (size_t)P * sizeof(float));
 		}
-	mm_matmul(s.ctx, (enum mm_type)v->patch_w.type, v->patch_w.data, big,
-		  x + cls * e, e, kp, np);
+	mm_enc_matmul(&s, (enum mm_type)v->patch_w.type, v->patch_w.data, big,
+		      x + cls * e, e, kp, np);
 	mm_enc_bias(&s, &v->patch_b, x + cls * e, np, e);
 	if (cls)
 		mm_enc_vec(&v->class_embd, x, e);
