@@ -3,8 +3,8 @@
  * vision.c - the vision encoder and its projector on the CPU (see vision.h).
  *
  * Activations are row-major [token][channel] f32. Linear layers go through
- * mm_enc_linear()/mm_enc_matmul() with the weight in the file's type (ggml's {in, out} shape is
- * out rows of in). The graph follows llama.cpp's clip.cpp (build_siglip /
+ * mm_enc_linear()/mm_enc_matmul() with the weight in the file's type
+ * (ggml's {in, out} shape is out rows of in). The graph follows llama.cpp's clip.cpp (build_siglip /
  * build_llava): patch conv + bias, [class token], + position embeddings,
  * [pre-LN], blocks, [post-LN], projector.
  */
