@@ -18,14 +18,18 @@
  *
  *	((x >> 1) + y + 2 * seq + 128 * (x & 1)) & 0xff
  *
+ * That is signal MMEDGE_PATTERN_MOVING. With MMEDGE_PATTERN_STATIC the
+ * formulas take p = 0 in place of seq, except the line headers (x < 8),
+ * which still hold seq: frames differ in those 8 bytes per line only.
+ *
  * Microphone (S16LE, "period" samples per buffer). Sample i of buffer seq
- * has the index n = seq * period + i (mod 2^64). The first 4 samples hold
- * the buffer's first index n0 = seq * period: sample i < 4 is
- * (n0 >> 16 * i) & 0xffff, i.e. the first 8 bytes are n0 as a u64. Sample
- * i >= 4 is mmedge_src_level(phase(n)), where phase is a u32 fraction of a
- * cycle and level() is 8000 * sin(2 * pi * phase / 2^32) in integer math
- * (see mmedge_src_sin16(); |sample| <= 8000). With rate = rate_num /
- * rate_den:
+ * has the index n = seq * period + i (mod 2^64). Except for silence, the
+ * first 4 samples hold the buffer's first index n0 = seq * period: sample
+ * i < 4 is (n0 >> 16 * i) & 0xffff, i.e. the first 8 bytes are n0 as a
+ * u64. For the tone and the chirp, sample i >= 4 is
+ * mmedge_src_level(phase(n)), where phase is a u32 fraction of a cycle
+ * and level() is 8000 * sin(2 * pi * phase / 2^32) in integer math (see
+ * mmedge_src_sin16(); |sample| <= 8000). With rate = rate_num / rate_den:
  *
  *	tone:	phase(n) = (n * step) mod 2^32,
  *		step = floor(1000 * rate_den * 2^32 / rate_num)
@@ -36,6 +40,14 @@
  *
  * so the chirp's frequency rises linearly from 100 Hz to 4 kHz over L
  * samples (one second) and starts again at 100 Hz with phase 0.
+ *
+ * Noise: sample i >= 4 is a function of n alone, uniform in -8000..8000:
+ *
+ *	x = n * 0x9e3779b97f4a7c15, x ^= x >> 29,
+ *	x *= 0xbf58476d1ce4e5b9, x ^= x >> 32	(u64, mod 2^64)
+ *	sample = ((x >> 32) mod 16001) - 8000
+ *
+ * Silence: every byte is 0, the first 4 samples included (no index).
  *
  * IMU (IMU6, "period" records of struct mmedge_imu_sample per buffer).
  * Record k of buffer seq has index n = seq * period + k and, with n taken
@@ -102,7 +114,10 @@ static int mmedge_src_check_camera(const struct mmedge_src_config *cfg)
 	/* 1/60 .. 240 frames per second */
 	if (!mmedge_src_rate_ok(cfg, 1, 60, 240))
 		return -EINVAL;
-	if (cfg->period || cfg->signal)
+	if (cfg->period)
+		return -EINVAL;
+	if (cfg->signal != MMEDGE_PATTERN_MOVING &&
+	    cfg->signal != MMEDGE_PATTERN_STATIC)
 		return -EINVAL;
 	return 0;
 }
@@ -117,9 +132,15 @@ static int mmedge_src_check_mic(const struct mmedge_src_config *cfg)
 	if (cfg->period < MMEDGE_SRC_MIC_PERIOD_MIN ||
 	    cfg->period > MMEDGE_SRC_MIC_PERIOD_MAX)
 		return -EINVAL;
-	if (cfg->signal != MMEDGE_SIGNAL_TONE &&
-	    cfg->signal != MMEDGE_SIGNAL_CHIRP)
+	switch (cfg->signal) {
+	case MMEDGE_SIGNAL_TONE:
+	case MMEDGE_SIGNAL_CHIRP:
+	case MMEDGE_SIGNAL_SILENCE:
+	case MMEDGE_SIGNAL_NOISE:
+		break;
+	default:
 		return -EINVAL;
+	}
 	if (cfg->width || cfg->height)
 		return -EINVAL;
 	return 0;
@@ -143,9 +164,10 @@ static int mmedge_src_check_imu(const struct mmedge_src_config *cfg)
  * @cfg: the configuration, as userspace gave it
  *
  * Camera: GREY, RGB24 or NV12; 16..4096 pixels wide and high (even for
- * NV12); 1/60..240 frames per second; period and signal 0.
+ * NV12); 1/60..240 frames per second; period 0; signal (the pattern)
+ * MOVING or STATIC.
  * Microphone: S16LE; 8000..192000 Hz; 16..65536 samples per buffer;
- * signal TONE or CHIRP; width and height 0.
+ * signal TONE, CHIRP, SILENCE or NOISE; width and height 0.
  * IMU: IMU6; 1..8000 Hz; 1..4096 samples per buffer; width, height and
  * signal 0.
  * Rates are rate_num / rate_den with rate_den > 0, compared exactly.
@@ -231,22 +253,26 @@ u64 mmedge_src_period_ns(const struct mmedge_src_config *cfg)
 				   cfg->rate_num);
 }
 
-/* Line y of the image or luma plane, bytes [x, x + n). */
-static void mmedge_src_fill_luma(u8 *dst, u32 x, u32 n, u32 y, u64 seq)
+/*
+ * Line y of the image or luma plane, bytes [x, x + n): the header holds
+ * seq, the levels follow p (seq, or 0 for a static pattern).
+ */
+static void mmedge_src_fill_luma(u8 *dst, u32 x, u32 n, u32 y, u64 seq,
+				 u64 p)
 {
 	u8 v;
 
 	for (; n && x < MMEDGE_SRC_CAM_HDR; n--, x++)
 		*dst++ = seq >> (8 * x);
-	v = x + y + seq;
+	v = x + y + p;
 	while (n--)
 		*dst++ = v++;
 }
 
-/* Line y of the NV12 chroma plane, bytes [x, x + n). */
-static void mmedge_src_fill_chroma(u8 *dst, u32 x, u32 n, u32 y, u64 seq)
+/* Line y of the NV12 chroma plane, bytes [x, x + n), levels of p. */
+static void mmedge_src_fill_chroma(u8 *dst, u32 x, u32 n, u32 y, u64 p)
 {
-	u8 base = y + 2 * seq;
+	u8 base = y + 2 * p;
 
 	for (; n; n--, x++)
 		*dst++ = base + (x >> 1) + ((x & 1) << 7);
@@ -257,18 +283,19 @@ static void mmedge_src_fill_camera(const struct mmedge_src_config *cfg,
 {
 	u32 lb = mmedge_src_line_bytes(cfg);
 	u64 luma = (u64)lb * cfg->height;
+	u64 p = cfg->signal == MMEDGE_PATTERN_STATIC ? 0 : seq;
 	u32 x, y, n;
 
 	while (len) {
 		if (offset < luma) {
 			y = div_u64_rem(offset, lb, &x);
 			n = min(len, lb - x);
-			mmedge_src_fill_luma(dst, x, n, y, seq);
+			mmedge_src_fill_luma(dst, x, n, y, seq, p);
 		} else {
 			/* NV12 chroma lines are w bytes, as are luma lines. */
 			y = div_u64_rem(offset - luma, lb, &x);
 			n = min(len, lb - x);
-			mmedge_src_fill_chroma(dst, x, n, y, seq);
+			mmedge_src_fill_chroma(dst, x, n, y, p);
 		}
 		dst += n;
 		offset += n;
@@ -304,6 +331,18 @@ static s16 mmedge_src_level(u32 phase)
 	return (MMEDGE_SRC_MIC_AMPLITUDE * mmedge_src_sin16(phase) + 32768) >> 16;
 }
 
+/* The noise sample of index n: a 64-bit mix of n, -8000..8000. */
+static s16 mmedge_src_noise(u64 n)
+{
+	u64 x = n * MMEDGE_SRC_NOISE_MUL1;
+
+	x ^= x >> 29;
+	x *= MMEDGE_SRC_NOISE_MUL2;
+	x ^= x >> 32;
+	return (s32)((u32)(x >> 32) % (2 * MMEDGE_SRC_MIC_AMPLITUDE + 1)) -
+	       MMEDGE_SRC_MIC_AMPLITUDE;
+}
+
 /* floor(num * 2^32 / den) for den > 0, num * 2^32 / den < 2^64 */
 static u64 mmedge_src_frac32(u64 num, u32 den)
 {
@@ -317,6 +356,7 @@ static void mmedge_src_fill_mic(const struct mmedge_src_config *cfg,
 				u64 seq, u64 offset, u8 *dst, u32 len)
 {
 	bool chirp = cfg->signal == MMEDGE_SIGNAL_CHIRP;
+	bool noise = cfg->signal == MMEDGE_SIGNAL_NOISE;
 	u64 first = seq * cfg->period;
 	u64 i = offset >> 1;
 	u64 n = first + i;
@@ -326,6 +366,10 @@ static void mmedge_src_fill_mic(const struct mmedge_src_config *cfg,
 	u32 phase;
 	u16 v;
 
+	if (cfg->signal == MMEDGE_SIGNAL_SILENCE) {
+		memset(dst, 0, len);
+		return;
+	}
 	if (chirp) {
 		sweep = cfg->rate_num / cfg->rate_den;
 		a = div_u64((u64)MMEDGE_SRC_CHIRP_LIN << MMEDGE_SRC_CHIRP_SHIFT,
@@ -333,7 +377,7 @@ static void mmedge_src_fill_mic(const struct mmedge_src_config *cfg,
 		b = div64_u64((u64)MMEDGE_SRC_CHIRP_QUAD << MMEDGE_SRC_CHIRP_SHIFT,
 			      (u64)sweep * sweep);
 		div_u64_rem(n, sweep, &j);
-	} else {
+	} else if (!noise) {
 		step = mmedge_src_frac32((u64)MMEDGE_SRC_TONE_HZ * cfg->rate_den,
 					 cfg->rate_num);
 	}
@@ -342,11 +386,15 @@ static void mmedge_src_fill_mic(const struct mmedge_src_config *cfg,
 		if (i < MMEDGE_SRC_MIC_HDR) {
 			v = first >> (16 * i);
 		} else {
-			if (chirp)
-				phase = ((u64)j * a + (u64)j * j * b) >> 16;
-			else
-				phase = n * step;
-			v = mmedge_src_level(phase);
+			if (noise) {
+				v = mmedge_src_noise(n);
+			} else {
+				if (chirp)
+					phase = ((u64)j * a + (u64)j * j * b) >> 16;
+				else
+					phase = n * step;
+				v = mmedge_src_level(phase);
+			}
 		}
 		if (high) {
 			*dst++ = v >> 8;

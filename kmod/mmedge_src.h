@@ -32,6 +32,9 @@
 #define MMEDGE_SRC_TONE_HZ		1000
 #define MMEDGE_SRC_CHIRP_START_HZ	100
 #define MMEDGE_SRC_CHIRP_END_HZ		4000
+/* Microphone: the noise's mixing constants (mmedge_src.c). */
+#define MMEDGE_SRC_NOISE_MUL1		0x9e3779b97f4a7c15ULL
+#define MMEDGE_SRC_NOISE_MUL2		0xbf58476d1ce4e5b9ULL
 
 /* IMU: rate limits in Hz, samples per buffer. */
 #define MMEDGE_SRC_IMU_RATE_MAX		8000

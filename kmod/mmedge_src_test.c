@@ -2,10 +2,12 @@
 /*
  * KUnit tests for mmedge's virtual sources: configuration checks, frame
  * sizes and periods, and the content generators (any split of a frame
- * gives the same bytes, sequence headers, the audio signals, IMU records).
+ * gives the same bytes, sequence headers, the moving and static camera
+ * patterns, the audio signals, IMU records).
  */
 
 #include <kunit/test.h>
+#include <linux/math64.h>
 #include <linux/stddef.h>
 #include <linux/string.h>
 
@@ -14,6 +16,10 @@
 #define CAM(fmt, w, h, num, den) {					\
 	.type = MMEDGE_SRC_CAMERA, .fourcc = MMEDGE_FMT_##fmt,		\
 	.width = (w), .height = (h), .rate_num = (num), .rate_den = (den) }
+#define CAMP(pat, fmt, w, h) {						\
+	.type = MMEDGE_SRC_CAMERA, .fourcc = MMEDGE_FMT_##fmt,		\
+	.width = (w), .height = (h), .rate_num = 30, .rate_den = 1,	\
+	.signal = MMEDGE_PATTERN_##pat }
 #define MIC(sig, num, den, per) {					\
 	.type = MMEDGE_SRC_MIC, .fourcc = MMEDGE_FMT_S16LE,		\
 	.rate_num = (num), .rate_den = (den), .period = (per),		\
@@ -56,9 +62,13 @@ static const struct src_good_case src_good_cases[] = {
 	{ "nv12 64x32 29.97fps", CAM(NV12, 64, 32, 30000, 1001) },
 	{ "grey odd 17x33", CAM(GREY, 17, 33, 30, 1) },
 	{ "cam 240fps big den", CAM(GREY, 64, 32, 4294967280U, 17895697) },
+	{ "cam moving", CAMP(MOVING, GREY, 64, 32) },
+	{ "cam static", CAMP(STATIC, NV12, 64, 32) },
 	{ "mic tone 16k/320", MIC(TONE, 16000, 1, 320) },
 	{ "mic chirp 48k/1024", MIC(CHIRP, 48000, 1, 1024) },
 	{ "mic 8k/16", MIC(TONE, 8000, 1, 16) },
+	{ "mic silence 16k/320", MIC(SILENCE, 16000, 1, 320) },
+	{ "mic noise 8k/16", MIC(NOISE, 8000, 1, 16) },
 	{ "mic 192k/65536", MIC(CHIRP, 192000, 1, 65536) },
 	{ "mic 44.1k as 88200/2", MIC(TONE, 88200, 2, 441) },
 	{ "imu 100Hz/10", IMU(100, 1, 10) },
@@ -120,7 +130,8 @@ static const struct src_bad_case src_bad_cases[] = {
 	{ "cam 30/1801 fps", BASE_CAM, F(rate_den), 1801 },
 	{ "cam rate_den ~0", BASE_CAM, F(rate_den), U32_MAX },
 	{ "cam period 1", BASE_CAM, F(period), 1 },
-	{ "cam signal 1", BASE_CAM, F(signal), 1 },
+	{ "cam signal 2", BASE_CAM, F(signal), 2 },
+	{ "cam signal ~0", BASE_CAM, F(signal), U32_MAX },
 	{ "mic fourcc GREY", BASE_MIC, F(fourcc), MMEDGE_FMT_GREY },
 	{ "mic fourcc IMU6", BASE_MIC, F(fourcc), MMEDGE_FMT_IMU6 },
 	{ "mic 7999Hz", BASE_MIC, F(rate_num), 7999 },
@@ -133,7 +144,8 @@ static const struct src_bad_case src_bad_cases[] = {
 	{ "mic period 0", BASE_MIC, F(period), 0 },
 	{ "mic period 15", BASE_MIC, F(period), 15 },
 	{ "mic period 65537", BASE_MIC, F(period), 65537 },
-	{ "mic signal 2", BASE_MIC, F(signal), 2 },
+	{ "mic signal 4", BASE_MIC, F(signal), 4 },
+	{ "mic signal ~0", BASE_MIC, F(signal), U32_MAX },
 	{ "mic width 1", BASE_MIC, F(width), 1 },
 	{ "mic height 1", BASE_MIC, F(height), 1 },
 	{ "imu fourcc S16LE", BASE_IMU, F(fourcc), MMEDGE_FMT_S16LE },
@@ -231,8 +243,12 @@ static const struct src_good_case src_fill_cases[] = {
 	{ "grey 64x32", CAM(GREY, 64, 32, 30, 1) },
 	{ "rgb24 64x32", CAM(RGB24, 64, 32, 30, 1) },
 	{ "nv12 64x32", CAM(NV12, 64, 32, 30, 1) },
+	{ "nv12 static 64x32", CAMP(STATIC, NV12, 64, 32) },
+	{ "rgb24 static 64x32", CAMP(STATIC, RGB24, 64, 32) },
 	{ "mic tone 320", MIC(TONE, 16000, 1, 320) },
 	{ "mic chirp 320", MIC(CHIRP, 16000, 1, 320) },
+	{ "mic silence 320", MIC(SILENCE, 16000, 1, 320) },
+	{ "mic noise 320", MIC(NOISE, 16000, 1, 320) },
 	{ "mic chirp 44.1k 320", MIC(CHIRP, 88200, 2, 320) },
 	{ "imu 10", IMU(100, 1, 10) },
 };
@@ -364,6 +380,69 @@ static void mmedge_src_test_camera_pattern(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, buf[8], (u8)(8 + seq + 1));
 }
 
+/*
+ * Static camera: the levels of frame 0 in every frame, the header still
+ * holds seq; two frames differ in the 8 header bytes of each luma line
+ * only.
+ */
+static const struct src_good_case src_static_cases[] = {
+	{ "grey 64x32", CAMP(STATIC, GREY, 64, 32) },
+	{ "rgb24 64x32", CAMP(STATIC, RGB24, 64, 32) },
+	{ "nv12 64x32", CAMP(STATIC, NV12, 64, 32) },
+	{ "grey 16x16", CAMP(STATIC, GREY, 16, 16) },
+};
+
+KUNIT_ARRAY_PARAM(src_static, src_static_cases, src_good_case_desc);
+
+static void mmedge_src_test_camera_static(struct kunit *test)
+{
+	const struct mmedge_src_config *cfg =
+		&((const struct src_good_case *)test->param_value)->cfg;
+	struct mmedge_src_config moving = *cfg;
+	const u64 seq = 0x0123456789abcdefULL;
+	u32 size = mmedge_src_frame_bytes(cfg);
+	u32 lb = cfg->width * (cfg->fourcc == MMEDGE_FMT_RGB24 ? 3 : 1);
+	u8 *a = kunit_kzalloc(test, size, GFP_KERNEL);
+	u8 *b = kunit_kzalloc(test, size, GFP_KERNEL);
+	u32 off, y, x, bad = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_NOT_NULL(test, b);
+	moving.signal = MMEDGE_PATTERN_MOVING;
+
+	/* Chosen bytes of frame seq: line 5, x = 10 is (10 + 5 + 0). */
+	mmedge_src_fill(cfg, seq, 0, a, size);
+	KUNIT_EXPECT_EQ(test, le_get(a, 8), seq);
+	KUNIT_EXPECT_EQ(test, le_get(a + 5 * lb, 8), seq);
+	KUNIT_EXPECT_EQ(test, a[5 * lb + 10], 15);
+	KUNIT_EXPECT_EQ(test, a[lb - 1], (u8)(lb - 1));
+	if (cfg->fourcc == MMEDGE_FMT_NV12) {
+		/* chroma line 2: U at x = 2 is 1 + 2, V at x = 3 is 128 + 3 */
+		KUNIT_EXPECT_EQ(test, a[cfg->height * lb + 2 * lb + 2], 3);
+		KUNIT_EXPECT_EQ(test, a[cfg->height * lb + 2 * lb + 3], 131);
+	}
+
+	/* Frame seq of the static pattern is frame 0 of the moving one... */
+	mmedge_src_fill(&moving, 0, 0, b, size);
+	for (off = 0; off < size; off++) {
+		y = off / lb;
+		x = off % lb;
+		if (y < cfg->height && x < 8)
+			bad += a[off] != (u8)(seq >> (8 * x));
+		else
+			bad += a[off] != b[off];
+	}
+	KUNIT_EXPECT_EQ(test, bad, 0);
+
+	/* ...and frame 1 differs from frame seq in the headers only. */
+	mmedge_src_fill(cfg, 1, 0, b, size);
+	for (y = 0; y < cfg->height; y++) {
+		KUNIT_EXPECT_EQ(test, le_get(b + y * lb, 8), 1);
+		memcpy(b + y * lb, a + y * lb, 8);
+	}
+	KUNIT_EXPECT_EQ(test, first_diff(a, b, size), -1);
+}
+
 /* Microphone: the first four samples hold seq * period. */
 static void mmedge_src_test_mic_index(struct kunit *test)
 {
@@ -463,6 +542,79 @@ static void mmedge_src_test_chirp(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, first_diff(a + 8, b + 8, 640 - 8), -1);
 }
 
+/* Silence: every byte zero, the index words too, at any seq and offset. */
+static void mmedge_src_test_silence(struct kunit *test)
+{
+	static const u64 seqs[] = { 0, 1, 0x123456789ULL, U64_MAX };
+	struct mmedge_src_config cfg = MIC(SILENCE, 16000, 1, 320);
+	u8 *buf = kunit_kzalloc(test, 640, GFP_KERNEL);
+	unsigned int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	for (i = 0; i < ARRAY_SIZE(seqs); i++) {
+		memset(buf, 0xa5, 640);
+		mmedge_src_fill(&cfg, seqs[i], 0, buf, 640);
+		KUNIT_EXPECT_TRUE_MSG(test, !memchr_inv(buf, 0, 640),
+				      "seq %llu", seqs[i]);
+		memset(buf, 0xa5, 640);
+		mmedge_src_fill(&cfg, seqs[i], 3, buf, 5);
+		KUNIT_EXPECT_TRUE(test, !memchr_inv(buf, 0, 5));
+		KUNIT_EXPECT_EQ(test, buf[5], 0xa5);
+	}
+}
+
+/*
+ * Noise: index words as the tone's; samples at chosen indices (computed
+ * from the formula outside the kernel); a function of the index alone;
+ * within +-8000, about zero mean, not periodic like the tone.
+ */
+static void mmedge_src_test_noise(struct kunit *test)
+{
+	static const struct { u64 n; s16 v; } want[] = {
+		{ 4, 346 }, { 5, 5476 }, { 6, 7624 }, { 7, -759 },
+		{ 3204, 2860 }, { 3205, -3260 },
+		{ 0x123456789ULL * 320 + 100, 6834 },
+	};
+	struct mmedge_src_config cfg = MIC(NOISE, 16000, 1, 320);
+	struct mmedge_src_config other = MIC(NOISE, 48000, 1, 64);
+	u8 *buf = kunit_kzalloc(test, 640, GFP_KERNEL);
+	u8 two[2];
+	unsigned int i;
+	s64 sum = 0;
+	int v, lo = 0, hi = 0, same = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		u64 seq = div_u64(want[i].n, cfg.period);
+		u32 k = want[i].n - seq * cfg.period;
+
+		mmedge_src_fill(&cfg, seq, 2 * k, two, 2);
+		KUNIT_EXPECT_EQ_MSG(test, (s16)le_get(two, 2), want[i].v,
+				    "n %llu", want[i].n);
+	}
+
+	/* Sample 3204 = buffer 50 of 64 samples, sample 4, at another rate. */
+	mmedge_src_fill(&other, 50, 8, two, 2);
+	KUNIT_EXPECT_EQ(test, (s16)le_get(two, 2), 2860);
+
+	mmedge_src_fill(&cfg, 10, 0, buf, 640);
+	KUNIT_EXPECT_EQ(test, le_get(buf, 8), 3200);
+	for (i = 4; i < 320; i++) {
+		v = sample(buf, i);
+		lo = min(lo, v);
+		hi = max(hi, v);
+		sum += v;
+		same += i > 4 && v == sample(buf, i - 1);
+	}
+	KUNIT_EXPECT_GE(test, lo, -8000);
+	KUNIT_EXPECT_LE(test, hi, 8000);
+	KUNIT_EXPECT_LT(test, lo, -7000);
+	KUNIT_EXPECT_GT(test, hi, 7000);
+	/* 316 uniform samples: |mean| < 3 sigma / sqrt(316), sigma ~4619 */
+	KUNIT_EXPECT_LT(test, abs(div_s64(sum, 316)), 800);
+	KUNIT_EXPECT_LE(test, same, 1);
+}
+
 /* IMU: record k of frame seq carries seq * period + k and its values. */
 static void mmedge_src_test_imu(struct kunit *test)
 {
@@ -502,9 +654,12 @@ static struct kunit_case mmedge_src_cases[] = {
 	KUNIT_CASE_PARAM(mmedge_src_test_fill_split, src_fill_gen_params),
 	KUNIT_CASE(mmedge_src_test_fill_past_end),
 	KUNIT_CASE_PARAM(mmedge_src_test_camera_pattern, src_cam_gen_params),
+	KUNIT_CASE_PARAM(mmedge_src_test_camera_static, src_static_gen_params),
 	KUNIT_CASE(mmedge_src_test_mic_index),
 	KUNIT_CASE(mmedge_src_test_tone),
 	KUNIT_CASE(mmedge_src_test_chirp),
+	KUNIT_CASE(mmedge_src_test_silence),
+	KUNIT_CASE(mmedge_src_test_noise),
 	KUNIT_CASE(mmedge_src_test_imu),
 	{}
 };

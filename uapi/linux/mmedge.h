@@ -351,9 +351,25 @@ struct mmedge_imu_sample {
 	__le32 reserved;
 };
 
-/* mmedge_src_config.signal for the microphone */
+/*
+ * mmedge_src_config.signal for the camera: the image pattern.
+ * MOVING: the levels change with the frame number.
+ * STATIC: every frame shows the image of frame 0; only the frame number
+ * at the start of each line (8 bytes per luma line) changes.
+ */
+#define MMEDGE_PATTERN_MOVING		0
+#define MMEDGE_PATTERN_STATIC		1
+
+/*
+ * mmedge_src_config.signal for the microphone.
+ * TONE: 1 kHz. CHIRP: 100 Hz to 4 kHz over each second.
+ * SILENCE: every byte of every buffer is 0, the index words included.
+ * NOISE: pseudo-random samples, a function of the sample's index.
+ */
 #define MMEDGE_SIGNAL_TONE		0
 #define MMEDGE_SIGNAL_CHIRP		1
+#define MMEDGE_SIGNAL_SILENCE		2
+#define MMEDGE_SIGNAL_NOISE		3
 
 /**
  * struct mmedge_src_config - what a source produces
@@ -366,10 +382,12 @@ struct mmedge_imu_sample {
  *	@rate_den seconds.
  * @rate_den: see @rate_num; > 0.
  * @period: microphone and IMU: samples per buffer; camera: 0.
- * @signal: microphone: MMEDGE_SIGNAL_*; others: 0.
+ * @signal: camera: MMEDGE_PATTERN_* (0: MOVING); microphone:
+ *	MMEDGE_SIGNAL_* (0: TONE); IMU: 0. Another value is -EINVAL.
  *
  * Virtual sources fill frames with patterns that carry their sequence
- * number (Documentation/userspace-api/mmedge-channels.rst).
+ * number, except the microphone's SILENCE
+ * (Documentation/userspace-api/mmedge-channels.rst).
  */
 struct mmedge_src_config {
 	__u32 type;
