@@ -6,7 +6,9 @@
  *  1. Every virtual source streams: contiguous sequence numbers (gaps
  *     only where `dropped` says so), monotonic timestamps at the
  *     configured rate, the in-band record equal to the dequeue, and the
- *     content recomputed by mmedge_src_pattern.h.
+ *     content recomputed by mmedge_src_pattern.h. A static camera's
+ *     frames are the same but for their numbers; a silent microphone's
+ *     buffers are zero; a noise microphone's are its recomputed noise.
  *  2. poll()/epoll on the device fd; non-blocking and timed dequeue.
  *  3. Cross-timestamps: the counter runs at counter_hz.
  *  4. Arbitration: three saturated cameras on a slow bus get 5:3:2.
@@ -1280,6 +1282,109 @@ TEST_F(chan, overrun_drop_oldest)
 }
 
 /*
+ * A static camera, a silent and a noise microphone stream together. The
+ * camera's frames equal the first one dequeued but for the frame number
+ * at the start of each luma line (and are the pattern of mmedge_src_
+ * pattern.h); the silent buffers are all zero, index words included; the
+ * noise buffers carry their index and the recomputed noise.
+ */
+#define QUIET_FRAMES	6
+
+TEST_F(chan, static_camera_silent_and_noise_mics)
+{
+	struct mmedge_src_config src[3] = {
+		camera(MMEDGE_FMT_NV12, 64, 48, 30),
+		mic(16000, 320, MMEDGE_SIGNAL_SILENCE),
+		mic(16000, 320, MMEDGE_SIGNAL_NOISE),
+	};
+	struct mmedge_chan_create c[3];
+	struct sbuf b[3][2];
+	struct mmedge_dqbuf d;
+	uint8_t *first = NULL;
+	uint64_t first_seq = 0, lb = 64, x, y;
+	unsigned int k, n, i, diff, nonzero, loud;
+	char why[200];
+
+	src[0].signal = MMEDGE_PATTERN_STATIC;
+	for (k = 0; k < 3; k++) {
+		ASSERT_LT(0, chan_new(self->fd, &src[k], &c[k]));
+		for (i = 0; i < 2; i++) {
+			ASSERT_EQ(0, sbuf_alloc(self->fd, chan_buf_size(&c[k]),
+						&b[k][i]));
+			ASSERT_EQ(0, qbuf(self->fd, c[k].id, b[k][i].fd, 0, i,
+					  NULL));
+		}
+	}
+	first = malloc(c[0].frame_size);
+	ASSERT_NE(NULL, first);
+
+	for (n = 0; n < QUIET_FRAMES; n++) {
+		for (k = 0; k < 3; k++) {
+			const uint8_t *p;
+
+			ASSERT_EQ(0, dqbuf(self->fd, c[k].id, 0, 2000, &d));
+			ASSERT_GT(2, d.cookie);
+			ASSERT_EQ(c[k].frame_size, d.bytesused);
+			p = b[k][d.cookie].map;
+			ASSERT_EQ(0, dmabuf_sync(b[k][d.cookie].fd,
+						 DMA_BUF_SYNC_START |
+						 DMA_BUF_SYNC_READ));
+			EXPECT_EQ(0, mmedge_check_frame(&src[k], d.sequence, p,
+							d.bytesused, why,
+							sizeof(why)))
+				TH_LOG("source %u frame %llu: %s", k,
+				       (unsigned long long)d.sequence, why);
+			if (k == 0 && !n) {
+				memcpy(first, p, d.bytesused);
+				first_seq = d.sequence;
+			} else if (k == 0) {
+				/* Each line: its number, then frame 0's. */
+				EXPECT_LT(first_seq, d.sequence);
+				diff = 0;
+				for (y = 0; y < 48; y++) {
+					EXPECT_EQ(d.sequence,
+						  mmedge_pat_le(p + y * lb, 8));
+					for (x = 8; x < lb; x++)
+						diff += p[y * lb + x] !=
+							first[y * lb + x];
+				}
+				diff += memcmp(p + 48 * lb, first + 48 * lb,
+					       24 * lb) != 0;
+				EXPECT_EQ(0, diff);
+				/* line 5, byte 10: 10 + 5 + 0 */
+				EXPECT_EQ(15, p[5 * lb + 10]);
+			} else if (k == 1) {
+				nonzero = 0;
+				for (i = 0; i < d.bytesused; i++)
+					nonzero += p[i] != 0;
+				EXPECT_EQ(0, nonzero);
+			} else {
+				EXPECT_EQ(d.sequence * 320,
+					  mmedge_mic_first_index(p));
+				loud = 0;
+				for (i = 4; i < 320; i++)
+					loud += abs((int16_t)mmedge_pat_le(p + 2 * i,
+									   2)) > 4000;
+				/* uniform in +-8000: about half above 4000 */
+				EXPECT_LT(100, loud);
+			}
+			ASSERT_EQ(0, dmabuf_sync(b[k][d.cookie].fd,
+						 DMA_BUF_SYNC_END |
+						 DMA_BUF_SYNC_READ));
+			ASSERT_EQ(0, qbuf(self->fd, c[k].id,
+					  b[k][d.cookie].fd, 0, d.cookie,
+					  NULL));
+		}
+	}
+	free(first);
+	for (k = 0; k < 3; k++) {
+		EXPECT_EQ(0, chan_destroy(self->fd, c[k].id));
+		for (i = 0; i < 2; i++)
+			sbuf_free(&b[k][i]);
+	}
+}
+
+/*
  * 6. Fences and zero copy.
  */
 TEST_F(chan, fences)
@@ -1527,13 +1632,15 @@ static const struct bad_src bad_srcs[] = {
 	{ "camera 241 fps", { MMEDGE_SRC_CAMERA, MMEDGE_FMT_GREY, 64, 48, 241, 1, 0, 0 } },
 	{ "camera 1/61 fps", { MMEDGE_SRC_CAMERA, MMEDGE_FMT_GREY, 64, 48, 1, 61, 0, 0 } },
 	{ "camera period 1", { MMEDGE_SRC_CAMERA, MMEDGE_FMT_GREY, 64, 48, 30, 1, 1, 0 } },
-	{ "camera signal 1", { MMEDGE_SRC_CAMERA, MMEDGE_FMT_GREY, 64, 48, 30, 1, 0, 1 } },
+	{ "camera pattern 2", { MMEDGE_SRC_CAMERA, MMEDGE_FMT_GREY, 64, 48, 30, 1, 0, 2 } },
+	{ "camera pattern ~0", { MMEDGE_SRC_CAMERA, MMEDGE_FMT_GREY, 64, 48, 30, 1, 0, ~0u } },
 	{ "mic fourcc GREY", { MMEDGE_SRC_MIC, MMEDGE_FMT_GREY, 0, 0, 16000, 1, 320, 0 } },
 	{ "mic rate 7999", { MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 0, 0, 7999, 1, 320, 0 } },
 	{ "mic rate 192001", { MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 0, 0, 192001, 1, 320, 0 } },
 	{ "mic period 15", { MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 0, 0, 16000, 1, 15, 0 } },
 	{ "mic period 65537", { MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 0, 0, 16000, 1, 65537, 0 } },
-	{ "mic signal 2", { MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 0, 0, 16000, 1, 320, 2 } },
+	{ "mic signal 4", { MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 0, 0, 16000, 1, 320, 4 } },
+	{ "mic signal ~0", { MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 0, 0, 16000, 1, 320, ~0u } },
 	{ "mic width 1", { MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 1, 0, 16000, 1, 320, 0 } },
 	{ "mic rate_den 0", { MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 0, 0, 16000, 0, 320, 0 } },
 	{ "imu fourcc S16LE", { MMEDGE_SRC_IMU, MMEDGE_FMT_S16LE, 0, 0, 200, 1, 10, 0 } },
@@ -1562,7 +1669,13 @@ TEST_F(chan_bad, source_limits_ok)
 	static const struct mmedge_src_config ok[] = {
 		{ MMEDGE_SRC_CAMERA, MMEDGE_FMT_GREY, 16, 16, 240, 1, 0, 0 },
 		{ MMEDGE_SRC_CAMERA, MMEDGE_FMT_NV12, 4096, 4096, 1, 60, 0, 0 },
+		{ MMEDGE_SRC_CAMERA, MMEDGE_FMT_RGB24, 16, 16, 1, 60, 0,
+		  MMEDGE_PATTERN_STATIC },
 		{ MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 0, 0, 8000, 1, 16, 1 },
+		{ MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 0, 0, 8000, 1, 16,
+		  MMEDGE_SIGNAL_SILENCE },
+		{ MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 0, 0, 192000, 1, 65536,
+		  MMEDGE_SIGNAL_NOISE },
 		{ MMEDGE_SRC_MIC, MMEDGE_FMT_S16LE, 0, 0, 192000, 1, 65536, 0 },
 		{ MMEDGE_SRC_IMU, MMEDGE_FMT_IMU6, 0, 0, 1, 1, 1, 0 },
 		{ MMEDGE_SRC_IMU, MMEDGE_FMT_IMU6, 0, 0, 8000, 1, 4096, 0 },

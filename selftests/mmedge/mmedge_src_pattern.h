@@ -5,11 +5,13 @@
  * whose header comment states the patterns; all values little-endian.
  *
  *  camera, line y, byte x (luma plane for NV12; 3 * w bytes per RGB24 line):
- *	x < 8: byte x of seq (u64); x >= 8: (x + y + seq) & 0xff
- *  NV12 chroma line y, byte x: ((x >> 1) + y + 2 * seq + 128 * (x & 1)) & 0xff
+ *	x < 8: byte x of seq (u64); x >= 8: (x + y + p) & 0xff
+ *  NV12 chroma line y, byte x: ((x >> 1) + y + 2 * p + 128 * (x & 1)) & 0xff
+ *	with p = seq (MMEDGE_PATTERN_MOVING) or 0 (MMEDGE_PATTERN_STATIC)
  *  microphone: the first 4 samples are n0 = seq * period (u64, low word
- *	first); sample i >= 4 is a 1 kHz tone or a 100 Hz..4 kHz one-second
- *	chirp of amplitude 8000 at index n = n0 + i
+ *	first); sample i >= 4 is a 1 kHz tone, a 100 Hz..4 kHz one-second
+ *	chirp of amplitude 8000 or noise (a hash of n, -8000..8000) at index
+ *	n = n0 + i; silence is all zero, the first 4 samples included
  *  IMU: 24-byte records {u64 index, s16 ax, ay, az, gx, gy, gz, u32 0}
  *	with index n = seq * period + k for record k
  *
@@ -73,6 +75,7 @@ mmedge_camera_byte(const struct mmedge_src_config *cfg, uint64_t seq,
 {
 	uint32_t lb = mmedge_pat_line_bytes(cfg);
 	uint64_t luma = (uint64_t)lb * cfg->height;
+	uint64_t p = cfg->signal == MMEDGE_PATTERN_STATIC ? 0 : seq;
 	uint32_t x, y;
 
 	if (off < luma) {
@@ -80,12 +83,12 @@ mmedge_camera_byte(const struct mmedge_src_config *cfg, uint64_t seq,
 		x = off % lb;
 		if (x < MMEDGE_PAT_CAM_HDR)
 			return seq >> (8 * x);
-		return (uint8_t)(x + y + seq);
+		return (uint8_t)(x + y + p);
 	}
 	off -= luma;
 	y = off / cfg->width;
 	x = off % cfg->width;
-	return (uint8_t)((x >> 1) + y + 2 * seq + 128 * (x & 1));
+	return (uint8_t)((x >> 1) + y + 2 * p + 128 * (x & 1));
 }
 
 /* Describe a mismatch in @why (if not NULL); returns -1. */
@@ -170,13 +173,33 @@ static inline int32_t mmedge_pat_sin16(uint32_t phase)
 	return phase & (1u << 31) ? -p : p;
 }
 
-/* Sample with global index @n (n >= first index + 4) of a microphone. */
+/* MMEDGE_SIGNAL_NOISE's sample of index @n, -8000..8000. */
+static inline int16_t mmedge_mic_noise(uint64_t n)
+{
+	uint64_t x = n * 0x9e3779b97f4a7c15ULL;
+
+	x ^= x >> 29;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 32;
+	return (int32_t)((uint32_t)(x >> 32) %
+			 (2 * MMEDGE_PAT_MIC_AMPLITUDE + 1)) -
+	       MMEDGE_PAT_MIC_AMPLITUDE;
+}
+
+/*
+ * Sample with global index @n (n >= first index + 4) of a microphone
+ * (0 for silence).
+ */
 static inline int16_t mmedge_mic_sample(const struct mmedge_src_config *cfg,
 					uint64_t n)
 {
 	uint64_t num, step, a, b;
 	uint32_t phase, sweep, j;
 
+	if (cfg->signal == MMEDGE_SIGNAL_SILENCE)
+		return 0;
+	if (cfg->signal == MMEDGE_SIGNAL_NOISE)
+		return mmedge_mic_noise(n);
 	if (cfg->signal == MMEDGE_SIGNAL_CHIRP) {
 		sweep = cfg->rate_num / cfg->rate_den;
 		a = (100ULL << 48) / sweep;
@@ -196,8 +219,9 @@ static inline int16_t mmedge_mic_sample(const struct mmedge_src_config *cfg,
  * mmedge_check_mic_frame() - compare a microphone buffer with its signal
  * @cfg, @seq, @buf, @len, @why, @whylen: as mmedge_check_camera_frame()
  *
- * Checks the index words (seq * period), that every sample lies within
- * +-8000 and equals the tone or chirp sample recomputed here.
+ * Checks the index words (seq * period; 0 for silence), that every
+ * sample lies within +-8000 and equals the tone, chirp, noise or silence
+ * sample recomputed here.
  *
  * Return: 0 if the buffer matches, -1 otherwise.
  */
@@ -207,6 +231,7 @@ mmedge_check_mic_frame(const struct mmedge_src_config *cfg, uint64_t seq,
 		       size_t whylen)
 {
 	uint64_t n0 = seq * cfg->period, i;
+	uint64_t want_n0 = cfg->signal == MMEDGE_SIGNAL_SILENCE ? 0 : n0;
 	int16_t v, want;
 
 	if (cfg->type != MMEDGE_SRC_MIC || len != mmedge_pat_frame_bytes(cfg))
@@ -214,11 +239,11 @@ mmedge_check_mic_frame(const struct mmedge_src_config *cfg, uint64_t seq,
 				      "type %u, length %llu, frame size %llu",
 				      cfg->type, (unsigned long long)len,
 				      (unsigned long long)mmedge_pat_frame_bytes(cfg));
-	if (mmedge_mic_first_index(buf) != n0)
+	if (mmedge_mic_first_index(buf) != want_n0)
 		return mmedge_pat_why(why, whylen,
 				      "first index %llu, want %llu",
 				      (unsigned long long)mmedge_mic_first_index(buf),
-				      (unsigned long long)n0);
+				      (unsigned long long)want_n0);
 	for (i = MMEDGE_PAT_MIC_HDR; i < cfg->period; i++) {
 		v = (int16_t)mmedge_pat_le(buf + 2 * i, 2);
 		want = mmedge_mic_sample(cfg, n0 + i);
