@@ -427,9 +427,16 @@ struct mmhal_chan;
 #define MMHAL_FMT_S16LE		MMHAL_FOURCC('1', '6', 'L', 'E') /* microphone */
 #define MMHAL_FMT_IMU6		MMHAL_FOURCC('I', 'M', 'U', '6') /* struct mmhal_imu_sample */
 
+/* struct mmhal_src.signal (camera): the image pattern */
+#define MMHAL_PATTERN_MOVING	0	/* changes every frame (default) */
+#define MMHAL_PATTERN_STATIC	1	/* frame 0's image; only the frame
+					 * number in each line changes */
+
 /* struct mmhal_src.signal (microphone) */
-#define MMHAL_SIGNAL_TONE	0
-#define MMHAL_SIGNAL_CHIRP	1
+#define MMHAL_SIGNAL_TONE	0	/* 1 kHz */
+#define MMHAL_SIGNAL_CHIRP	1	/* 100 Hz..4 kHz each second */
+#define MMHAL_SIGNAL_SILENCE	2	/* all zero, no index words */
+#define MMHAL_SIGNAL_NOISE	3	/* white, a function of the index */
 
 /* Camera size limits, pixels */
 #define MMHAL_CAM_MIN		16
@@ -448,7 +455,10 @@ struct mmhal_chan;
  *	seconds; > 0.
  * @rate_den: > 0.
  * @period: microphone and IMU: samples per buffer, > 0; camera: 0.
- * @signal: microphone: MMHAL_SIGNAL_*; else 0.
+ * @signal: camera: MMHAL_PATTERN_* (mmhal_src_camera() gives MOVING;
+ *	set STATIC in the returned struct for a scene that does not change);
+ *	microphone: MMHAL_SIGNAL_*; IMU: 0. The patterns and signals are
+ *	in Documentation/userspace-api/mmedge-channels.rst.
  */
 struct mmhal_src {
 	uint32_t type;

@@ -28,6 +28,10 @@ static_assert(MMHAL_FMT_S16LE == MMEDGE_FMT_S16LE, "fourcc drift");
 static_assert(MMHAL_FMT_IMU6 == MMEDGE_FMT_IMU6, "fourcc drift");
 static_assert(MMHAL_SIGNAL_TONE == MMEDGE_SIGNAL_TONE, "signal drift");
 static_assert(MMHAL_SIGNAL_CHIRP == MMEDGE_SIGNAL_CHIRP, "signal drift");
+static_assert(MMHAL_SIGNAL_SILENCE == MMEDGE_SIGNAL_SILENCE, "signal drift");
+static_assert(MMHAL_SIGNAL_NOISE == MMEDGE_SIGNAL_NOISE, "signal drift");
+static_assert(MMHAL_PATTERN_MOVING == MMEDGE_PATTERN_MOVING, "pattern drift");
+static_assert(MMHAL_PATTERN_STATIC == MMEDGE_PATTERN_STATIC, "pattern drift");
 static_assert(MMHAL_CLASS_BEST_EFFORT == MMEDGE_CLASS_BEST_EFFORT, "class drift");
 static_assert(MMHAL_CLASS_LATENCY == MMEDGE_CLASS_LATENCY, "class drift");
 static_assert(MMHAL_WEIGHT_MIN == MMEDGE_WEIGHT_MIN, "weight drift");
@@ -197,14 +201,17 @@ static int mmhal_src_check(const struct mmhal_src *s)
 			return -EINVAL;
 		if (s->fourcc == MMHAL_FMT_NV12 && (s->width | s->height) & 1)
 			return -EINVAL;
-		if (s->period || s->signal)
+		if (s->period || (s->signal != MMHAL_PATTERN_MOVING &&
+				  s->signal != MMHAL_PATTERN_STATIC))
 			return -EINVAL;
 		return 0;
 	case MMHAL_SRC_MIC:
 		if (s->fourcc != MMHAL_FMT_S16LE || !s->period ||
 		    s->width || s->height ||
 		    (s->signal != MMHAL_SIGNAL_TONE &&
-		     s->signal != MMHAL_SIGNAL_CHIRP))
+		     s->signal != MMHAL_SIGNAL_CHIRP &&
+		     s->signal != MMHAL_SIGNAL_SILENCE &&
+		     s->signal != MMHAL_SIGNAL_NOISE))
 			return -EINVAL;
 		return 0;
 	case MMHAL_SRC_IMU:

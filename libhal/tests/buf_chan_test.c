@@ -250,6 +250,13 @@ static void test_chan_bad_src(void)
 	CHECK_INT(create(&s, NULL), -ENOTTY);
 	s = mmhal_src_imu(200, 10);
 	CHECK_INT(create(&s, NULL), -ENOTTY);
+	s = mmhal_src_camera(64, 48, MMHAL_FMT_RGB24, 30);
+	s.signal = MMHAL_PATTERN_STATIC;
+	CHECK_INT(create(&s, NULL), -ENOTTY);
+	s = mmhal_src_mic(16000, 320, MMHAL_SIGNAL_SILENCE);
+	CHECK_INT(create(&s, NULL), -ENOTTY);
+	s = mmhal_src_mic(16000, 320, MMHAL_SIGNAL_NOISE);
+	CHECK_INT(create(&s, NULL), -ENOTTY);
 
 	memset(&s, 0, sizeof(s));
 	CHECK_INT(create(&s, NULL), -EINVAL);		/* type 0 */
@@ -274,9 +281,12 @@ static void test_chan_bad_src(void)
 	s = mmhal_src_camera(64, 48, MMHAL_FMT_GREY, 30);
 	s.period = 1;
 	CHECK_INT(create(&s, NULL), -EINVAL);
+	s = mmhal_src_camera(64, 48, MMHAL_FMT_GREY, 30);
+	s.signal = 2;
+	CHECK_INT(create(&s, NULL), -EINVAL);		/* unknown pattern */
 	s = mmhal_src_mic(16000, 0, MMHAL_SIGNAL_TONE);
 	CHECK_INT(create(&s, NULL), -EINVAL);		/* zero period */
-	s = mmhal_src_mic(16000, 320, 2);
+	s = mmhal_src_mic(16000, 320, 4);
 	CHECK_INT(create(&s, NULL), -EINVAL);		/* unknown signal */
 	s = mmhal_src_mic(16000, 320, MMHAL_SIGNAL_TONE);
 	s.fourcc = MMHAL_FMT_IMU6;
