@@ -18,7 +18,11 @@
  * and silence given by the caller through copy channels (the image
  * encoded once and its positions kept in the cache, the same answer as
  * from an empty cache; silence not encoded, a tone encoded, a changed
- * scene encoded again), the virtual IMU's motion forcing a fresh frame,
+ * scene encoded again), the same on the virtual sources (a static
+ * camera's image used again, a silent microphone not encoded; a moving
+ * camera at 10 frames/s encoded again and a noise microphone encoded,
+ * each scene difference equal to the one recomputed from the documented
+ * patterns), the virtual IMU's motion forcing a fresh frame,
  * and the SLO percentiles against the answers' own figures. Prints TAP;
  * DEVICE defaults
  * to /dev/mmedge0 (--skip-missing: skip all if it is absent). Meant to
@@ -565,9 +569,8 @@ static int ask_tokens(struct mmhal_session *s, const char *prompt,
 }
 
 /*
- * A static scene and silence from the caller through copy channels (the
- * virtual camera's pattern moves with every frame and the virtual
- * microphone has no silence): routing and KV reuse.
+ * A static scene and silence from the caller through copy channels:
+ * routing and KV reuse.
  */
 static void test_routing_static_scene_and_silence(void)
 {
@@ -762,6 +765,152 @@ out:
 	mmhal_buf_free(psrc);
 }
 
+/*
+ * The signature of the virtual camera's luma plane at frame @seq
+ * (Documentation/userspace-api/mmedge-channels.rst): bytes x < 8 of each
+ * line hold seq, the rest (x + y + p) with p = seq, or 0 when @fixed
+ * (MMHAL_PATTERN_STATIC).
+ */
+static int pattern_signature(uint32_t w, uint32_t h, uint64_t seq, int fixed,
+			     uint8_t sig[MMHAL_SIG_CELLS])
+{
+	uint64_t p = fixed ? 0 : seq;
+	struct mmhal_image img = {
+		.format = MMHAL_IMAGE_GREY, .width = w, .height = h,
+		.stride = { w },
+	};
+	uint8_t *px = malloc((size_t)w * h);
+	int ret;
+
+	if (!px)
+		return -ENOMEM;
+	for (uint32_t y = 0; y < h; y++)
+		for (uint32_t x = 0; x < w; x++)
+			px[y * w + x] = x < 8 ? (uint8_t)(seq >> (8 * x)) :
+						(uint8_t)(x + y + p);
+	img.plane[0] = px;
+	ret = mmhal_scene_signature(&img, sig);
+	free(px);
+	return ret;
+}
+
+/* The scene difference of frames @a and @b, as the session measures it. */
+static double pattern_diff(uint32_t w, uint32_t h, uint64_t a, uint64_t b,
+			   int fixed)
+{
+	uint8_t sa[MMHAL_SIG_CELLS], sb[MMHAL_SIG_CELLS];
+
+	if (pattern_signature(w, h, a, fixed, sa) ||
+	    pattern_signature(w, h, b, fixed, sb))
+		return -1;
+	return mmhal_scene_diff(sa, sb);
+}
+
+/*
+ * The virtual sources themselves: a static NV12 camera and a silent
+ * microphone (the image encoded once, then used again although the
+ * frame numbers in its lines moved; silence never encoded, read in place
+ * as zeros); a moving GREY camera at 10 frames/s, asked again after at
+ * least 8 frames (the pattern moved by 8..252 levels: more than the
+ * threshold), and a noise microphone (speech-like, encoded).
+ */
+static void test_routing_virtual_sources(void)
+{
+	struct mmhal_session_params p = mmhal_session_default_params();
+	struct mmhal_session_stats st = { .size = sizeof(st) };
+	struct mmhal_session_result r;
+	struct mmhal_session *s = NULL;
+	int32_t toks[8];
+	uint64_t seq1, d;
+	double want;
+	int n = 0, ret, zeros;
+	char err[256];
+
+	/* A static camera and a silent microphone. */
+	p.camera = mmhal_src_camera(256, 64, MMHAL_FMT_NV12, 30);
+	p.camera.signal = MMHAL_PATTERN_STATIC;
+	p.mic = mmhal_src_mic(16000, 320, MMHAL_SIGNAL_SILENCE);
+	p.listen_ms = 200;
+	p.n_predict = 4;
+	p.n_threads = 2;
+	ret = mmhal_session_create(dev, model, proj, &p, &s, err, sizeof(err));
+	if (ret)
+		FAIL("create (static, silence): %s", err);
+	if (ask_tokens(s, "What is it?", &r, toks, &n))
+		goto fail;
+	CHECK_INT(r.image_route, MMHAL_ROUTE_FIRST);
+	CHECK_INT(r.audio_route, MMHAL_ROUTE_SILENCE);
+	CHECK_INT(r.flags & (MMHAL_RESULT_IMAGE | MMHAL_RESULT_IMAGE_REUSED |
+			     MMHAL_RESULT_AUDIO | MMHAL_RESULT_AUDIO_SKIPPED),
+		  MMHAL_RESULT_IMAGE | MMHAL_RESULT_AUDIO_SKIPPED);
+	CHECK_INT(r.encoders_run, 1);
+	CHECK(r.vad_speech_frac == 0);
+	CHECK(r.vad_max_dbfs <= MMHAL_VAD_FLOOR_DBFS);
+	CHECK_INT(r.audio_n_samples, 3200);
+	zeros = 0;
+	for (uint64_t i = 0; r.audio_samples && i < r.audio_n_samples; i++)
+		zeros += !r.audio_samples[i];
+	CHECK_INT(zeros, 3200);
+	seq1 = r.frame_sequence;
+	/* at least two frames later */
+	usleep(100 * 1000);
+	if (ask_tokens(s, "What is it?", &r, toks, &n))
+		goto fail;
+	want = pattern_diff(256, 64, seq1, r.frame_sequence, 1);
+	tap_diag("static: frames %" PRIu64 " and %" PRIu64
+		 ": diff %.3f, recomputed %.3f", seq1, r.frame_sequence,
+		 (double)r.scene_diff, want);
+	CHECK(r.frame_sequence > seq1);
+	CHECK(fabs(r.scene_diff - want) < 1e-3);
+	CHECK(r.scene_diff <= 1);
+	CHECK_INT(r.image_route, MMHAL_ROUTE_UNCHANGED);
+	CHECK(r.flags & MMHAL_RESULT_IMAGE_REUSED);
+	CHECK_INT(r.image_frame_sequence, seq1);
+	CHECK_INT(r.audio_route, MMHAL_ROUTE_SILENCE);
+	CHECK_INT(r.encoders_run, 0);
+	CHECK_INT(mmhal_session_stats(s, &st), 0);
+	CHECK_INT(st.image_route[MMHAL_ROUTE_UNCHANGED], 1);
+	CHECK_INT(st.audio_route[MMHAL_ROUTE_SILENCE], 2);
+	CHECK_INT(st.encoder_runs, 1);
+	CHECK_INT(st.encoder_runs_avoided, 3);
+	mmhal_session_destroy(s);
+	s = NULL;
+
+	/* A moving camera at a low rate and a noise microphone. */
+	p.camera = mmhal_src_camera(64, 48, MMHAL_FMT_GREY, 10);
+	p.mic = mmhal_src_mic(16000, 320, MMHAL_SIGNAL_NOISE);
+	ret = mmhal_session_create(dev, model, proj, &p, &s, err, sizeof(err));
+	if (ret)
+		FAIL("create (moving, noise): %s", err);
+	if (ask_tokens(s, "What is it?", &r, toks, &n))
+		goto fail;
+	CHECK_INT(r.image_route, MMHAL_ROUTE_FIRST);
+	CHECK_INT(r.audio_route, MMHAL_ROUTE_SPEECH);
+	CHECK_INT(r.encoders_run, 2);
+	CHECK(r.vad_speech_frac == 1);
+	seq1 = r.frame_sequence;
+	usleep(800 * 1000);
+	if (ask_tokens(s, "What is it?", &r, toks, &n))
+		goto fail;
+	d = r.frame_sequence - seq1;
+	want = pattern_diff(64, 48, seq1, r.frame_sequence, 0);
+	tap_diag("moving: frames %" PRIu64 " and %" PRIu64
+		 " (%" PRIu64 " apart): diff %.3f, recomputed %.3f", seq1,
+		 r.frame_sequence, d, (double)r.scene_diff, want);
+	CHECK(d >= 8 && d % 256 >= 4 && d % 256 <= 252);
+	CHECK(fabs(r.scene_diff - want) < 1e-3);
+	CHECK(r.scene_diff > 3);
+	CHECK_INT(r.image_route, MMHAL_ROUTE_CHANGED);
+	CHECK_INT(r.image_frame_sequence, r.frame_sequence);
+	CHECK_INT(r.audio_route, MMHAL_ROUTE_SPEECH);
+	CHECK_INT(r.encoders_run, 2);
+	goto out;
+fail:
+	tap_cur_failed = 1;
+out:
+	mmhal_session_destroy(s);
+}
+
 /* The virtual IMU moves (its gyro reaches 2048 per axis): a frame is
  * encoded although the scene threshold calls every frame the same. */
 static void imu_session(float gyro, float accel, uint32_t off, uint32_t want)
@@ -834,6 +983,7 @@ static const struct tap_test tests[] = {
 	TAP_TEST(test_grey_camera_only),
 	TAP_TEST(test_mic_window_spans_buffers),
 	TAP_TEST(test_routing_static_scene_and_silence),
+	TAP_TEST(test_routing_virtual_sources),
 	TAP_TEST(test_routing_imu_motion),
 	TAP_TEST(test_teardown),
 };
