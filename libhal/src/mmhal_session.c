@@ -1283,7 +1283,7 @@ int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
 	int64_t reused0 = 0;
 	char *text = NULL;
 	uint32_t size;
-	int n_chunks = 0, n_src = 0, drop = -1, n_gen = 0, ret;
+	int n_chunks = 0, n_src = 0, drop = -1, n_gen = 0, n_mark, n_have, ret;
 
 	if (!s)
 		return -EINVAL;
@@ -1311,6 +1311,15 @@ int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
 		ret = release_held(s, &s->mic);
 	if (ret)
 		return ret;
+
+	/* a prompt that cannot be built fails before anything is acquired,
+	 * encoded or routed (the scene cache stays as it was) */
+	n_mark = count_markers(prompt);
+	n_have = !!s->cam.chan + !!s->mic.chan;
+	if (n_mark && n_mark != n_have)
+		return SERR(s, -EINVAL,
+			    "prompt: %d media markers, the session has %d source%s",
+			    n_mark, n_have, n_have == 1 ? "" : "s");
 
 	t0 = now_ns();
 	r.ask_mono = t0;
