@@ -288,6 +288,7 @@ static struct mmedge_src_config rand_src(struct thr *t)
 		s.height = 16 << rn(t, chance(t, 80) ? 2 : 4);
 		s.rate_num = 10 + rn(t, 231);
 		s.rate_den = 1;
+		s.signal = rn(t, 2);	/* MMEDGE_PATTERN_MOVING or STATIC */
 		break;
 	case 1:
 		s.type = MMEDGE_SRC_MIC;
@@ -295,7 +296,7 @@ static struct mmedge_src_config rand_src(struct thr *t)
 		s.rate_num = 8000 + rn(t, 40000);
 		s.rate_den = 1;
 		s.period = 256 + rn(t, 2048);
-		s.signal = rn(t, 2);
+		s.signal = rn(t, 4);	/* tone, chirp, silence, noise */
 		break;
 	default:
 		s.type = MMEDGE_SRC_IMU;
