@@ -590,6 +590,17 @@ static void print_slo(struct mmhal_session *s)
 	       (unsigned long long)st.image_route[MMHAL_ROUTE_UNCHANGED],
 	       (unsigned long long)st.audio_route[MMHAL_ROUTE_SILENCE],
 	       (unsigned long long)st.reused_positions);
+	printf("mmrun: payload copied by the CPU: %llu bytes (image %llu, audio %llu) for %llu camera frames and %llu microphone buffers encoded = %.0f bytes per frame; read in place: image %llu bytes, audio %llu bytes\n",
+	       (unsigned long long)st.bytes_copied,
+	       (unsigned long long)st.image_bytes_copied,
+	       (unsigned long long)st.audio_bytes_copied,
+	       (unsigned long long)st.frames_used,
+	       (unsigned long long)st.mic_bufs_used,
+	       st.frames_used + st.mic_bufs_used ?
+	       (double)st.bytes_copied /
+	       (double)(st.frames_used + st.mic_bufs_used) : 0.0,
+	       (unsigned long long)st.image_bytes_read_in_place,
+	       (unsigned long long)st.audio_bytes_read_in_place);
 	fflush(stdout);
 }
 
