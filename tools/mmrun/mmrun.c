@@ -566,9 +566,10 @@ static void print_ask(uint32_t k, const struct mmhal_session_result *r)
 	if (r->audio_route == MMHAL_ROUTE_SPEECH ||
 	    r->audio_route == MMHAL_ROUTE_SILENCE)
 		printf(" (%.0f%% speech)", 100.0 * (double)r->vad_speech_frac);
-	printf(" | encoders %u, positions kept %d of %d | sof->first token %.1f ms, ->last %.1f ms\n",
+	printf(" | encoders %u, positions kept %d of %d | sof->first token %.1f ms, ->last %.1f ms (acquire %.1f, preprocess %.1f, encode %.1f, prefill %.1f ms)\n",
 	       r->encoders_run, r->reused_positions, r->n_prompt,
-	       r->sof_to_first_token_ms, r->sof_to_last_token_ms);
+	       r->sof_to_first_token_ms, r->sof_to_last_token_ms,
+	       r->acquire_ms, r->preprocess_ms, r->encode_ms, r->prefill_ms);
 	fflush(stdout);
 }
 
