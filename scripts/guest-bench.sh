@@ -3,8 +3,15 @@
 #
 # Runs inside the VM (chrooted in the host's root, cwd = the project), from
 # scripts/bench.sh: loads mmedge.ko, vgem (for a device attachment) and
-# vivid (the V4L2 reference for the channel rows) and runs the benchmark.
-# The table goes to the console and to /tmp/results/bench.txt.
+# vivid (the V4L2 reference for the channel rows) and runs the benchmark,
+# then the steps below: route (mmrun's routing on vs off), slo (start of
+# frame -> first token with the demo model shape) and arb (the latency
+# class under a camera flood and the model's load).
+# The tables go to the console and to /tmp/results/bench.txt.
+#
+# For targeted runs (a wrapper script exports them): BENCH_STEPS="slo arb"
+# runs only those steps (ROUTE_BENCH_ONLY=1: only route), MMEDGE_KO the
+# module, MMEDGE_BUILD the build tree; SLO_ASKS, SLO_EXACT, ARB_SECS below.
 set -u
 RES=/tmp/results
 KO=${MMEDGE_KO:-$PWD/kmod/mmedge.ko}
@@ -96,15 +103,193 @@ PY
 	rm -rf "$t"
 }
 
-if [ "${ROUTE_BENCH_ONLY:-0}" = 1 ]; then
-	route_bench 2>&1 | tee "$RES/bench.txt"
+# Start of frame -> first token with the demo model shape: a
+# SmolLM2-135M-shaped decoder (Q8_0, SmolVLM's vocabulary) and a SigLIP
+# 224 px + Whisper-tiny mmproj (Q8_0), random weights, made on the host by
+# scripts/bench.sh in $b/model/mm/models (the files of mm_bench). mmrun's
+# continuous mode on the virtual camera (NV12 640x480 at 30 fps) and
+# microphone (16 kHz, a 2 s window, latency mode): one line per ask, the
+# SLO summary (P50/P95/P99, peak RSS) and the payload bytes the CPU
+# copied. SLO_ASKS asks (3), SLO_EXACT=1 adds the exact audio mode (30 s
+# window) with one ask. Under TCG the times are TCG's.
+slo_bench() {
+	local b=${MMEDGE_BUILD:-build} m p out mode n
+	local mmrun=$b/tools/mmrun dir=$b/model/mm/models
+	m=$dir/smolvlm-llm-q8_0.gguf
+	p=$dir/mmproj-smolvlm224-whisper-tiny-q8_0.gguf
+	if [ ! -x "$mmrun" ] || [ ! -f "$m" ] || [ ! -f "$p" ]; then
+		echo "SLO bench: $mmrun, $m or $p missing (scripts/bench.sh makes the models); skipped"
+		return 0
+	fi
+	out=$(mktemp)
+	for mode in latency exact; do
+		n=${SLO_ASKS:-3}
+		if [ "$mode" = exact ]; then
+			[ "${SLO_EXACT:-0}" = 1 ] || continue
+			n=1
+		fi
+		echo "SLO: demo model shape (SmolLM2-135M Q8_0 + SigLIP 224 px + Whisper-tiny Q8_0, random weights), camera NV12 640x480@30, microphone 16 kHz, 2 s window, $mode audio, $n asks one every 1000 ms, 2 threads"
+		# shellcheck disable=SC2046
+		"$mmrun" --model "$m" --mmproj "$p" --device /dev/mmedge0 \
+			--camera 640x480@30:NV12 --mic 16000 --listen 2000 \
+			$([ "$mode" = latency ] && echo --audio-latency) \
+			--asks "$n" --every 1000 -n 4 -t 2 \
+			-p "What is happening?" >"$out" 2>&1 || {
+			echo "SLO bench: mmrun failed:"
+			cat "$out"
+			rm -f "$out"
+			return 1
+		}
+		sed 's/^mmrun: /  /' "$out"
+	done
+	rm -f "$out"
+}
+
+# The microphone in the latency class (a rate cap; CAP_SYS_NICE: root
+# here) while a camera floods the bus and the model runs: four phases of
+# ARB_SECS (5) s on a 20 MB/s modelled bus, the mic (16 kHz, 20 ms
+# buffers of 640 bytes) streaming throughout: (a) alone, (b) with a
+# 1280x720 NV12 camera at 30 fps (41 MB/s asked for), (c) also with mmrun
+# asking the demo model back to back (its own camera 640x480 and mic,
+# 2 threads on the guest's CPUs), (d) as (c) with the mic back in best
+# effort. Per phase: the mic's queue wait p99 (the driver's histogram over
+# the phase, mmctl stats: the bucket's upper bound), its eof - sof (DQBUF
+# stamps, mmstream -j) P50/P99/max, drops, and the bus shares.
+arb_bench() {
+	local b=${MMEDGE_BUILD:-build} t secs=${ARB_SECS:-8} bus=8000000
+	local mmctl=$b/tools/mmctl mmstream=$b/tools/mmstream mmrun=$b/tools/mmrun
+	local dir=$b/model/mm/models mpid fpid rpid k
+	if [ ! -x "$mmctl" ] || [ ! -x "$mmstream" ]; then
+		echo "arbiter bench: $mmctl or $mmstream missing; skipped"
+		return 0
+	fi
+	t=$(mktemp -d)
+	mono() { python3 -c 'import time; print(time.monotonic_ns())'; }
+	"$mmctl" bus set "$bus" >/dev/null || { rm -rf "$t"; return 1; }
+	"$mmstream" --mic 16000:320:tone -n 1000000 -j >"$t/mic.jsonl" 2>"$t/mic.err" &
+	mpid=$!
+	for k in $(seq 50); do
+		"$mmctl" chan show mic0 >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	"$mmctl" chan set mic0 class latency cap 256k >/dev/null || {
+		echo "arbiter bench: mmctl chan set mic0 class latency failed"
+		kill "$mpid"; wait "$mpid"; rm -rf "$t"; return 1
+	}
+	phase() {
+		echo "$1 $(mono)" >>"$t/phases"
+		"$mmctl" -j stats -w "$secs" -c 2 | tail -n 1 >"$t/$1.json"
+		echo "$1 $(mono)" >>"$t/phases"
+	}
+	sleep 1
+	phase a
+	"$mmstream" --camera 1280x720@30:NV12 --weight camera=10000 -n 0 \
+		>"$t/flood.txt" 2>&1 &
+	fpid=$!
+	sleep 1
+	phase b
+	rpid=
+	if [ -x "$mmrun" ] && [ -f "$dir/smolvlm-llm-q8_0.gguf" ]; then
+		"$mmrun" --model "$dir/smolvlm-llm-q8_0.gguf" \
+			--mmproj "$dir/mmproj-smolvlm224-whisper-tiny-q8_0.gguf" \
+			--device /dev/mmedge0 --camera 640x480@30:NV12 --mic 16000 \
+			--listen 2000 --audio-latency --asks 1000 -n 4 -t 2 \
+			-p "What is happening?" >"$t/run.txt" 2>&1 &
+		rpid=$!
+		# the model is loaded when its session's channels exist
+		for k in $(seq 600); do
+			"$mmctl" chan show camera1 >/dev/null 2>&1 && break
+			sleep 0.2
+		done
+		sleep 1
+		echo "cpu $(awk '{ print $14 + $15 }' "/proc/$rpid/stat") $(mono)" >>"$t/phases"
+		phase c
+		"$mmctl" chan set mic0 class best-effort cap none >/dev/null
+		phase d
+		echo "cpu $(awk '{ print $14 + $15 }' "/proc/$rpid/stat") $(mono)" >>"$t/phases"
+	else
+		echo "arbiter bench: no mmrun or demo model: phases c and d skipped"
+	fi
+	[ -n "$rpid" ] && kill "$rpid" && wait "$rpid"
+	kill "$fpid" "$mpid"
+	wait "$fpid" "$mpid"
+	"$mmctl" bus set 200M >/dev/null
+	python3 - "$t" "$bus" "$(getconf CLK_TCK)" <<'PY'
+import json, math, sys
+d, bus, tck = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ph, cpu = {}, []
+for line in open(d + '/phases'):
+    w = line.split()
+    if w[0] == 'cpu':
+        cpu.append((int(w[1]), int(w[2])))
+    else:
+        ph.setdefault(w[0], []).append(int(w[1]))
+frames = []
+for line in open(d + '/mic.jsonl'):
+    try:
+        o = json.loads(line)
+    except ValueError:
+        continue
+    if o.get('type') == 'frame':
+        frames.append((o['sof_mono_ns'], o['eof_mono_ns'] - o['sof_mono_ns']))
+def pct(v, p):
+    s = sorted(v)
+    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
+what = {'a': 'mic alone (latency class)',
+        'b': '+ camera flood',
+        'c': '+ camera flood + model',
+        'd': 'flood + model, mic best effort'}
+bound = 0.5e-3 + 4096 / bus + 50e-6
+print('arbiter: mic 16 kHz (640 B per 20 ms) latency class, cap 256 KB/s; flood: camera NV12 1280x720@30 (41 MB/s asked), weight 10000; bus %.0f MB/s; bound on a segment\'s wait (Documentation/arbiter.rst, soft engine): 0.5 ms + 4096 B / bus + 50 us = %.3f ms + the engine thread\'s scheduling' % (bus / 1e6, bound * 1e3))
+print('%-32s %-11s %11s %9s %9s %9s %6s %9s %9s' % ('phase', 'class', 'wait p99', 'eof-sof50', 'eof-sof99', 'max', 'drops', 'mic MB/s', 'cam MB/s'))
+for k in 'abcd':
+    if k not in ph:
+        continue
+    t0, t1 = ph[k]
+    try:
+        st = json.loads(open(d + '/%s.json' % k).read())
+    except (OSError, ValueError):
+        continue
+    mic = [c for c in st['chans'] if c['name'] == 'mic0']
+    cam = [c for c in st['chans'] if c['name'].startswith('camera')]
+    if not mic:
+        continue
+    mic = mic[0]
+    w = mic['wait_p99_ns']
+    ws = 'none' if w is None else ('>= 16.8 ms' if mic['wait_p99_open'] else '< %.3f ms' % (w / 1e6))
+    v = [x[1] / 1e6 for x in frames if t0 <= x[0] < t1]
+    if v:
+        e50, e99, emax = pct(v, 50), pct(v, 99), max(v)
+    else:
+        e50 = e99 = emax = float('nan')
+    print('%-32s %-11s %11s %8.2fms %8.2fms %8.2fms %6d %9.3f %9.3f' % (
+        what[k], mic['class'], ws, e50, e99, emax, mic['dropped_new'],
+        mic['bytes_per_s'] / 1e6, sum(c['bytes_per_s'] for c in cam) / 1e6))
+if len(cpu) == 2:
+    print('  the model during (c) and (d): mmrun -t 2 used %.1f CPU s in %.1f s' % (
+        (cpu[1][0] - cpu[0][0]) / tck, (cpu[1][1] - cpu[0][1]) / 1e9))
+PY
+	rm -rf "$t"
+}
+
+steps=${BENCH_STEPS:-all}
+[ "${ROUTE_BENCH_ONLY:-0}" = 1 ] && steps=route
+: >"$RES/bench.txt"
+rc=0
+if [ "$steps" = all ]; then
+	"$BENCH" "$@" 2>&1 | tee -a "$RES/bench.txt"
 	rc=${PIPESTATUS[0]}
-else
-	"$BENCH" "$@" 2>&1 | tee "$RES/bench.txt"
-	rc=${PIPESTATUS[0]}
-	route_bench 2>&1 | tee -a "$RES/bench.txt"
-	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+	steps="route slo arb"
 fi
+for s in $steps; do
+	case $s in
+	route) route_bench ;;
+	slo) slo_bench ;;
+	arb) arb_bench ;;
+	*) echo "guest-bench: unknown step '$s' (route, slo, arb)"; false ;;
+	esac 2>&1 | tee -a "$RES/bench.txt"
+	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+done
 
 # The arbiter's own cost per segment over every segment the bench moved,
 # next to the time one 4 KiB segment takes on the modelled bus.
