@@ -76,6 +76,35 @@ mkdir -p /tmp/mmrun-demo
 	--camera 64x48@30:NV12 --mic 16000 --listen 1000 --audio-latency \
 	-n 12 -p "What do you see and hear?" 2>&1 | sed 's/^/  /'
 
+step "mmrun --device --asks 3 --every 1000: the continuous mode, a question a second"
+echo "  each ask takes the newest frame and audio window; routing decides what runs:"
+echo "  the image encoder only when the frame's 16x16 thumbnail changed, the audio"
+echo "  encoder only when the window has speech-like energy; the rest of the prompt"
+echo "  is kept in the KV cache. The virtual camera's pattern moves every frame and"
+echo "  the microphone plays a tone:"
+"$B/tools/mmrun" --model /tmp/mmrun-demo/model.gguf \
+	--mmproj /tmp/mmrun-demo/mmproj.gguf --device /dev/mmedge0 \
+	--camera 64x48@30:NV12 --mic 16000 --listen 1000 --audio-latency \
+	--asks 3 --every 1000 -n 6 -p "What is happening?" 2>&1 | sed 's/^/  /'
+echo "  a static scene: a picture and 1 s of silence, copied through the device by"
+echo "  copy channels at each ask (timestamped like camera frames):"
+python3 - /tmp/mmrun-demo <<'PY'
+import math, struct, sys
+d = sys.argv[1]
+w, h = 64, 48
+px = bytes(int(128 + 100 * math.sin(x / 7.0) * math.cos(y / 5.0)) for y in range(h) for x in range(w))
+open(d + '/scene.pgm', 'wb').write(b'P5\n%d %d\n255\n' % (w, h) + px)
+pcm = bytes(2 * 16000)
+fmt = struct.pack('<IHHIIHH', 16, 1, 1, 16000, 32000, 2, 16)
+hdr = b'RIFF' + struct.pack('<I', 36 + len(pcm)) + b'WAVE' + b'fmt ' + fmt
+open(d + '/silence.wav', 'wb').write(hdr + b'data' + struct.pack('<I', len(pcm)) + pcm)
+PY
+"$B/tools/mmrun" --model /tmp/mmrun-demo/model.gguf \
+	--mmproj /tmp/mmrun-demo/mmproj.gguf --device /dev/mmedge0 \
+	--image /tmp/mmrun-demo/scene.pgm --audio /tmp/mmrun-demo/silence.wav \
+	--listen 1000 --audio-latency --asks 3 --every 1000 -n 6 \
+	-p "What is happening?" 2>&1 | sed 's/^/  /'
+
 step "unloading"
 rmmod mmedge
 echo "mmedge unloaded; /dev/mmedge0 $(test -e /dev/mmedge0 && echo still there || echo gone)"
