@@ -99,6 +99,17 @@ module_param(adaptive, bool, 0644);
 MODULE_PARM_DESC(adaptive,
 		 "Adaptive arbitration: move camera channels' weights toward their measured demand (default off)");
 
+static bool engine_rt;
+module_param(engine_rt, bool, 0644);
+MODULE_PARM_DESC(engine_rt,
+		 "Engine thread runs SCHED_FIFO (lowest RT priority) for runs of up to 2 ms (default off)");
+
+/*
+ * With engine_rt, a run of the engine thread (from its last sleep) longer
+ * than this continues under SCHED_NORMAL until the thread sleeps again.
+ */
+#define MMEDGE_RT_RUN_NS		(2 * NSEC_PER_MSEC)
+
 #define MMEDGE_ADAPT_PERIOD_NS		(200 * NSEC_PER_MSEC)
 #define MMEDGE_ADAPT_HYSTERESIS		25	/* permille */
 #define MMEDGE_ADAPT_STEP		50	/* permille per period */
@@ -692,15 +703,75 @@ static void mmedge_engine_serve(struct mmedge_engine *eng,
 			     MMEDGE_FRAME_ERROR : 0, -EIO);
 }
 
+/**
+ * struct mmedge_engine_sched - the engine thread's scheduling policy
+ * @nvcsw: the thread's voluntary context switches when last looked at
+ * @run_start_ns: when the thread was first seen running after a sleep
+ * @fallbacks: runs that went past MMEDGE_RT_RUN_NS under SCHED_FIFO
+ * @rt: the thread is SCHED_FIFO
+ * @held: the current run went past MMEDGE_RT_RUN_NS: SCHED_NORMAL until
+ *	the thread sleeps
+ */
+struct mmedge_engine_sched {
+	unsigned long nvcsw;
+	u64 run_start_ns;
+	unsigned long fallbacks;
+	bool rt;
+	bool held;
+};
+
+/**
+ * mmedge_engine_sched() - follow engine_rt, with the starvation guard
+ * @s: the thread's policy state
+ *
+ * Called by the engine thread at the top of its loop, outside the engine
+ * lock and the fence signalling section. With engine_rt set, the thread is
+ * SCHED_FIFO at the lowest RT priority (sched_set_fifo_low(): the
+ * administrator, not the driver, chooses RT priorities) so that a due
+ * segment does not wait behind CFS tasks. A FIFO thread that never sleeps
+ * would shut CFS tasks out of its CPU (cond_resched() does not yield to
+ * them), so a run longer than MMEDGE_RT_RUN_NS since the last voluntary
+ * sleep continues under SCHED_NORMAL until the next one.
+ */
+static void mmedge_engine_sched(struct mmedge_engine_sched *s)
+{
+	u64 now = ktime_get_ns();
+	bool want;
+
+	if (current->nvcsw != s->nvcsw) {
+		s->nvcsw = current->nvcsw;
+		s->run_start_ns = now;
+		s->held = false;
+	} else if (s->rt && now - s->run_start_ns > MMEDGE_RT_RUN_NS) {
+		s->held = true;
+		s->fallbacks++;
+	}
+	want = READ_ONCE(engine_rt) && !s->held;
+	if (want == s->rt)
+		return;
+	if (want)
+		sched_set_fifo_low(current);
+	else
+		sched_set_normal(current, 0);
+	s->rt = want;
+}
+
 static int mmedge_engine_thread(void *data)
 {
 	struct mmedge_engine *eng = data;
 	u64 last_anchor = 0, last_adapt = 0;
+	struct mmedge_engine_sched sched = {
+		.nvcsw = current->nvcsw,
+		.run_start_ns = ktime_get_ns(),
+		.rt = current->policy == SCHED_FIFO,
+	};
 
 	while (!kthread_should_stop()) {
 		struct mmedge_arb_chan *ac;
 		u64 now, t0, wait = 0, ahead = 0;
 		bool cookie;
+
+		mmedge_engine_sched(&sched);
 
 		spin_lock_irq(&eng->irq_lock);
 		eng->kick = false;
@@ -769,6 +840,11 @@ static int mmedge_engine_thread(void *data)
 						   kthread_should_stop(),
 						   ns_to_ktime(wait));
 	}
+	if (sched.fallbacks)
+		dev_dbg(&eng->mdev->dev,
+			"engine: %lu SCHED_FIFO runs went past %u us\n",
+			sched.fallbacks,
+			(unsigned int)(MMEDGE_RT_RUN_NS / NSEC_PER_USEC));
 	return 0;
 }
 
@@ -799,13 +875,16 @@ int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev)
 	if (ret)
 		goto err_free;
 
-	eng->thread = kthread_run(mmedge_engine_thread, eng, "mmedge%d-eng",
-				  mdev->id);
+	eng->thread = kthread_create(mmedge_engine_thread, eng, "mmedge%d-eng",
+				     mdev->id);
 	if (IS_ERR(eng->thread)) {
 		ret = PTR_ERR(eng->thread);
 		mmedge_dmaeng_fini(&eng->dmaeng);
 		goto err_free;
 	}
+	if (READ_ONCE(engine_rt))
+		sched_set_fifo_low(eng->thread);
+	wake_up_process(eng->thread);
 	return 0;
 
 err_free:
