@@ -142,6 +142,18 @@ struct mmhal_session;
  *	at each ask; else NULL.
  * @mic_copy_src: with a copy channel as @mic_chan: the buffer whose
  *	first listen_ms of samples are copied at each ask; else NULL.
+ * @camera_sensor_offset_ns: the camera's sensor clock (see "Sensor
+ *	clocks" in mmhal.h): offset from the SoC counter, ns, for a channel
+ *	the session creates; 0 with a caller's channel.
+ * @mic_sensor_offset_ns: likewise for the microphone.
+ * @camera_sensor_drift_ppb: the camera's sensor clock rate error, ppb
+ *	(as @camera_sensor_offset_ns).
+ * @mic_sensor_drift_ppb: likewise for the microphone.
+ * @clock_every_asks: a (sensor, SoC, CLOCK_MONOTONIC) triple is sampled
+ *	per capture channel at creation and then every this many asks,
+ *	1..65536; 0: 1.
+ * @clock_every_ms: and at an ask when this long passed since the last
+ *	sample, 1..600000; 0: no such condition.
  * @reserved: zero.
  */
 struct mmhal_session_params {
@@ -172,6 +184,12 @@ struct mmhal_session_params {
 	uint32_t slo_window;
 	struct mmhal_buf *camera_copy_src;
 	struct mmhal_buf *mic_copy_src;
+	int64_t camera_sensor_offset_ns;
+	int64_t mic_sensor_offset_ns;
+	int32_t camera_sensor_drift_ppb;
+	int32_t mic_sensor_drift_ppb;
+	uint32_t clock_every_asks;
+	uint32_t clock_every_ms;
 	uint64_t reserved[8];
 };
 
@@ -237,6 +255,9 @@ MMHAL_API const char *mmhal_session_error(const struct mmhal_session *s);
 #define MMHAL_RESULT_AUDIO_SKIPPED	(1U << 4)	/* a window was read,
 							 * not encoded */
 #define MMHAL_RESULT_IMU		(1U << 5)	/* IMU records read */
+#define MMHAL_RESULT_FRAME_MAPPED	(1U << 6)	/* frame_mono_* set */
+#define MMHAL_RESULT_AUDIO_MAPPED	(1U << 7)	/* audio_mono_* set */
+#define MMHAL_RESULT_PAIRED		(1U << 8)	/* pair_* set */
 
 /**
  * enum mmhal_route_reason - why a source was encoded or not
@@ -330,6 +351,35 @@ MMHAL_API const char *mmhal_route_name(uint32_t reason);
  * @image_frame_sequence: the frame whose encoding the prompt holds.
  * @reused_positions: decoder positions kept from the previous answer's
  *	cache instead of being evaluated.
+ * @frame_mono_sof: with MMHAL_RESULT_FRAME_MAPPED: @frame_sensor_sof on
+ *	CLOCK_MONOTONIC through the camera's clock fit (see "Timeline"
+ *	below), ns.
+ * @frame_mono_eof: @frame_sensor_eof likewise.
+ * @frame_uncert_ns: the mapping's uncertainty at @frame_mono_sof: the
+ *	fit's one-sigma spread there (mmhal_clock_fit_map()) plus half the
+ *	width of the newest clock sample's sandwich (where in it the
+ *	counter was read is not known).
+ * @audio_sensor_start: the window's first sample on the microphone's
+ *	sensor clock, ns (its first buffer's sensor start of frame plus the
+ *	samples before the window at the nominal rate); 0 without sensor
+ *	stamps.
+ * @audio_sensor_end: its last sample, likewise.
+ * @audio_mono_start: with MMHAL_RESULT_AUDIO_MAPPED: @audio_sensor_start
+ *	on CLOCK_MONOTONIC through the microphone's clock fit, ns.
+ * @audio_mono_end: @audio_sensor_end likewise.
+ * @audio_uncert_ns: as @frame_uncert_ns, at the window's ends (the
+ *	larger).
+ * @pair_n_overlap: with MMHAL_RESULT_PAIRED: the camera frames the
+ *	session dequeued (its recent frames: see mmhal_session_frames())
+ *	whose exposure overlaps the audio window on CLOCK_MONOTONIC
+ *	(mmhal_align_window() with both fits).
+ * @pair_frame_used: 1 if @frame_sequence is among them, else 0.
+ * @pair_seq_first: the first overlapping frame's sequence (0 if none).
+ * @pair_seq_last: the last's.
+ * @pair_coverage: the fraction of the window those exposures cover.
+ * @pair_uncert_ns: uncertainty of the pairing's edge comparisons: both
+ *	fits' one-sigma spreads (mmhal_align_result.uncert_ns) plus the
+ *	larger half width of the newest clock samples' sandwiches.
  * @reserved: zero.
  */
 struct mmhal_session_result {
@@ -380,6 +430,20 @@ struct mmhal_session_result {
 	uint64_t image_frame_sequence;
 	int reused_positions;
 	uint32_t pad3;
+	uint64_t frame_mono_sof;
+	uint64_t frame_mono_eof;
+	uint64_t frame_uncert_ns;
+	uint64_t audio_sensor_start;
+	uint64_t audio_sensor_end;
+	uint64_t audio_mono_start;
+	uint64_t audio_mono_end;
+	uint64_t audio_uncert_ns;
+	uint32_t pair_n_overlap;
+	uint32_t pair_frame_used;
+	uint64_t pair_seq_first;
+	uint64_t pair_seq_last;
+	double pair_coverage;
+	uint64_t pair_uncert_ns;
 	uint64_t reserved[8];
 };
 
@@ -414,6 +478,55 @@ MMHAL_API int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
 				struct mmhal_session_result *out);
 
 /**
+ * struct mmhal_session_poll - what an ask would run on the newest data
+ * @size: set by the caller: sizeof(struct mmhal_session_poll).
+ * @changed: 1 if an ask now would encode new data: the image route is
+ *	FIRST, CHANGED, MOTION or ALWAYS, or the audio route SPEECH or
+ *	ALWAYS; else 0.
+ * @image_route: the camera's enum mmhal_route_reason (NONE without one).
+ * @audio_route: the microphone's.
+ * @frame_sequence: the newest camera frame's sequence.
+ * @audio_last_sequence: the window's last buffer's sequence.
+ * @scene_diff: as mmhal_session_result.scene_diff.
+ * @vad_speech_frac: as mmhal_session_result.vad_speech_frac.
+ * @vad_max_dbfs: as mmhal_session_result.vad_max_dbfs.
+ * @pad: zero.
+ * @reserved: zero.
+ */
+struct mmhal_session_poll {
+	uint32_t size;
+	uint32_t changed;
+	uint32_t image_route;
+	uint32_t audio_route;
+	uint64_t frame_sequence;
+	uint64_t audio_last_sequence;
+	float scene_diff;
+	float vad_speech_frac;
+	float vad_max_dbfs;
+	uint32_t pad;
+	uint64_t reserved[4];
+};
+
+/**
+ * mmhal_session_poll() - would an ask now see a change?
+ * @s: session.
+ * @out: out->size set; filled in up to it on success.
+ *
+ * Acquires the newest frame and window as mmhal_session_ask() does (the
+ * buffers the previous call kept are given back; these are kept until
+ * the next call), reads the IMU, and routes them as an ask would
+ * (signature against the encoded frame, voice activity) without
+ * encoding or evaluating anything. Counted in the stats as polls, not as
+ * asks or routes; a window spanning buffers is copied for the detector
+ * (counted as an ask's copy is).
+ *
+ * Return: 0; -EINVAL (NULL argument, out->size too small); as
+ * mmhal_session_ask() for the acquisition.
+ */
+MMHAL_API int mmhal_session_poll(struct mmhal_session *s,
+				 struct mmhal_session_poll *out);
+
+/**
  * struct mmhal_session_stats - a session's counters since its creation
  * @size: set by the caller: sizeof(struct mmhal_session_stats).
  * @asks: successful mmhal_session_ask() calls.
@@ -436,6 +549,8 @@ MMHAL_API int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
  * @encoder_runs_avoided: passes routing saved (UNCHANGED, SILENCE).
  * @imu_records: IMU records read.
  * @reused_positions: decoder positions kept across asks.
+ * @polls: successful mmhal_session_poll() calls.
+ * @polls_changed: those that found a change.
  * @reserved: zero.
  */
 struct mmhal_session_stats {
@@ -457,6 +572,8 @@ struct mmhal_session_stats {
 	uint64_t encoder_runs_avoided;
 	uint64_t imu_records;
 	uint64_t reused_positions;
+	uint64_t polls;
+	uint64_t polls_changed;
 	uint64_t reserved[8];
 };
 
@@ -615,6 +732,53 @@ MMHAL_API struct mmhal_chan *mmhal_session_chan(struct mmhal_session *s,
 /* The session's model session (its KV cache holds the last answer), for
  * mmhal_ctx_stats() and the like. */
 MMHAL_API struct mmhal_ctx *mmhal_session_ctx(struct mmhal_session *s);
+
+/**
+ * struct mmhal_session_frame - a camera frame the session dequeued
+ * @sequence: its sequence number.
+ * @flags: its MMHAL_FRAME_* flags.
+ * @pad: zero.
+ * @sof_mono: its start of frame on CLOCK_MONOTONIC (the SoC counter's,
+ *	as dequeued).
+ * @sensor_sof: its start of frame on the camera's sensor clock (0
+ *	without MMHAL_FRAME_TS_SENSOR).
+ * @sensor_end: the exposure's end on the sensor clock as the pairing
+ *	takes it: @sensor_sof plus the nominal frame period.
+ */
+struct mmhal_session_frame {
+	uint64_t sequence;
+	uint32_t flags;
+	uint32_t pad;
+	uint64_t sof_mono;
+	uint64_t sensor_sof;
+	uint64_t sensor_end;
+};
+
+/* Recent camera frames the session keeps for the pairing. */
+#define MMHAL_SESSION_FRAMES	64
+
+/**
+ * mmhal_session_frames() - the camera frames the pairing chooses from
+ * @s: session.
+ * @out: receives up to @max frames, oldest first (the last
+ *	MMHAL_SESSION_FRAMES good frames dequeued, used or queued again).
+ * @max: entries of @out.
+ *
+ * Timeline: each capture channel of the session (camera, microphone)
+ * has a clock fit (struct mmhal_clock_fit, mmhal.h) fed with a
+ * mmhal_dev_sensor_xts() triple at creation and then as
+ * clock_every_asks / clock_every_ms say (and before the acquisition while
+ * it has fewer than 3 points). Each ask maps the frame's and the audio
+ * window's sensor stamps to CLOCK_MONOTONIC through them and pairs the
+ * window with these frames (mmhal_session_result.pair_*). Copy channels
+ * and drivers without sensor clocks have no fit: no mapping then.
+ *
+ * Return: the number of frames written (0..@max), or -EINVAL (NULL @s,
+ * NULL @out with @max > 0).
+ */
+MMHAL_API int mmhal_session_frames(const struct mmhal_session *s,
+				   struct mmhal_session_frame *out,
+				   size_t max);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,10 @@
 #define DEF_GYRO_THR	1000.0f
 #define DEF_ACCEL_THR	1638.0f		/* 0.1 g */
 #define IMU_REC		24		/* sizeof(struct mmhal_imu_sample) */
+#define MAX_CLOCK_ASKS	65536
+#define MAX_CLOCK_MS	600000
+#define CLOCK_WINDOW	32		/* points per clock fit */
+#define CLOCK_SAMPLES	4		/* triples per sample (the tightest) */
 
 /* A source, its channel, its buffers and the frames it holds dequeued. */
 struct sess_src {
@@ -55,6 +59,15 @@ struct sess_src {
 	struct mmhal_buf *copy_src;
 	uint64_t copy_bytes;
 	uint32_t copy_next;
+	/* the sensor clock of a channel the session creates */
+	int64_t sensor_offset;
+	int32_t sensor_drift;
+	/* sensor -> CLOCK_MONOTONIC fit (NULL: no sensor clock) */
+	struct mmhal_clock_fit *fit;
+	uint32_t fit_points;
+	uint32_t asks_since;
+	uint64_t t_sample;
+	uint64_t half_width;	/* of the newest point's sandwich */
 };
 
 struct mmhal_session {
@@ -69,6 +82,9 @@ struct mmhal_session {
 	uint8_t img_sig[MMHAL_SIG_CELLS];
 	uint64_t img_seq, img_sof;
 	struct mmhal_imu_motion motion;	/* since that frame */
+	/* the last good camera frames dequeued: a ring, oldest at head */
+	struct mmhal_session_frame frames[MMHAL_SESSION_FRAMES];
+	uint32_t frames_n, frames_head;
 	/* SLO: ring of the last slo_window asks */
 	double *slo_first, *slo_last;
 	uint32_t slo_n, slo_pos;
@@ -177,7 +193,8 @@ static int check_params(const struct mmhal_session_params *in,
 			char *err, size_t errlen)
 {
 	struct mmhal_mmproj_info pi = { .size = sizeof(pi) };
-	size_t min = offsetof(struct mmhal_session_params, reserved);
+	size_t min = offsetof(struct mmhal_session_params,
+			      camera_sensor_offset_ns);
 
 	*p = mmhal_session_default_params();
 	if (in->size < min || in->size > sizeof(*p))
@@ -323,6 +340,40 @@ static int check_params(const struct mmhal_session_params *in,
 	if (p->mic_copy_src && !p->mic_chan)
 		return errf(-EINVAL, err, errlen,
 			    "params.mic_copy_src needs a copy channel as params.mic_chan");
+	if (p->camera_sensor_offset_ns < -MMHAL_SENSOR_OFFSET_MAX ||
+	    p->camera_sensor_offset_ns > MMHAL_SENSOR_OFFSET_MAX ||
+	    p->mic_sensor_offset_ns < -MMHAL_SENSOR_OFFSET_MAX ||
+	    p->mic_sensor_offset_ns > MMHAL_SENSOR_OFFSET_MAX)
+		return errf(-EINVAL, err, errlen,
+			    "params.camera_sensor_offset_ns %lld / mic_sensor_offset_ns %lld: at most %lld ns either way",
+			    (long long)p->camera_sensor_offset_ns,
+			    (long long)p->mic_sensor_offset_ns,
+			    (long long)MMHAL_SENSOR_OFFSET_MAX);
+	if (p->camera_sensor_drift_ppb < -MMHAL_SENSOR_DRIFT_MAX ||
+	    p->camera_sensor_drift_ppb > MMHAL_SENSOR_DRIFT_MAX ||
+	    p->mic_sensor_drift_ppb < -MMHAL_SENSOR_DRIFT_MAX ||
+	    p->mic_sensor_drift_ppb > MMHAL_SENSOR_DRIFT_MAX)
+		return errf(-EINVAL, err, errlen,
+			    "params.camera_sensor_drift_ppb %d / mic_sensor_drift_ppb %d: at most %d ppb either way",
+			    p->camera_sensor_drift_ppb, p->mic_sensor_drift_ppb,
+			    MMHAL_SENSOR_DRIFT_MAX);
+	if ((p->camera_chan && (p->camera_sensor_offset_ns ||
+				p->camera_sensor_drift_ppb)) ||
+	    (p->mic_chan && (p->mic_sensor_offset_ns ||
+			     p->mic_sensor_drift_ppb)))
+		return errf(-EINVAL, err, errlen,
+			    "params.%s_sensor_*: only for a channel the session creates (the caller's channel has its own clock)",
+			    p->camera_chan && (p->camera_sensor_offset_ns ||
+					       p->camera_sensor_drift_ppb) ?
+			    "camera" : "mic");
+	if (!p->clock_every_asks)
+		p->clock_every_asks = 1;
+	if (p->clock_every_asks > MAX_CLOCK_ASKS ||
+	    p->clock_every_ms > MAX_CLOCK_MS)
+		return errf(-EINVAL, err, errlen,
+			    "params.clock_every_asks %u / clock_every_ms %u: 1..%u / 0..%u",
+			    p->clock_every_asks, p->clock_every_ms,
+			    MAX_CLOCK_ASKS, MAX_CLOCK_MS);
 	return 0;
 }
 
@@ -375,6 +426,8 @@ static int src_start(struct mmhal_session *s, struct sess_src *x,
 		/* a filled buffer is reused for a new frame: the filled
 		 * ones are always the newest */
 		cp.overrun = MMHAL_OVERRUN_DROP_OLDEST;
+		cp.sensor_offset_ns = x->sensor_offset;
+		cp.sensor_drift_ppb = x->sensor_drift;
 		ret = mmhal_chan_create(s->dev, &x->src, &cp, &x->chan);
 		if (ret)
 			return errf(ret, err, errlen, "%s channel: create: %s",
@@ -411,8 +464,62 @@ static int src_start(struct mmhal_session *s, struct sess_src *x,
 	return 0;
 }
 
+/* One (sensor, SoC, CLOCK_MONOTONIC) point into the source's fit. */
+static int clock_sample(struct mmhal_session *s, struct sess_src *x,
+			char *err, size_t errlen)
+{
+	struct mmhal_sensor_xts xts;
+	int ret;
+
+	ret = mmhal_dev_sensor_xts(s->dev, (uint32_t)mmhal_chan_id(x->chan),
+				   CLOCK_SAMPLES, &xts);
+	if (ret)
+		return errf(ret, err, errlen, "%s: sensor clock sample: %s",
+			    x->name, mmhal_strerror(ret));
+	/* a sandwich the scheduler stretched past 1 s is left out */
+	if (!mmhal_clock_fit_add_xts(x->fit, &xts)) {
+		uint64_t w = UINT64_MAX;
+
+		for (uint32_t i = 0; i < xts.n_samples; i++)
+			if (xts.samples[i].sys_after >= xts.samples[i].sys_before &&
+			    xts.samples[i].sys_after - xts.samples[i].sys_before < w)
+				w = xts.samples[i].sys_after -
+				    xts.samples[i].sys_before;
+		x->half_width = (w + 1) / 2;
+		x->fit_points++;
+	}
+	x->asks_since = 0;
+	x->t_sample = now_ns();
+	return 0;
+}
+
+/* The fit of a capture channel, with its first point; none for a copy
+ * channel or a driver without sensor clocks. */
+static int clock_start(struct mmhal_session *s, struct sess_src *x, char *err,
+		       size_t errlen)
+{
+	struct mmhal_sensor_xts xts;
+	int ret;
+
+	if (x->copy_src || mmhal_chan_dir(x->chan) != MMHAL_CHAN_CAPTURE)
+		return 0;
+	ret = mmhal_dev_sensor_xts(s->dev, (uint32_t)mmhal_chan_id(x->chan), 1,
+				   &xts);
+	if (ret == -E2BIG)
+		return 0;
+	if (ret)
+		return errf(ret, err, errlen, "%s: sensor clock sample: %s",
+			    x->name, mmhal_strerror(ret));
+	ret = mmhal_clock_fit_create(CLOCK_WINDOW, &x->fit);
+	if (ret)
+		return errf(ret, err, errlen, "%s: clock fit: %s", x->name,
+			    mmhal_strerror(ret));
+	return clock_sample(s, x, err, errlen);
+}
+
 static void src_stop(struct sess_src *x)
 {
+	mmhal_clock_fit_destroy(x->fit);
 	if (x->own_chan)
 		mmhal_chan_destroy(x->chan);
 	for (uint32_t i = 0; x->bufs && i < x->n_bufs; i++)
@@ -506,6 +613,8 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 
 	if (s->p.camera.type) {
 		s->cam.src = s->p.camera;
+		s->cam.sensor_offset = s->p.camera_sensor_offset_ns;
+		s->cam.sensor_drift = s->p.camera_sensor_drift_ppb;
 		ret = src_start(s, &s->cam, s->p.camera_chan,
 				s->p.camera_copy_src, s->p.camera_bufs, err,
 				errlen);
@@ -514,6 +623,8 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 	}
 	if (s->p.mic.type) {
 		s->mic.src = s->p.mic;
+		s->mic.sensor_offset = s->p.mic_sensor_offset_ns;
+		s->mic.sensor_drift = s->p.mic_sensor_drift_ppb;
 		if (s->p.mic_chan &&
 		    mmhal_chan_dir(s->p.mic_chan) == MMHAL_CHAN_COPY) {
 			/* one copy per window */
@@ -579,6 +690,12 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 		if (ret)
 			goto fail;
 	}
+	if (s->cam.chan)
+		ret = clock_start(s, &s->cam, err, errlen);
+	if (!ret && s->mic.chan)
+		ret = clock_start(s, &s->mic, err, errlen);
+	if (ret)
+		goto fail;
 	s->t_create = now_ns();
 	s->cpu_create = cpu_s();
 	s->err[0] = 0;
@@ -738,6 +855,51 @@ static int dq(struct mmhal_session *s, struct sess_src *x, int wait,
 	return 0;
 }
 
+/* Nominal frame period of the camera, ns on its clock. */
+static uint64_t cam_period_ns(const struct sess_src *x)
+{
+	return x->src.rate_num ? 1000000000ULL * x->src.rate_den /
+				 x->src.rate_num : 0;
+}
+
+/* A good camera frame into the pairing's ring. */
+static void frame_log(struct mmhal_session *s, const struct mmhal_frame *fr)
+{
+	struct mmhal_session_frame *f;
+	uint32_t i;
+
+	if (s->frames_n < MMHAL_SESSION_FRAMES) {
+		i = (s->frames_head + s->frames_n++) % MMHAL_SESSION_FRAMES;
+	} else {
+		i = s->frames_head;
+		s->frames_head = (s->frames_head + 1) % MMHAL_SESSION_FRAMES;
+	}
+	f = &s->frames[i];
+	memset(f, 0, sizeof(*f));
+	f->sequence = fr->sequence;
+	f->flags = fr->flags;
+	f->sof_mono = fr->ts.sof_mono;
+	if (fr->flags & MMHAL_FRAME_TS_SENSOR) {
+		f->sensor_sof = fr->sensor_sof;
+		f->sensor_end = fr->sensor_sof + cam_period_ns(&s->cam);
+	}
+}
+
+int mmhal_session_frames(const struct mmhal_session *s,
+			 struct mmhal_session_frame *out, size_t max)
+{
+	size_t n;
+
+	if (!s || (!out && max))
+		return -EINVAL;
+	n = s->frames_n < max ? s->frames_n : max;
+	/* the newest n */
+	for (size_t k = 0; k < n; k++)
+		out[k] = s->frames[(s->frames_head + s->frames_n - n + k) %
+				   MMHAL_SESSION_FRAMES];
+	return (int)n;
+}
+
 /* The newest good camera frame, held. */
 static int cam_acquire(struct mmhal_session *s, uint64_t deadline)
 {
@@ -768,6 +930,7 @@ static int cam_acquire(struct mmhal_session *s, uint64_t deadline)
 			if (ret)
 				return ret;
 		}
+		frame_log(s, &fr);
 		x->held[0] = fr;
 		x->n_held = 1;
 	}
@@ -1044,11 +1207,118 @@ out:
 		r->frame_sensor_sof = fr->sensor_sof;
 		r->frame_sensor_eof = fr->sensor_eof;
 	}
+	if ((fr->flags & MMHAL_FRAME_TS_SENSOR) && x->fit &&
+	    !mmhal_clock_fit_map(x->fit, fr->sensor_sof, &r->frame_mono_sof,
+				 &r->frame_uncert_ns) &&
+	    !mmhal_clock_fit_map(x->fit, fr->sensor_eof, &r->frame_mono_eof,
+				 NULL)) {
+		r->frame_uncert_ns += x->half_width;
+		r->flags |= MMHAL_RESULT_FRAME_MAPPED;
+	}
 	r->frame_buf = fr->buf;
 	r->image_plane[0] = img.plane[0];
 	r->image_plane[1] = img.plane[1];
 	r->image_stride[0] = img.stride[0];
 	r->image_stride[1] = img.stride[1];
+	return 0;
+}
+
+/* @n samples at the microphone's nominal rate, ns on its clock. */
+static uint64_t samples_ns(const struct sess_src *x, uint64_t n)
+{
+	unsigned __int128 t = (unsigned __int128)n * 1000000000ULL *
+			      x->src.rate_den;
+
+	return (uint64_t)((t + x->src.rate_num / 2) / x->src.rate_num);
+}
+
+/* The held window's ends on the microphone's clock, and mapped. */
+static void window_stamps(struct mmhal_session *s, uint64_t skip,
+			  struct mmhal_session_result *r)
+{
+	struct sess_src *x = &s->mic;
+	const struct mmhal_frame *last = &x->held[x->n_held - 1];
+	uint64_t u1 = 0, u2 = 0;
+
+	for (uint32_t i = 0; i < x->n_held; i++)
+		if (!(x->held[i].flags & MMHAL_FRAME_TS_SENSOR))
+			return;
+	r->audio_sensor_start = x->held[0].sensor_sof + samples_ns(x, skip);
+	r->audio_sensor_end = last->sensor_sof +
+			      samples_ns(x, last->bytesused / 2 - 1);
+	if (x->fit &&
+	    !mmhal_clock_fit_map(x->fit, r->audio_sensor_start,
+				 &r->audio_mono_start, &u1) &&
+	    !mmhal_clock_fit_map(x->fit, r->audio_sensor_end,
+				 &r->audio_mono_end, &u2)) {
+		r->audio_uncert_ns = (u1 > u2 ? u1 : u2) + x->half_width;
+		r->flags |= MMHAL_RESULT_AUDIO_MAPPED;
+	}
+}
+
+/* The audio window against the recent camera frames, both mapped. */
+static void pair_window(struct mmhal_session *s,
+			struct mmhal_session_result *r)
+{
+	struct mmhal_align_frame fr[MMHAL_SESSION_FRAMES];
+	struct mmhal_align_result ar;
+	size_t n = 0;
+
+	if (!(r->flags & MMHAL_RESULT_AUDIO_MAPPED) || !s->cam.fit)
+		return;
+	for (uint32_t k = 0; k < s->frames_n; k++) {
+		const struct mmhal_session_frame *f =
+			&s->frames[(s->frames_head + k) % MMHAL_SESSION_FRAMES];
+
+		if (!(f->flags & MMHAL_FRAME_TS_SENSOR))
+			continue;
+		/* in order of start: a clock that went back starts over */
+		if (n && (int64_t)(f->sensor_sof - fr[n - 1].start) < 0)
+			n = 0;
+		fr[n].sequence = f->sequence;
+		fr[n].start = f->sensor_sof;
+		fr[n].end = f->sensor_end;
+		n++;
+	}
+	if (mmhal_align_window(s->mic.fit, r->audio_sensor_start,
+			       r->audio_sensor_end, s->cam.fit, fr, n, NULL, 0,
+			       &ar))
+		return;
+	r->flags |= MMHAL_RESULT_PAIRED;
+	r->pair_n_overlap = ar.n_overlap;
+	r->pair_seq_first = ar.seq_first;
+	r->pair_seq_last = ar.seq_last;
+	r->pair_coverage = ar.coverage;
+	r->pair_uncert_ns = ar.uncert_ns + (s->cam.half_width >
+					    s->mic.half_width ?
+					    s->cam.half_width :
+					    s->mic.half_width);
+	r->pair_frame_used = ar.n_overlap && (r->flags & MMHAL_RESULT_IMAGE) &&
+			     r->frame_sequence >= ar.seq_first &&
+			     r->frame_sequence <= ar.seq_last;
+}
+
+/* Clock points: while a fit cannot map (@before), or when one is due. */
+static int clock_due(struct mmhal_session *s, int before)
+{
+	struct sess_src *xs[2] = { &s->cam, &s->mic };
+	uint64_t t = now_ns();
+	int ret;
+
+	for (int i = 0; i < 2; i++) {
+		struct sess_src *x = xs[i];
+
+		if (!x->fit)
+			continue;
+		if (before ? x->fit_points >= 3 :
+		    ++x->asks_since < s->p.clock_every_asks &&
+		    (!s->p.clock_every_ms ||
+		     t - x->t_sample < (uint64_t)s->p.clock_every_ms * 1000000))
+			continue;
+		ret = clock_sample(s, x, s->err, sizeof(s->err));
+		if (ret)
+			return ret;
+	}
 	return 0;
 }
 
@@ -1157,6 +1427,190 @@ out:
 	r->audio_samples = au.samples;
 	r->audio_n_samples = need;
 	r->audio_n_bufs = x->n_held;
+	window_stamps(s, skip, r);
+	return 0;
+}
+
+/* ---- polling -------------------------------------------------------------- */
+
+/* The held frame's routing, no encoding. */
+static int poll_frame(struct mmhal_session *s, struct mmhal_session_poll *o)
+{
+	struct sess_src *x = &s->cam;
+	const struct mmhal_frame *fr = &x->held[0];
+	const uint8_t *base = x->maps[fr->cookie];
+	uint8_t sig[MMHAL_SIG_CELLS];
+	struct mmhal_image img;
+	int ret, r2;
+
+	memset(&img, 0, sizeof(img));
+	img.format = x->src.fourcc;
+	img.width = x->src.width;
+	img.height = x->src.height;
+	img.plane[0] = base;
+	img.stride[0] = (size_t)x->src.width *
+			(x->src.fourcc == MMHAL_FMT_RGB24 ? 3 : 1);
+	ret = mmhal_buf_begin_cpu(fr->buf, MMHAL_SYNC_READ);
+	if (ret)
+		return SERR(s, ret, "camera: frame %llu: begin CPU access: %s",
+			    (unsigned long long)fr->sequence,
+			    mmhal_strerror(ret));
+	ret = check_meta(s, x, fr);
+	if (!ret) {
+		ret = mmhal_scene_signature(&img, sig);
+		if (ret)
+			SERR(s, ret, "camera: frame %llu: signature of a %ux%u frame",
+			     (unsigned long long)fr->sequence, img.width,
+			     img.height);
+	}
+	r2 = mmhal_buf_end_cpu(fr->buf, MMHAL_SYNC_READ);
+	if (!ret && r2)
+		ret = SERR(s, r2, "camera: frame %llu: end CPU access: %s",
+			   (unsigned long long)fr->sequence, mmhal_strerror(r2));
+	if (ret)
+		return ret;
+	o->frame_sequence = fr->sequence;
+	o->scene_diff = s->img_chunk ? (float)mmhal_scene_diff(sig, s->img_sig) :
+				       -1.0f;
+	if (s->p.route_off & MMHAL_ROUTE_SCENE)
+		o->image_route = MMHAL_ROUTE_ALWAYS;
+	else if (!s->img_chunk)
+		o->image_route = MMHAL_ROUTE_FIRST;
+	else if (s->imu.chan && !(s->p.route_off & MMHAL_ROUTE_IMU) &&
+		 mmhal_imu_moved(&s->motion, s->p.imu_gyro_threshold,
+				 s->p.imu_accel_threshold))
+		o->image_route = MMHAL_ROUTE_MOTION;
+	else if (o->scene_diff > s->p.scene_threshold)
+		o->image_route = MMHAL_ROUTE_CHANGED;
+	else
+		o->image_route = MMHAL_ROUTE_UNCHANGED;
+	return 0;
+}
+
+/* The held window's voice activity, no encoding. */
+static int poll_window(struct mmhal_session *s, struct mmhal_session_poll *o)
+{
+	struct sess_src *x = &s->mic;
+	uint64_t need = s->listen_samples, skip = held_samples(x) - need;
+	const int16_t *pcm;
+	struct mmhal_vad vad;
+	uint32_t begun = 0;
+	int ret = 0;
+
+	o->audio_last_sequence = x->held[x->n_held - 1].sequence;
+	if (s->p.route_off & MMHAL_ROUTE_VAD) {
+		o->audio_route = MMHAL_ROUTE_ALWAYS;
+		return 0;
+	}
+	for (; begun < x->n_held; begun++) {
+		ret = mmhal_buf_begin_cpu(x->held[begun].buf, MMHAL_SYNC_READ);
+		if (ret) {
+			SERR(s, ret,
+			     "microphone: buffer %llu: begin CPU access: %s",
+			     (unsigned long long)x->held[begun].sequence,
+			     mmhal_strerror(ret));
+			goto out;
+		}
+	}
+	if (x->n_held == 1) {
+		pcm = (const int16_t *)x->maps[x->held[0].cookie] + skip;
+	} else {
+		uint64_t at = 0;
+
+		for (uint32_t i = 0; i < x->n_held; i++) {
+			const int16_t *p = x->maps[x->held[i].cookie];
+			uint64_t n = x->held[i].bytesused / 2, from = i ? 0 : skip;
+
+			memcpy(s->pcm + at, p + from, (n - from) * 2);
+			at += n - from;
+		}
+		pcm = s->pcm;
+		s->st.audio_bytes_copied += need * 2;
+		s->st.bytes_copied += need * 2;
+	}
+	ret = mmhal_vad(pcm, need, (uint32_t)(x->src.rate_num / x->src.rate_den),
+			s->p.vad_threshold_dbfs, s->p.vad_min_speech, &vad);
+	if (ret) {
+		SERR(s, ret, "microphone: voice activity: %s",
+		     mmhal_strerror(ret));
+		goto out;
+	}
+	o->audio_route = vad.speech ? MMHAL_ROUTE_SPEECH : MMHAL_ROUTE_SILENCE;
+	o->vad_speech_frac = vad.speech_frac;
+	o->vad_max_dbfs = vad.max_dbfs;
+out:
+	for (uint32_t i = 0; i < begun; i++) {
+		int r2 = mmhal_buf_end_cpu(x->held[i].buf, MMHAL_SYNC_READ);
+
+		if (!ret && r2)
+			ret = SERR(s, r2,
+				   "microphone: buffer %llu: end CPU access: %s",
+				   (unsigned long long)x->held[i].sequence,
+				   mmhal_strerror(r2));
+	}
+	return ret;
+}
+
+int mmhal_session_poll(struct mmhal_session *s, struct mmhal_session_poll *out)
+{
+	struct mmhal_session_result r;
+	struct mmhal_session_poll o;
+	uint64_t deadline;
+	uint32_t size;
+	int ret;
+
+	if (!s)
+		return -EINVAL;
+	s->err[0] = 0;
+	if (!out)
+		return SERR(s, -EINVAL, "poll result is NULL");
+	size = out->size;
+	if (size < offsetof(struct mmhal_session_poll, frame_sequence))
+		return SERR(s, -EINVAL,
+			    "poll.size %u: set it to sizeof(struct mmhal_session_poll)",
+			    size);
+	memset(&o, 0, sizeof(o));
+	o.size = sizeof(o);
+	o.scene_diff = -1.0f;
+	memset(&r, 0, sizeof(r));
+	ret = release_held(s, &s->cam);
+	if (!ret)
+		ret = release_held(s, &s->mic);
+	if (ret)
+		return ret;
+	deadline = now_ns() + (uint64_t)s->p.wait_ms * 1000000;
+	if (s->mic.chan) {
+		ret = s->mic.copy_src ? copy_acquire(s, &s->mic, deadline) :
+					mic_acquire(s, deadline);
+		if (!ret)
+			ret = poll_window(s, &o);
+		if (ret)
+			return ret;
+	}
+	if (s->cam.chan) {
+		ret = s->cam.copy_src ? copy_acquire(s, &s->cam, deadline) :
+					cam_acquire(s, deadline);
+		if (ret)
+			return ret;
+	}
+	if (s->imu.chan) {
+		ret = imu_drain(s, &r);
+		if (ret)
+			return ret;
+	}
+	if (s->cam.chan) {
+		ret = poll_frame(s, &o);
+		if (ret)
+			return ret;
+	}
+	o.changed = (o.image_route != MMHAL_ROUTE_NONE &&
+		     o.image_route != MMHAL_ROUTE_UNCHANGED) ||
+		    o.audio_route == MMHAL_ROUTE_SPEECH ||
+		    o.audio_route == MMHAL_ROUTE_ALWAYS;
+	s->st.polls++;
+	s->st.polls_changed += o.changed;
+	memcpy(out, &o, size < sizeof(o) ? size : sizeof(o));
+	out->size = size;
 	return 0;
 }
 
@@ -1324,6 +1778,9 @@ int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
 	t0 = now_ns();
 	r.ask_mono = t0;
 	deadline = t0 + (uint64_t)s->p.wait_ms * 1000000;
+	ret = clock_due(s, 1);
+	if (ret)
+		return ret;
 	/* the microphone first: it may wait for a window to fill, and the
 	 * frame is then the newest after that wait */
 	if (s->mic.chan) {
@@ -1343,6 +1800,9 @@ int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
 		if (ret)
 			return ret;
 	}
+	ret = clock_due(s, 0);
+	if (ret)
+		return ret;
 	t1 = now_ns();
 	r.acquire_ms = ms_between(t0, t1);
 
@@ -1367,6 +1827,8 @@ int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
 		}
 		n_src++;
 	}
+	if (s->cam.chan && s->mic.chan)
+		pair_window(s, &r);
 	for (int i = 0; i < n_chunks; i++) {
 		struct mmhal_chunk_info ci = { .size = sizeof(ci) };
 

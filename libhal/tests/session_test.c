@@ -23,7 +23,11 @@
  * camera at 10 frames/s encoded again and a noise microphone encoded,
  * each scene difference equal to the one recomputed from the documented
  * patterns), the virtual IMU's motion forcing a fresh frame,
- * and the SLO percentiles against the answers' own figures. Prints TAP;
+ * the SLO percentiles against the answers' own figures, and the
+ * timeline: sensor clocks of -2 ms / -30 ppm (camera) and +3 ms / +50
+ * ppm (microphone) mapped back onto the SoC counter's CLOCK_MONOTONIC
+ * stamps within the session's clock fits' uncertainty, and the audio
+ * window's pairing with the camera frames as the SoC stamps give it. Prints TAP;
  * DEVICE defaults
  * to /dev/mmedge0 (--skip-missing: skip all if it is absent). Meant to
  * run in the test VM, with mmedge.ko loaded.
@@ -216,6 +220,15 @@ static void test_bad_params(void)
 	p.camera_copy_src = (struct mmhal_buf *)&p;
 	REFUSED(&p, -EINVAL, "camera_copy_src");
 	p = av_params();
+	p.mic_sensor_drift_ppb = MMHAL_SENSOR_DRIFT_MAX + 1;
+	REFUSED(&p, -EINVAL, "mic_sensor_drift_ppb");
+	p = av_params();
+	p.camera_sensor_offset_ns = -MMHAL_SENSOR_OFFSET_MAX - 1;
+	REFUSED(&p, -EINVAL, "camera_sensor_offset_ns");
+	p = av_params();
+	p.clock_every_asks = 65537;
+	REFUSED(&p, -EINVAL, "clock_every_asks");
+	p = av_params();
 	p.mic_bufs = 3;
 	p.mic.period = 320;
 	p.mic_chan = NULL;
@@ -229,6 +242,8 @@ static void test_bad_params(void)
 	memset(&p.mic, 0, sizeof(p.mic));
 	p.camera_chan = ch;	/* GREY 64x48, the params say NV12 */
 	REFUSED(&p, -EINVAL, "frames of 3072 bytes");
+	p.camera_sensor_drift_ppb = 5;	/* a caller's channel has its clock */
+	REFUSED(&p, -EINVAL, "camera_sensor_*");
 	mmhal_chan_destroy(ch);
 	/* a copy channel without a source buffer */
 	ch = NULL;
@@ -501,7 +516,9 @@ static void test_mic_window_spans_buffers(void)
 		goto out;
 	}
 	diag_result("mic in 20 ms buffers", &r);
-	CHECK_INT(r.flags, MMHAL_RESULT_AUDIO | MMHAL_RESULT_AUDIO_COPIED);
+	/* the caller's capture channel has a sensor clock: mapped too */
+	CHECK_INT(r.flags, MMHAL_RESULT_AUDIO | MMHAL_RESULT_AUDIO_COPIED |
+		  MMHAL_RESULT_AUDIO_MAPPED);
 	CHECK_INT(r.audio_n_samples, 3200);
 	CHECK_INT(r.audio_n_bufs, 10);
 	CHECK_INT(r.audio_last_sequence - r.audio_first_sequence + 1,
@@ -966,6 +983,167 @@ static void test_routing_imu_motion(void)
 	imu_session(0, 0, MMHAL_ROUTE_IMU, MMHAL_ROUTE_UNCHANGED);
 }
 
+/* |a - b| in ns, signed */
+static int64_t sdiff(uint64_t a, uint64_t b)
+{
+	return (int64_t)(a - b);
+}
+
+/*
+ * The timeline: camera at -2 ms / -30 ppm, microphone at +3 ms / +50 ppm.
+ * Each answer's frame and window stamps on their sensor clocks follow the
+ * documented formula from the SoC counter (so they are ms off the SoC
+ * timeline), and mapped through the session's clock fits they land on
+ * the SoC counter's CLOCK_MONOTONIC stamps within the fits' uncertainty;
+ * the audio window's pairing with the session's frames is the one the
+ * SoC stamps give.
+ */
+static void test_timeline(void)
+{
+	const uint64_t period = 1000000000ULL / 30;	/* 30 frames/s */
+	const uint64_t win = (7999ULL * 1000000000ULL + 8000) / 16000;
+	struct mmhal_session_params p = av_params();
+	struct mmhal_sensor_clock cclk, mclk;
+	struct mmhal_session *s = NULL;
+	struct mmhal_xts xts;
+	uint64_t max_unc = 0;
+	int64_t max_err = 0, min_raw_cam = INT64_MAX, min_raw_mic = INT64_MAX;
+	int paired = 0, overlapping = 0, compared = 0;
+	char err[256];
+	int ret;
+
+	p.camera_sensor_offset_ns = -2000000;
+	p.camera_sensor_drift_ppb = -30000;
+	p.mic_sensor_offset_ns = 3000000;
+	p.mic_sensor_drift_ppb = 50000;
+	p.n_predict = 2;
+	ret = mmhal_session_create(dev, model, proj, &p, &s, err, sizeof(err));
+	if (ret)
+		FAIL("create: %s", err);
+	CHECK_INT(mmhal_chan_sensor_clock(mmhal_session_chan(s, MMHAL_SRC_CAMERA),
+					  &cclk), 0);
+	CHECK_INT(mmhal_chan_sensor_clock(mmhal_session_chan(s, MMHAL_SRC_MIC),
+					  &mclk), 0);
+	CHECK_INT(cclk.offset_ns, -2000000);
+	CHECK_INT(cclk.drift_ppb, -30000);
+	CHECK_INT(mclk.offset_ns, 3000000);
+	CHECK_INT(mclk.drift_ppb, 50000);
+	CHECK_INT(mmhal_dev_xts(dev, 1, &xts), 0);
+	for (int k = 0; k < 6; k++) {
+		struct mmhal_session_result r = { .size = sizeof(r) };
+		struct mmhal_session_frame fl[MMHAL_SESSION_FRAMES];
+		struct mmhal_align_frame af[MMHAL_SESSION_FRAMES];
+		struct mmhal_align_result ar;
+		uint64_t csoc, msoc, ws, we, margin = UINT64_MAX;
+		int64_t e_cam, e_mic, e_end, raw_cam, raw_mic;
+		int nf, na = 0;
+
+		ret = mmhal_session_ask(s, "When?", NULL, NULL, &r);
+		if (ret)
+			FAIL("ask %d: %s", k, mmhal_session_error(s));
+		CHECK(r.frame_flags & MMHAL_FRAME_TS_SENSOR);
+		CHECK_INT(r.flags & (MMHAL_RESULT_FRAME_MAPPED |
+				     MMHAL_RESULT_AUDIO_MAPPED |
+				     MMHAL_RESULT_PAIRED),
+			  MMHAL_RESULT_FRAME_MAPPED | MMHAL_RESULT_AUDIO_MAPPED |
+			  MMHAL_RESULT_PAIRED);
+		CHECK_INT(r.audio_n_bufs, 1);
+		/* the sensor stamps: the formula on the SoC counter */
+		csoc = mmhal_soc_ns(xts.mult, xts.shift, r.frame_ts.sof_raw);
+		msoc = mmhal_soc_ns(xts.mult, xts.shift, r.audio_first_ts.sof_raw);
+		CHECK_INT(r.frame_sensor_sof, mmhal_sensor_from_soc(&cclk, csoc));
+		CHECK_INT(r.audio_sensor_start,
+			  mmhal_sensor_from_soc(&mclk, msoc));
+		CHECK_INT(r.audio_sensor_end - r.audio_sensor_start, win);
+		/* uncorrected: the sensor stamp taken as the SoC counter */
+		raw_cam = sdiff(r.frame_sensor_sof, csoc);
+		raw_mic = sdiff(r.audio_sensor_start, msoc);
+		/* corrected: the fit's mapping against the SoC stamps */
+		e_cam = sdiff(r.frame_mono_sof, r.frame_ts.sof_mono);
+		e_mic = sdiff(r.audio_mono_start, r.audio_first_ts.sof_mono);
+		e_end = sdiff(r.audio_mono_end - r.audio_mono_start, win);
+		tap_diag("ask %d: camera frame %" PRIu64 " sensor - SoC %+.3f ms, mapped - SoC %+.2f us (uncertainty %.2f us); microphone %+.3f ms, %+.2f us (%.2f us); window length error %+.2f us; frames %" PRIu64 "..%" PRIu64 " (%u) overlap the window, frame used %s, coverage %.2f",
+			 k, r.frame_sequence, raw_cam / 1e6, e_cam / 1e3,
+			 r.frame_uncert_ns / 1e3, raw_mic / 1e6, e_mic / 1e3,
+			 r.audio_uncert_ns / 1e3, e_end / 1e3, r.pair_seq_first,
+			 r.pair_seq_last, r.pair_n_overlap,
+			 r.pair_frame_used ? "among them" : "not among them",
+			 r.pair_coverage);
+		/* 1 us: the SoC stamps' own conversion (the driver's
+		 * counter -> CLOCK_MONOTONIC), sub-us in the test VM */
+		CHECK(llabs(e_cam) <= 3 * (int64_t)r.frame_uncert_ns + 1000);
+		CHECK(llabs(e_mic) <= 3 * (int64_t)r.audio_uncert_ns + 1000);
+		/* the window's length on CLOCK_MONOTONIC: 50 ppm shorter */
+		CHECK(llabs(e_end + (int64_t)(win / 20000)) <=
+		      2 * (int64_t)r.audio_uncert_ns);
+		CHECK(r.frame_uncert_ns > 0 && r.frame_uncert_ns < 20000);
+		CHECK(r.audio_uncert_ns > 0 && r.audio_uncert_ns < 20000);
+		if (llabs(e_cam) > max_err)
+			max_err = llabs(e_cam);
+		if (llabs(e_mic) > max_err)
+			max_err = llabs(e_mic);
+		if (r.frame_uncert_ns > max_unc)
+			max_unc = r.frame_uncert_ns;
+		if (r.audio_uncert_ns > max_unc)
+			max_unc = r.audio_uncert_ns;
+		if (-raw_cam < min_raw_cam)
+			min_raw_cam = -raw_cam;
+		if (raw_mic < min_raw_mic)
+			min_raw_mic = raw_mic;
+		/* the pairing from the SoC stamps of the same frames */
+		nf = mmhal_session_frames(s, fl, MMHAL_SESSION_FRAMES);
+		CHECK(nf > 0 && nf <= MMHAL_SESSION_FRAMES);
+		ws = r.audio_first_ts.sof_mono;
+		we = ws + win;
+		for (int i = 0; i < nf; i++) {
+			uint64_t ed[2] = { fl[i].sof_mono, fl[i].sof_mono + period };
+
+			CHECK_INT(fl[i].sensor_end - fl[i].sensor_sof, period);
+			if (i)
+				CHECK(fl[i].sequence > fl[i - 1].sequence);
+			af[na].sequence = fl[i].sequence;
+			af[na].start = ed[0];
+			af[na].end = ed[1];
+			na++;
+			for (int j = 0; j < 2; j++) {
+				uint64_t d1 = (uint64_t)llabs(sdiff(ed[j], ws));
+				uint64_t d2 = (uint64_t)llabs(sdiff(ed[j], we));
+
+				if (d1 < margin)
+					margin = d1;
+				if (d2 < margin)
+					margin = d2;
+			}
+		}
+		CHECK_INT(mmhal_align_window(NULL, ws, we, NULL, af, (size_t)na,
+					     NULL, 0, &ar), 0);
+		if (margin > 100000) {
+			CHECK_INT(r.pair_n_overlap, ar.n_overlap);
+			CHECK_INT(r.pair_seq_first, ar.seq_first);
+			CHECK_INT(r.pair_seq_last, ar.seq_last);
+			compared++;
+		} else {
+			tap_diag("ask %d: a frame edge %" PRIu64 " ns from the window's: not compared",
+				 k, margin);
+		}
+		CHECK_INT(r.pair_frame_used,
+			  r.pair_n_overlap && r.frame_sequence >= r.pair_seq_first &&
+			  r.frame_sequence <= r.pair_seq_last);
+		paired++;
+		overlapping += r.pair_n_overlap > 0;
+	}
+	tap_diag("timeline: largest mapped - SoC error %.2f us (largest uncertainty %.2f us); uncorrected sensor stamps off by at least %.3f ms (camera) and %.3f ms (microphone)",
+		 max_err / 1e3, max_unc / 1e3, min_raw_cam / 1e6,
+		 min_raw_mic / 1e6);
+	/* the uncorrected stamps are ms off: -2 ms - 30 ppm, +3 ms + 50 ppm */
+	CHECK(min_raw_cam > 1900000);
+	CHECK(min_raw_mic > 2900000);
+	CHECK_INT(paired, 6);
+	CHECK(compared >= 4);
+	CHECK(overlapping > 0);
+	mmhal_session_destroy(s);
+}
+
 static void test_teardown(void)
 {
 	mmhal_mmproj_free(proj);
@@ -985,6 +1163,7 @@ static const struct tap_test tests[] = {
 	TAP_TEST(test_routing_static_scene_and_silence),
 	TAP_TEST(test_routing_virtual_sources),
 	TAP_TEST(test_routing_imu_motion),
+	TAP_TEST(test_timeline),
 	TAP_TEST(test_teardown),
 };
 
