@@ -14,7 +14,7 @@
  *   mmrun --model M.gguf --mmproj P.gguf --device /dev/mmedge0
  *         [--camera WxH[@FPS][:GREY|RGB24|NV12]] [--mic RATE]
  *         [--image F] [--audio F.wav] [--listen MS] -p TEXT [-n N]
- *         [--asks N] [--every MS] [--no-route] ...
+ *         [--asks N] [--every MS] [--on-change] [--no-route] [-j] ...
  *
  * With --device, --image and --audio are the caller's sensor data: the
  * picture (or the first --listen ms of the WAV file) sits in a buffer
@@ -25,7 +25,22 @@
  * start of frame -> first token time), then the SLO summary (P50/P95/P99
  * of start of frame -> first and last token, peak RSS, CPU seconds per
  * minute, encoder runs done and avoided). --no-route encodes every frame
- * and window (mmhal_session_params.route_off).
+ * and window (mmhal_session_params.route_off). --on-change makes each of
+ * the --asks N periods a poll (mmhal_session_poll()): the ask is made
+ * only when routing finds the scene changed (or the first frame, or the
+ * IMU moved) or speech in the window; the other polls are skipped and
+ * counted in the summary.
+ *
+ * -j prints JSON lines instead: one object per answer ("type":
+ * "answer": the text, the token ids, the camera frame's sequence and
+ * stamps (counter, CLOCK_MONOTONIC, sensor clock, and the sensor stamps
+ * mapped onto CLOCK_MONOTONIC through the session's clock fit with its
+ * uncertainty), the audio window's, the frames the window overlaps, the
+ * routing decisions with their reasons and measures, the timings
+ * including start of frame -> first and last token), with --on-change
+ * one per skipped poll ("type": "skip"), and a last one ("type":
+ * "summary": the SLO percentiles, peak RSS, CPU time, encoder runs,
+ * polls, copied and in-place payload bytes).
  *
  * With --device and neither --camera nor --mic, both are used (camera
  * 64x48@30:NV12, microphone 16000 Hz); with one of them, only that one.
@@ -381,7 +396,8 @@ static void usage(void)
 		"       mmrun --model M.gguf --mmproj P.gguf --device DEV\n"
 		"             [--camera WxH[@FPS][:GREY|RGB24|NV12]] [--mic RATE]\n"
 		"             [--image F] [--audio F.wav] [--listen MS] -p TEXT\n"
-		"             [-n N] [-t THREADS] [--asks N] [--every MS] [--no-route] ...\n");
+		"             [-n N] [-t THREADS] [--asks N] [--every MS] [--on-change]\n"
+		"             [--no-route] [-j] ...\n");
 }
 
 /* ---- device mode ------------------------------------------------------------- */
@@ -453,6 +469,8 @@ struct dev_args {
 	uint32_t asks;		/* 0: one, printed as it comes */
 	uint32_t every_ms;
 	int no_route;
+	int json;		/* -j: JSON lines */
+	int on_change;		/* ask only when routing sees a change */
 };
 
 /* A buffer of @dev holding @n bytes of @data (a copy channel's source). */
@@ -550,6 +568,311 @@ static int audio_source(struct mmhal_dev *dev, const char *path,
 	return 0;
 }
 
+/* ---- JSON lines ---------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	size_t len, i;
+	uint32_t c;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, c = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, c = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, c = p[0] & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
+	    (len == 4 && (c < 0x10000 || c > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+/* A JSON string: escapes, and U+FFFD for bytes that are not UTF-8. */
+static void json_str(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	putchar('"');
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_len(p + i, n - i);
+
+		if (!l) {
+			fputs("\\ufffd", stdout);
+			i++;
+		} else if (p[i] == '"' || p[i] == '\\') {
+			printf("\\%c", p[i]);
+			i++;
+		} else if (p[i] < 0x20) {
+			printf("\\u%04x", p[i]);
+			i++;
+		} else {
+			fwrite(p + i, 1, l, stdout);
+			i += l;
+		}
+	}
+	putchar('"');
+}
+
+/* A number, null when not finite (JSON has no NaN). */
+static void json_num(const char *key, double v)
+{
+	if (isfinite(v))
+		printf("\"%s\":%.3f", key, v);
+	else
+		printf("\"%s\":null", key);
+}
+
+static void json_u64(const char *key, uint64_t v)
+{
+	printf("\"%s\":%llu", key, (unsigned long long)v);
+}
+
+static const char *image_decision(uint32_t why)
+{
+	return why == MMHAL_ROUTE_NONE ? "none" :
+	       why == MMHAL_ROUTE_UNCHANGED ? "reused" : "encoded";
+}
+
+static const char *audio_decision(uint32_t why)
+{
+	return why == MMHAL_ROUTE_NONE ? "none" :
+	       why == MMHAL_ROUTE_SILENCE ? "skipped" : "encoded";
+}
+
+/* One JSON object per answer. */
+static void json_answer(uint32_t k, const struct mmhal_session_result *r)
+{
+	printf("{\"type\":\"answer\",\"ask\":%u,\"text\":", k);
+	json_str(r->text ? r->text : "", r->text_len);
+	printf(",\"tokens\":[");
+	for (int i = 0; i < r->n_tokens; i++)
+		printf("%s%d", i ? "," : "", r->tokens[i]);
+	printf("],\"n_prompt\":%d,\"frame\":", r->n_prompt);
+	if (r->flags & MMHAL_RESULT_IMAGE) {
+		printf("{");
+		json_u64("sequence", r->frame_sequence);
+		printf(",\"flags\":%u,\"raw\":{", r->frame_flags);
+		json_u64("sof", r->frame_ts.sof_raw);
+		printf(",");
+		json_u64("eof", r->frame_ts.eof_raw);
+		printf("},\"mono\":{");
+		json_u64("sof", r->frame_ts.sof_mono);
+		printf(",");
+		json_u64("eof", r->frame_ts.eof_mono);
+		printf("},\"sensor\":");
+		if (r->frame_flags & MMHAL_FRAME_TS_SENSOR) {
+			printf("{");
+			json_u64("sof", r->frame_sensor_sof);
+			printf(",");
+			json_u64("eof", r->frame_sensor_eof);
+			printf("}");
+		} else {
+			printf("null");
+		}
+		printf(",\"mapped\":");
+		if (r->flags & MMHAL_RESULT_FRAME_MAPPED) {
+			printf("{");
+			json_u64("sof", r->frame_mono_sof);
+			printf(",");
+			json_u64("eof", r->frame_mono_eof);
+			printf(",");
+			json_u64("uncert_ns", r->frame_uncert_ns);
+			printf("}");
+		} else {
+			printf("null");
+		}
+		printf(",");
+		json_u64("encoded_sequence", r->image_frame_sequence);
+		printf("}");
+	} else {
+		printf("null");
+	}
+	printf(",\"audio\":");
+	if (r->flags & (MMHAL_RESULT_AUDIO | MMHAL_RESULT_AUDIO_SKIPPED)) {
+		printf("{");
+		json_u64("first_sequence", r->audio_first_sequence);
+		printf(",");
+		json_u64("last_sequence", r->audio_last_sequence);
+		printf(",");
+		json_u64("samples", r->audio_n_samples);
+		printf(",\"buffers\":%u,\"copied\":%s,\"raw\":{",
+		       r->audio_n_bufs,
+		       r->flags & MMHAL_RESULT_AUDIO_COPIED ? "true" : "false");
+		json_u64("sof", r->audio_first_ts.sof_raw);
+		printf(",");
+		json_u64("eof", r->audio_last_ts.eof_raw);
+		printf("},\"mono\":{");
+		json_u64("sof", r->audio_first_ts.sof_mono);
+		printf(",");
+		json_u64("eof", r->audio_last_ts.eof_mono);
+		printf("},\"sensor\":");
+		if (r->audio_sensor_start || r->audio_sensor_end) {
+			printf("{");
+			json_u64("start", r->audio_sensor_start);
+			printf(",");
+			json_u64("end", r->audio_sensor_end);
+			printf("}");
+		} else {
+			printf("null");
+		}
+		printf(",\"mapped\":");
+		if (r->flags & MMHAL_RESULT_AUDIO_MAPPED) {
+			printf("{");
+			json_u64("start", r->audio_mono_start);
+			printf(",");
+			json_u64("end", r->audio_mono_end);
+			printf(",");
+			json_u64("uncert_ns", r->audio_uncert_ns);
+			printf("}");
+		} else {
+			printf("null");
+		}
+		printf("}");
+	} else {
+		printf("null");
+	}
+	printf(",\"pairing\":");
+	if (r->flags & MMHAL_RESULT_PAIRED) {
+		printf("{\"overlapping_frames\":%u,", r->pair_n_overlap);
+		json_u64("seq_first", r->pair_seq_first);
+		printf(",");
+		json_u64("seq_last", r->pair_seq_last);
+		printf(",\"frame_used_overlaps\":%s,",
+		       r->pair_frame_used ? "true" : "false");
+		json_num("coverage", r->pair_coverage);
+		printf(",");
+		json_u64("uncert_ns", r->pair_uncert_ns);
+		printf("}");
+	} else {
+		printf("null");
+	}
+	printf(",\"routing\":{\"image\":{\"decision\":\"%s\",\"reason\":\"%s\",",
+	       image_decision(r->image_route), mmhal_route_name(r->image_route));
+	json_num("scene_diff", r->scene_diff);
+	printf(",");
+	json_num("imu_gyro_max", r->imu_gyro_max);
+	printf(",");
+	json_num("imu_accel_change", r->imu_accel_change);
+	printf("},\"audio\":{\"decision\":\"%s\",\"reason\":\"%s\",",
+	       audio_decision(r->audio_route), mmhal_route_name(r->audio_route));
+	json_num("speech_frac", r->vad_speech_frac);
+	printf(",");
+	json_num("max_dbfs", r->vad_max_dbfs);
+	printf("},\"encoders_run\":%u,\"positions_kept\":%d},\"timings_ms\":{",
+	       r->encoders_run, r->reused_positions);
+	json_num("sof_to_first_token", r->sof_to_first_token_ms);
+	printf(",");
+	json_num("sof_to_last_token", r->sof_to_last_token_ms);
+	printf(",");
+	json_num("acquire", r->acquire_ms);
+	printf(",");
+	json_num("preprocess", r->preprocess_ms);
+	printf(",");
+	json_num("encode", r->encode_ms);
+	printf(",");
+	json_num("prefill", r->prefill_ms);
+	printf(",");
+	json_num("decode", r->decode_ms);
+	printf("},");
+	json_u64("ask_mono", r->ask_mono);
+	printf(",");
+	json_u64("first_token_mono", r->first_token_mono);
+	printf(",");
+	json_u64("last_token_mono", r->last_token_mono);
+	printf(",");
+	json_u64("bytes_copied", r->bytes_copied);
+	printf("}\n");
+	fflush(stdout);
+}
+
+/* A poll that found nothing new. */
+static void json_skip(uint32_t k, const struct mmhal_session_poll *p)
+{
+	printf("{\"type\":\"skip\",\"poll\":%u,\"image\":\"%s\",\"audio\":\"%s\",",
+	       k, mmhal_route_name(p->image_route),
+	       mmhal_route_name(p->audio_route));
+	json_u64("frame_sequence", p->frame_sequence);
+	printf(",");
+	json_num("scene_diff", p->scene_diff);
+	printf(",");
+	json_num("speech_frac", p->vad_speech_frac);
+	printf("}\n");
+	fflush(stdout);
+}
+
+static void json_summary(struct mmhal_session *s, uint32_t polls,
+			 uint32_t skipped)
+{
+	struct mmhal_session_slo slo = { .size = sizeof(slo) };
+	struct mmhal_session_stats st = { .size = sizeof(st) };
+
+	if (mmhal_session_slo(s, &slo) || mmhal_session_stats(s, &st))
+		return;
+	printf("{\"type\":\"summary\",");
+	json_u64("asks", st.asks);
+	printf(",\"polls\":%u,\"skipped_polls\":%u,\"slo\":{\"n\":%u,\"sof_to_first_token_ms\":{",
+	       polls, skipped, slo.n);
+	json_num("p50", slo.first_p50);
+	printf(",");
+	json_num("p95", slo.first_p95);
+	printf(",");
+	json_num("p99", slo.first_p99);
+	printf(",");
+	json_num("max", slo.first_max);
+	printf("},\"sof_to_last_token_ms\":{");
+	json_num("p50", slo.last_p50);
+	printf(",");
+	json_num("p95", slo.last_p95);
+	printf(",");
+	json_num("p99", slo.last_p99);
+	printf(",");
+	json_num("max", slo.last_max);
+	printf("}},");
+	json_u64("peak_rss_bytes", slo.peak_rss_bytes);
+	printf(",");
+	json_num("cpu_s", slo.cpu_s);
+	printf(",");
+	json_num("wall_s", slo.wall_s);
+	printf(",");
+	json_num("cpu_s_per_min", slo.wall_s > 0 ? slo.cpu_s * 60 / slo.wall_s : 0);
+	printf(",");
+	json_u64("encoder_runs", st.encoder_runs);
+	printf(",");
+	json_u64("encoder_runs_avoided", st.encoder_runs_avoided);
+	printf(",\"routes\":{\"image_unchanged\":%llu,\"audio_silence\":%llu},",
+	       (unsigned long long)st.image_route[MMHAL_ROUTE_UNCHANGED],
+	       (unsigned long long)st.audio_route[MMHAL_ROUTE_SILENCE]);
+	json_u64("positions_kept", st.reused_positions);
+	printf(",");
+	json_u64("frames_encoded", st.frames_used);
+	printf(",");
+	json_u64("mic_buffers_encoded", st.mic_bufs_used);
+	printf(",\"bytes_copied\":{");
+	json_u64("total", st.bytes_copied);
+	printf(",");
+	json_u64("image", st.image_bytes_copied);
+	printf(",");
+	json_u64("audio", st.audio_bytes_copied);
+	printf("},\"bytes_in_place\":{");
+	json_u64("image", st.image_bytes_read_in_place);
+	printf(",");
+	json_u64("audio", st.audio_bytes_read_in_place);
+	printf("}}\n");
+	fflush(stdout);
+}
+
 /* One line per answer of the continuous mode. */
 static void print_ask(uint32_t k, const struct mmhal_session_result *r)
 {
@@ -609,6 +932,7 @@ static int run_continuous(struct mmhal_session *s, const char *path,
 			  const char *text, const struct dev_args *da)
 {
 	struct mmhal_session_result r = { .size = sizeof(r) };
+	uint32_t asked = 0, skipped = 0;
 	double next = now_ms();
 
 	for (uint32_t k = 1; k <= da->asks; k++) {
@@ -621,12 +945,42 @@ static int run_continuous(struct mmhal_session *s, const char *path,
 			nanosleep(&ts, NULL);
 		}
 		next += da->every_ms;
+		if (da->on_change) {
+			struct mmhal_session_poll p = { .size = sizeof(p) };
+
+			if (mmhal_session_poll(s, &p))
+				return fail("%s: poll %u: %s", path, k,
+					    mmhal_session_error(s));
+			if (!p.changed) {
+				skipped++;
+				if (da->json)
+					json_skip(k, &p);
+				else
+					printf("mmrun: poll %u: no change (image %s, diff %.2f; audio %s, %.0f%% speech): not asked\n",
+					       k, mmhal_route_name(p.image_route),
+					       (double)p.scene_diff,
+					       mmhal_route_name(p.audio_route),
+					       100.0 * (double)p.vad_speech_frac);
+				continue;
+			}
+		}
 		r.size = sizeof(r);
 		if (mmhal_session_ask(s, text, NULL, NULL, &r))
 			return fail("%s: ask %u: %s", path, k,
 				    mmhal_session_error(s));
-		print_ask(k, &r);
+		asked++;
+		if (da->json)
+			json_answer(k, &r);
+		else
+			print_ask(k, &r);
 	}
+	if (da->json) {
+		json_summary(s, da->on_change ? da->asks : 0, skipped);
+		return 0;
+	}
+	if (da->on_change)
+		printf("mmrun: %u polls: %u asked, %u skipped (no change)\n",
+		       da->asks, asked, skipped);
 	print_slo(s);
 	return 0;
 }
@@ -701,9 +1055,14 @@ static int run_device(const struct dev_args *da, struct mmhal_model *model,
 		goto out;
 	}
 	gs.t0 = now_ms();
-	ret = mmhal_session_ask(s, text, on_token, &gs, &r);
+	ret = mmhal_session_ask(s, text, da->json ? NULL : on_token, &gs, &r);
 	if (ret) {
 		fail("%s: %s", da->path, mmhal_session_error(s));
+		goto out;
+	}
+	if (da->json) {
+		json_answer(1, &r);
+		json_summary(s, 0, 0);
 		goto out;
 	}
 	printf("\n");
@@ -788,6 +1147,14 @@ int main(int argc, char **argv)
 			da.no_route = 1;
 			continue;
 		}
+		if (!strcmp(a, "-j") || !strcmp(a, "--json")) {
+			da.json = 1;
+			continue;
+		}
+		if (!strcmp(a, "--on-change")) {
+			da.on_change = 1;
+			continue;
+		}
 		if (!v) {
 			usage();
 			return 2;
@@ -841,8 +1208,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!da.path && (da.camera || da.mic || da.listen || da.asks ||
-			 da.every_ms || da.no_route)) {
-		fail("--camera, --mic, --listen, --asks, --every and --no-route need --device");
+			 da.every_ms || da.no_route || da.json ||
+			 da.on_change)) {
+		fail("--camera, --mic, --listen, --asks, --every, --on-change, --no-route and -j need --device");
+		usage();
+		return 2;
+	}
+	if (da.on_change && !da.asks) {
+		fail("--on-change needs --asks N (the polls)");
 		usage();
 		return 2;
 	}

@@ -10,7 +10,11 @@
 # input; device mode (--device): its usage errors, answers about the
 # virtual camera and microphone, and the continuous mode (--asks) on a
 # picture and a silent WAV copied through the device, routing on (the
-# image encoded once, the silence never) and off, which need /dev/mmedge0
+# image encoded once, the silence never) and off, -j's JSON lines (valid
+# JSON: python3 -m json.tool, with the frame's and the window's sensor
+# stamps mapped onto CLOCK_MONOTONIC near the SoC stamps, the routing and
+# the summary) and --on-change (a static scene and silence: one ask, the
+# other polls skipped), which need /dev/mmedge0
 # (run them in the test VM, with mmedge.ko loaded) and skip otherwise. Prints TAP;
 # exits 1 if a test failed.
 set -u
@@ -179,6 +183,16 @@ expect_rc 2
 expect_err "need --device"
 result "--asks without --device: usage error"
 
+run --model "$M" --mmproj "$P" -j -p "x"
+expect_rc 2
+expect_err "need --device"
+result "-j without --device: usage error"
+
+run --model "$M" --mmproj "$P" --device "$DEV" --on-change -p "x"
+expect_rc 2
+expect_err "--on-change needs --asks"
+result "--on-change without --asks: usage error"
+
 for a in "--asks 0" "--every x" "--asks -1"; do
 	# shellcheck disable=SC2086
 	run --model "$M" --mmproj "$P" --device "$DEV" $a -p "x"
@@ -257,9 +271,73 @@ open(sys.argv[1], 'wb').write(h + b'data' + struct.pack('<I', len(d)) + d)
 	expect_out "^mmrun: ask 2: .* | image always (diff 0.00), audio always | encoders 2, "
 	expect_out "encoder runs 4, avoided 0 "
 	result "--device --asks 2 --no-route: every encoder runs"
+
+	# -j: JSON lines, valid; an answer and a summary
+	run --model "$M" --mmproj "$P" --device "$DEV" --audio-latency \
+		--listen 500 -p "What do you see and hear?" -n 3 -t 2 -j
+	expect_rc 0
+	python3 -m json.tool --json-lines "$tmp/out" >/dev/null 2>"$tmp/jerr" ||
+		{ echo "#   not JSON lines: $(cat "$tmp/jerr")"; bad=1; }
+	python3 - "$tmp/out" <<'EOF' || bad=1
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+ok = True
+def want(c, what):
+    global ok
+    if not c:
+        print("#   " + what)
+        ok = False
+want(len(objs) == 2 and objs[0]["type"] == "answer" and objs[1]["type"] == "summary", "want an answer and a summary: %r" % [o.get("type") for o in objs])
+a, s = objs[0], objs[-1]
+want(len(a["tokens"]) == 3 and isinstance(a["text"], str), "tokens/text")
+f, w = a["frame"], a["audio"]
+want(f["mono"]["sof"] <= f["mono"]["eof"] and f["sensor"] is not None, "frame stamps")
+want(f["mapped"] is not None and abs(f["mapped"]["sof"] - f["mono"]["sof"]) <= 2 * f["mapped"]["uncert_ns"] + 1000, "frame mapped near the SoC stamp: %r" % f)
+want(w["samples"] == 8000 and w["mapped"] is not None and abs(w["mapped"]["start"] - w["mono"]["sof"]) <= 2 * w["mapped"]["uncert_ns"] + 1000, "audio window mapped: %r" % w)
+want(a["pairing"] is not None and a["pairing"]["overlapping_frames"] >= 0, "pairing")
+want(a["routing"]["image"]["reason"] == "first" and a["routing"]["image"]["decision"] == "encoded", "image route: %r" % a["routing"])
+want(a["routing"]["audio"]["reason"] in ("speech", "silence"), "audio route")
+t = a["timings_ms"]
+want(0 < t["sof_to_first_token"] <= t["sof_to_last_token"], "timings: %r" % t)
+want(s["asks"] == 1 and s["slo"]["n"] == 1 and s["slo"]["sof_to_first_token_ms"]["p50"] == t["sof_to_first_token"], "summary SLO: %r" % s)
+want(s["peak_rss_bytes"] > 0 and s["bytes_copied"]["total"] == 0, "summary RSS / copies")
+sys.exit(0 if ok else 1)
+EOF
+	result "--device -j: JSON lines with the mapped stamps, routing and SLO"
+
+	# --on-change: a static picture and silence: the first poll asks, the
+	# others find no change and are skipped
+	run --model "$M" --mmproj "$P" --device "$DEV" --audio-latency \
+		--image "$tmp/a.ppm" --audio "$tmp/silence.wav" --listen 200 \
+		--asks 3 --every 50 --on-change -p "What is it?" -n 2 -t 2
+	expect_rc 0
+	expect_out "^mmrun: ask 1: .* | image first, audio silence"
+	expect_out "^mmrun: poll 2: no change (image unchanged, diff 0.00; audio silence, 0% speech): not asked"
+	expect_out "^mmrun: poll 3: no change"
+	expect_out "^mmrun: 3 polls: 1 asked, 2 skipped (no change)"
+	expect_out "^mmrun: SLO over 1 asks"
+	result "--device --on-change: a static scene and silence asked once"
+
+	run --model "$M" --mmproj "$P" --device "$DEV" --audio-latency \
+		--image "$tmp/a.ppm" --audio "$tmp/silence.wav" --listen 200 \
+		--asks 3 --every 50 --on-change -j -p "What is it?" -n 2 -t 2
+	expect_rc 0
+	python3 -m json.tool --json-lines "$tmp/out" >/dev/null 2>"$tmp/jerr" ||
+		{ echo "#   not JSON lines: $(cat "$tmp/jerr")"; bad=1; }
+	python3 - "$tmp/out" <<'EOF' || bad=1
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+types = [o["type"] for o in objs]
+s = objs[-1]
+if types != ["answer", "skip", "skip", "summary"] or s["polls"] != 3 or s["skipped_polls"] != 2 or s["asks"] != 1:
+    print("#   types %r, summary %r" % (types, s))
+    sys.exit(1)
+EOF
+	result "--device --on-change -j: skipped polls in the JSON lines"
 else
 	for t in "camera + microphone answer" "camera GREY alone" \
-		"--mic 8000 refused" "--asks routed" "--asks --no-route"; do
+		"--mic 8000 refused" "--asks routed" "--asks --no-route" \
+		"-j" "--on-change" "--on-change -j"; do
 		skip "--device: $t" "$DEV not present"
 	done
 fi
