@@ -146,19 +146,24 @@ slo_bench() {
 }
 
 # The microphone in the latency class (a rate cap; CAP_SYS_NICE: root
-# here) while a camera floods the bus and the model runs: four phases of
-# ARB_SECS (5) s on a 20 MB/s modelled bus, the mic (16 kHz, 20 ms
+# here) while a camera floods the bus and the model runs: five phases of
+# ARB_SECS (8) s on an 8 MB/s modelled bus, the mic (16 kHz, 20 ms
 # buffers of 640 bytes) streaming throughout: (a) alone, (b) with a
 # 1280x720 NV12 camera at 30 fps (41 MB/s asked for), (c) also with mmrun
 # asking the demo model back to back (its own camera 640x480 and mic,
-# 2 threads on the guest's CPUs), (d) as (c) with the mic back in best
-# effort. Per phase: the mic's queue wait p99 (the driver's histogram over
-# the phase, mmctl stats: the bucket's upper bound), its eof - sof (DQBUF
-# stamps, mmstream -j) P50/P99/max, drops, and the bus shares.
+# 2 threads on the guest's CPUs), (c-rt) as (c) with the engine thread
+# SCHED_FIFO (the engine_rt module parameter, Documentation/arbiter.rst),
+# (d) as (c) with the mic back in best effort. Per phase: the mic's queue
+# wait p99 (the driver's histogram over the phase, mmctl stats: the
+# bucket's upper bound), its eof - sof (DQBUF stamps, mmstream -j)
+# P50/P99/max, drops, the bus shares and the median sof -> first token of
+# the model's asks whose middle fell in the phase; then the c-rt / c
+# ratios.
 arb_bench() {
 	local b=${MMEDGE_BUILD:-build} t secs=${ARB_SECS:-8} bus=8000000
 	local mmctl=$b/tools/mmctl mmstream=$b/tools/mmstream mmrun=$b/tools/mmrun
-	local dir=$b/model/mm/models mpid fpid rpid k
+	local dir=$b/model/mm/models mpid fpid rpid lpid k rt0
+	local rtp=/sys/module/mmedge/parameters/engine_rt
 	if [ ! -x "$mmctl" ] || [ ! -x "$mmstream" ]; then
 		echo "arbiter bench: $mmctl or $mmstream missing; skipped"
 		return 0
@@ -177,9 +182,9 @@ arb_bench() {
 		kill "$mpid"; wait "$mpid"; rm -rf "$t"; return 1
 	}
 	phase() {
-		echo "$1 $(mono)" >>"$t/phases"
+		echo "$1 $(mono) ${EPOCHREALTIME/./}" >>"$t/phases"
 		"$mmctl" -j stats -w "$secs" -c 2 | tail -n 1 >"$t/$1.json"
-		echo "$1 $(mono)" >>"$t/phases"
+		echo "$1 $(mono) ${EPOCHREALTIME/./}" >>"$t/phases"
 	}
 	sleep 1
 	phase a
@@ -190,11 +195,17 @@ arb_bench() {
 	phase b
 	rpid=
 	if [ -x "$mmrun" ] && [ -f "$dir/smolvlm-llm-q8_0.gguf" ]; then
+		# each line of mmrun's with the time it came (no /dev/fd here)
+		mkfifo "$t/run.fifo"
+		while IFS= read -r l; do
+			echo "${EPOCHREALTIME/./} $l"
+		done <"$t/run.fifo" >"$t/run.txt" &
+		lpid=$!
 		"$mmrun" --model "$dir/smolvlm-llm-q8_0.gguf" \
 			--mmproj "$dir/mmproj-smolvlm224-whisper-tiny-q8_0.gguf" \
 			--device /dev/mmedge0 --camera 640x480@30:NV12 --mic 16000 \
 			--listen 2000 --audio-latency --asks 1000 -n 4 -t 2 \
-			-p "What is happening?" >"$t/run.txt" 2>&1 &
+			-p "What is happening?" >"$t/run.fifo" 2>&1 &
 		rpid=$!
 		# the model is loaded when its session's channels exist
 		for k in $(seq 600); do
@@ -203,19 +214,26 @@ arb_bench() {
 		done
 		sleep 1
 		echo "cpu $(awk '{ print $14 + $15 }' "/proc/$rpid/stat") $(mono)" >>"$t/phases"
+		rt0=
+		[ -w "$rtp" ] && rt0=$(cat "$rtp") && echo 0 >"$rtp"
 		phase c
+		if [ -n "$rt0" ]; then
+			echo 1 >"$rtp"
+			phase r
+			echo "$rt0" >"$rtp"
+		fi
 		"$mmctl" chan set mic0 class best-effort cap none >/dev/null
 		phase d
 		echo "cpu $(awk '{ print $14 + $15 }' "/proc/$rpid/stat") $(mono)" >>"$t/phases"
 	else
 		echo "arbiter bench: no mmrun or demo model: phases c and d skipped"
 	fi
-	[ -n "$rpid" ] && kill "$rpid" && wait "$rpid"
+	[ -n "$rpid" ] && kill "$rpid" && wait "$rpid" "$lpid"
 	kill "$fpid" "$mpid"
 	wait "$fpid" "$mpid"
 	"$mmctl" bus set 200M >/dev/null
 	python3 - "$t" "$bus" "$(getconf CLK_TCK)" <<'PY'
-import json, math, sys
+import json, math, re, sys
 d, bus, tck = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 ph, cpu = {}, []
 for line in open(d + '/phases'):
@@ -224,6 +242,17 @@ for line in open(d + '/phases'):
         cpu.append((int(w[1]), int(w[2])))
     else:
         ph.setdefault(w[0], []).append(int(w[1]))
+        ph.setdefault(w[0] + 'wall', []).append(int(w[2]))
+asks = []
+try:
+    for line in open(d + '/run.txt'):
+        w = line.split(' ', 1)
+        m = re.search(r'sof->first token ([0-9.]+) ms, ->last ([0-9.]+) ms', w[1]) if len(w) == 2 else None
+        if m:
+            # an ask counts in the phase that holds its middle
+            asks.append((int(w[0]) - float(m.group(2)) * 500, float(m.group(1))))
+except OSError:
+    pass
 frames = []
 for line in open(d + '/mic.jsonl'):
     try:
@@ -238,11 +267,13 @@ def pct(v, p):
 what = {'a': 'mic alone (latency class)',
         'b': '+ camera flood',
         'c': '+ camera flood + model',
+        'r': '+ flood + model, engine_rt=1',
         'd': 'flood + model, mic best effort'}
 bound = 0.5e-3 + 4096 / bus + 50e-6
 print('arbiter: mic 16 kHz (640 B per 20 ms) latency class, cap 256 KB/s; flood: camera NV12 1280x720@30 (41 MB/s asked), weight 10000; bus %.0f MB/s; bound on a segment\'s wait (Documentation/arbiter.rst, soft engine): 0.5 ms + 4096 B / bus + 50 us = %.3f ms + the engine thread\'s scheduling' % (bus / 1e6, bound * 1e3))
-print('%-32s %-11s %11s %9s %9s %9s %6s %9s %9s' % ('phase', 'class', 'wait p99', 'eof-sof50', 'eof-sof99', 'max', 'drops', 'mic MB/s', 'cam MB/s'))
-for k in 'abcd':
+print('%-32s %-11s %11s %9s %9s %9s %6s %9s %9s %11s' % ('phase', 'class', 'wait p99', 'eof-sof50', 'eof-sof99', 'max', 'drops', 'mic MB/s', 'cam MB/s', '1st token'))
+res = {}
+for k in 'abcrd':
     if k not in ph:
         continue
     t0, t1 = ph[k]
@@ -262,11 +293,21 @@ for k in 'abcd':
         e50, e99, emax = pct(v, 50), pct(v, 99), max(v)
     else:
         e50 = e99 = emax = float('nan')
-    print('%-32s %-11s %11s %8.2fms %8.2fms %8.2fms %6d %9.3f %9.3f' % (
+    tw0, tw1 = ph[k + 'wall']
+    ft = [a[1] for a in asks if tw0 <= a[0] < tw1]
+    fts = '%.0fms (%d)' % (pct(ft, 50), len(ft)) if ft else '-'
+    res[k] = (w, e99, pct(ft, 50) if ft else None)
+    print('%-32s %-11s %11s %8.2fms %8.2fms %8.2fms %6d %9.3f %9.3f %11s' % (
         what[k], mic['class'], ws, e50, e99, emax, mic['dropped_new'],
-        mic['bytes_per_s'] / 1e6, sum(c['bytes_per_s'] for c in cam) / 1e6))
+        mic['bytes_per_s'] / 1e6, sum(c['bytes_per_s'] for c in cam) / 1e6, fts))
+if 'c' in res and 'r' in res:
+    (wc, ec, fc), (wr, er, fr) = res['c'], res['r']
+    def ratio(x, y):
+        return '%.2f' % (x / y) if x is not None and y else '-'
+    print('  engine_rt=1 / engine_rt=0 with flood + model: mic wait p99 %s, eof-sof p99 %s, first token P50 %s' % (
+        ratio(wr, wc), ratio(er, ec), ratio(fr, fc)))
 if len(cpu) == 2:
-    print('  the model during (c) and (d): mmrun -t 2 used %.1f CPU s in %.1f s' % (
+    print('  the model during (c) to (d): mmrun -t 2 used %.1f CPU s in %.1f s' % (
         (cpu[1][0] - cpu[0][0]) / tck, (cpu[1][1] - cpu[0][1]) / 1e9))
 PY
 	rm -rf "$t"
