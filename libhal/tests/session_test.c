@@ -1069,10 +1069,11 @@ static void test_timeline(void)
 			 r.pair_seq_last, r.pair_n_overlap,
 			 r.pair_frame_used ? "among them" : "not among them",
 			 r.pair_coverage);
-		/* 1 us: the SoC stamps' own conversion (the driver's
-		 * counter -> CLOCK_MONOTONIC), sub-us in the test VM */
-		CHECK(llabs(e_cam) <= 3 * (int64_t)r.frame_uncert_ns + 1000);
-		CHECK(llabs(e_mic) <= 3 * (int64_t)r.audio_uncert_ns + 1000);
+		/* 5 us: the SoC stamps' own conversion (the driver's
+		 * counter -> CLOCK_MONOTONIC) and a sample preempted in
+		 * the VM; seen up to 2.3 us under load in TCG */
+		CHECK(llabs(e_cam) <= 3 * (int64_t)r.frame_uncert_ns + 5000);
+		CHECK(llabs(e_mic) <= 3 * (int64_t)r.audio_uncert_ns + 5000);
 		/* the window's length on CLOCK_MONOTONIC: 50 ppm shorter */
 		CHECK(llabs(e_end + (int64_t)(win / 20000)) <=
 		      2 * (int64_t)r.audio_uncert_ns);
