@@ -39,19 +39,6 @@ step "mmctl chan show: the channels, over generic netlink"
 step "mmctl stats -w 1 -c 2: MB/s, share of bytes vs share of weight, p99 wait, drops"
 "$B/tools/mmctl" stats -w 1 -c 2
 
-step "mmctl chan set camera0 weight 400 (mmctl monitor, in the background, sees it)"
-"$B/tools/mmctl" monitor -c 1 > /tmp/mmctl-monitor.log 2>&1 &
-mpid=$!
-sleep 0.5
-"$B/tools/mmctl" chan set camera0 weight 400
-wait "$mpid"
-sed 's/^/  monitor: /' /tmp/mmctl-monitor.log
-"$B/tools/mmctl" -j chan show camera0 | python3 -c \
-	'import json,sys; c=json.load(sys.stdin)[0]; print("  camera0 weight now", c["weight"])'
-
-step "mmctl stats -w 1 -c 2 after the change"
-"$B/tools/mmctl" stats -w 1 -c 2
-
 step "stopping mmstream (SIGTERM): its summary"
 kill -TERM "$spid"
 wait "$spid"
@@ -104,6 +91,90 @@ PY
 	--image /tmp/mmrun-demo/scene.pgm --audio /tmp/mmrun-demo/silence.wav \
 	--listen 1000 --audio-latency --asks 3 --every 1000 -n 6 \
 	-p "What is happening?" 2>&1 | sed 's/^/  /'
+
+step "the bus saturated while the model runs: the shares follow the weights"
+echo "  the soft DMA engine's bus modelled at 2 MB/s; two NV12 320x240@30 cameras"
+echo "  ask 3.5 MB/s each: camera0 from mmstream, camera1 the one mmrun's session"
+echo "  reads (with its microphone) while it asks a question a second (one thread,"
+echo "  so that the engine thread keeps a CPU of the VM's two)"
+M=/tmp/mmrun-demo
+bus0=$("$B/tools/mmctl" -j bus show | python3 -c 'import json,sys; print(json.load(sys.stdin)["bus_bw"])')
+"$B/tools/mmctl" bus set 2M
+"$B/tools/mmstream" --camera 320x240@30:NV12 -n 0 > /tmp/mmstream-flood.log 2>&1 &
+fpid=$!
+for k in $(seq 50); do
+	"$B/tools/mmctl" chan show camera0 > /dev/null 2>&1 && break
+	sleep 0.1
+done
+"$B/tools/mmrun" --model $M/model.gguf --mmproj $M/mmproj.gguf \
+	--device /dev/mmedge0 --camera 320x240@30:NV12 --mic 16000 \
+	--listen 1000 --audio-latency --asks 20 --every 1000 -n 4 -t 1 -j \
+	-p "What is happening?" > $M/run.jsonl 2> $M/run.err &
+rpid=$!
+for k in $(seq 300); do
+	"$B/tools/mmctl" chan show camera1 > /dev/null 2>&1 && break
+	sleep 0.1
+done
+"$B/tools/mmctl" stats -w 2 -c 1 | sed 's/^/  /'
+# A 3 s sample per setting, 1 s after the change: each camera's weight
+# share against its share of the bytes the two moved.
+shares() {
+	sleep 1
+	"$B/tools/mmctl" -j stats -w 3 -c 2 | tail -n 1 | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+c = {x["name"]: x for x in s["chans"] if x["name"] in ("camera0", "camera1")}
+w = sum(x["weight"] for x in c.values())
+b = sum(x["bytes_per_s"] for x in c.values())
+for n in sorted(c):
+    x = c[n]
+    print("  %-8s weight %4d  weight share %5.1f%%  byte share %5.1f%%  %6.2f MB/s" %
+          (n, x["weight"], 100.0 * x["weight"] / w, 100.0 * x["bytes_per_s"] / b if b else 0.0,
+           x["bytes_per_s"] / 1e6))
+'
+}
+echo "  weights 100 / 100:"
+shares
+"$B/tools/mmctl" monitor -c 1 > /tmp/mmctl-monitor.log 2>&1 &
+mpid=$!
+sleep 0.3
+echo "  \$ mmctl chan set camera0 weight 400"
+"$B/tools/mmctl" chan set camera0 weight 400
+wait "$mpid"
+sed 's/^/  monitor: /' /tmp/mmctl-monitor.log
+shares
+echo "  \$ mmctl chan set camera0 weight 100; mmctl chan set camera1 weight 300"
+"$B/tools/mmctl" chan set camera0 weight 100
+"$B/tools/mmctl" chan set camera1 weight 300
+shares
+wait "$rpid" || sed 's/^/  mmrun: /' $M/run.err
+kill -TERM "$fpid"
+wait "$fpid" || true
+"$B/tools/mmctl" bus set "$bus0"
+echo "  mmrun -j meanwhile (one JSON object per answer; the frame's and the audio"
+echo "  window's sensor stamps mapped onto CLOCK_MONOTONIC, the frames the window"
+echo "  overlaps), then its SLO table:"
+python3 - $M/run.jsonl <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+for a in rows:
+    if a["type"] != "answer":
+        continue
+    f, p = a["frame"], a["pairing"] or {}
+    ov = ("frames %d..%d" % (p["seq_first"], p["seq_last"])) if p.get("overlapping_frames") else "no frame seen"
+    print("  ask %2d: frame %4d (%s, %s)  mapped - SoC %+6.2f us +- %.2f  window overlaps %s  sof->first token %7.1f ms" % (
+        a["ask"], f["sequence"], a["routing"]["image"]["reason"], a["routing"]["audio"]["reason"],
+        ((f["mapped"]["sof"] - f["mono"]["sof"]) / 1e3) if f["mapped"] else float("nan"),
+        (f["mapped"]["uncert_ns"] / 1e3) if f["mapped"] else float("nan"),
+        ov, a["timings_ms"]["sof_to_first_token"]))
+s = rows[-1]
+f, l = s["slo"]["sof_to_first_token_ms"], s["slo"]["sof_to_last_token_ms"]
+print("  SLO over %d asks      P50        P95        P99        max" % s["slo"]["n"])
+print("  sof -> first token %8.1f ms %8.1f ms %8.1f ms %8.1f ms" % (f["p50"], f["p95"], f["p99"], f["max"]))
+print("  sof -> last token  %8.1f ms %8.1f ms %8.1f ms %8.1f ms" % (l["p50"], l["p95"], l["p99"], l["max"]))
+print("  peak RSS %.1f MiB, %.1f CPU s per minute, encoder runs %d (avoided %d), payload bytes copied %d" % (
+    s["peak_rss_bytes"] / 1048576, s["cpu_s_per_min"], s["encoder_runs"], s["encoder_runs_avoided"], s["bytes_copied"]["total"]))
+PY
 
 step "unloading"
 rmmod mmedge
