@@ -154,6 +154,17 @@ struct mmhal_session;
  *	1..65536; 0: 1.
  * @clock_every_ms: and at an ask when this long passed since the last
  *	sample, 1..600000; 0: no such condition.
+ * @ctx_shift: the session's decoder context shift (mmhal_ctx_params
+ *	.ctx_shift): 1 lets an answer run past n_ctx by discarding old
+ *	positions after the first @n_keep; 0 (default): -ENOSPC.
+ * @n_keep: see @ctx_shift.
+ * @tier_mode: the decoder's precision tiers (mmhal_ctx_params.tier_mode;
+ *	tiers are added to the model with mmhal_model_add_tier() before the
+ *	session is created): MMHAL_TIER_TOP (default), MMHAL_TIER_FIXED at
+ *	@tier, or MMHAL_TIER_CONFIDENCE with @tier_threshold (0, 0: the
+ *	defaults 0.92 / 0.75).
+ * @tier: see @tier_mode.
+ * @tier_threshold: see @tier_mode.
  * @reserved: zero.
  */
 struct mmhal_session_params {
@@ -190,7 +201,12 @@ struct mmhal_session_params {
 	int32_t mic_sensor_drift_ppb;
 	uint32_t clock_every_asks;
 	uint32_t clock_every_ms;
-	uint64_t reserved[8];
+	int32_t ctx_shift;
+	int32_t n_keep;
+	int32_t tier_mode;
+	int32_t tier;
+	float tier_threshold[2];
+	uint64_t reserved[5];
 };
 
 /* struct mmhal_session_params.route_off */

@@ -593,6 +593,15 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 
 	cp.n_ctx = s->p.n_ctx;
 	cp.n_threads = s->p.n_threads;
+	cp.ctx_shift = s->p.ctx_shift;
+	cp.n_keep = s->p.n_keep;
+	cp.tier_mode = s->p.tier_mode;
+	cp.tier = s->p.tier;
+	/* 0, 0: the decoder's defaults; mmhal_ctx_create() checks them */
+	if (s->p.tier_threshold[0] || s->p.tier_threshold[1]) {
+		cp.tier_threshold[0] = s->p.tier_threshold[0];
+		cp.tier_threshold[1] = s->p.tier_threshold[1];
+	}
 	ret = mmhal_ctx_create(model, &cp, &s->ctx, s->err, sizeof(s->err));
 	if (ret) {
 		errf(ret, err, errlen, "model session: %s", s->err);

@@ -383,6 +383,60 @@ static int on_token(int32_t tok, const char *piece, size_t len, void *arg)
 	return 0;
 }
 
+/* Decoder options: precision tiers and context shift (both modes). */
+static struct {
+	const char *file[MMHAL_MAX_TIERS - 1];	/* --tier */
+	int n_file;
+	int tier_mode;		/* MMHAL_TIER_* */
+	int tier;		/* MMHAL_TIER_FIXED */
+	int ctx_shift;
+	int n_keep;
+} dec;
+
+/* "top", "confidence" or "fixed:N"; 0 or -1. */
+static int parse_tier_mode(const char *v)
+{
+	char *end;
+	long t;
+
+	if (!strcmp(v, "top")) {
+		dec.tier_mode = MMHAL_TIER_TOP;
+		return 0;
+	}
+	if (!strcmp(v, "confidence")) {
+		dec.tier_mode = MMHAL_TIER_CONFIDENCE;
+		return 0;
+	}
+	if (strncmp(v, "fixed:", 6))
+		return -1;
+	t = strtol(v + 6, &end, 10);
+	if (end == v + 6 || *end || t < 0 || t >= MMHAL_MAX_TIERS)
+		return -1;
+	dec.tier_mode = MMHAL_TIER_FIXED;
+	dec.tier = (int)t;
+	return 0;
+}
+
+/* One line: decode steps kept at each precision tier, recomputes. */
+static void print_tiers(const struct mmhal_model *model,
+			const struct mmhal_model_stats *st)
+{
+	int n = mmhal_model_n_tiers(model);
+
+	if (n < 2)
+		return;
+	fprintf(stderr, "mmrun: precision tiers:");
+	for (int t = 0; t < n && t < MMHAL_MAX_TIERS; t++) {
+		struct mmhal_tier_info ti;
+
+		if (!mmhal_model_tier_info(model, t, &ti))
+			fprintf(stderr, " %s %lld steps%s", ti.wtype,
+				(long long)st->tier_steps[t],
+				t + 1 < n ? "," : "");
+	}
+	fprintf(stderr, "; %lld recomputed\n", (long long)st->tier_recomputes);
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -397,7 +451,9 @@ static void usage(void)
 		"             [--camera WxH[@FPS][:GREY|RGB24|NV12]] [--mic RATE]\n"
 		"             [--image F] [--audio F.wav] [--listen MS] -p TEXT\n"
 		"             [-n N] [-t THREADS] [--asks N] [--every MS] [--on-change]\n"
-		"             [--no-route] [-j] ...\n");
+		"             [--no-route] [-j] ...\n"
+		"       either mode: [--tier F.gguf]... [--tier-mode top|confidence|fixed:N]\n"
+		"             [--ctx-shift N_KEEP]\n");
 }
 
 /* ---- device mode ------------------------------------------------------------- */
@@ -1030,6 +1086,10 @@ static int run_device(const struct dev_args *da, struct mmhal_model *model,
 	sp.raw_prompt = raw;
 	sp.temperature = temp;
 	sp.seed = seed;
+	sp.tier_mode = dec.tier_mode;
+	sp.tier = dec.tier;
+	sp.ctx_shift = dec.ctx_shift;
+	sp.n_keep = dec.n_keep;
 
 	ret = mmhal_dev_open(da->path, &dev);
 	if (ret) {
@@ -1092,6 +1152,12 @@ static int run_device(const struct dev_args *da, struct mmhal_model *model,
 		"mmrun: acquire %.1f ms, preprocess %.1f ms, encode %.1f ms, prefill %.1f ms (%d positions), decode %.1f ms; payload bytes copied %llu\n",
 		r.acquire_ms, r.preprocess_ms, r.encode_ms, r.prefill_ms,
 		r.n_prompt, r.decode_ms, (unsigned long long)st.bytes_copied);
+	{
+		struct mmhal_model_stats ms;
+
+		if (!mmhal_ctx_stats(mmhal_session_ctx(s), &ms))
+			print_tiers(model, &ms);
+	}
 out:
 	mmhal_session_destroy(s);
 	mmhal_chan_destroy(cam_copy);
@@ -1118,7 +1184,7 @@ int main(int argc, char **argv)
 	struct mmhal_chunk *chunks[2 * MAX_MEDIA] = { NULL };
 	struct mmhal_mmproj_info pi = { .size = sizeof(pi) };
 	struct mmhal_model_stats st;
-	struct mmhal_ctx *ctx;
+	struct mmhal_ctx *ctx, *own_ctx = NULL;
 	struct gen_state gs = { 0, 0, 0 };
 	double pre_ms = 0, enc_ms = 0, t_media, t_prefill0, t_prefill1;
 	char err[512], *user = NULL, *prompt = NULL;
@@ -1179,6 +1245,30 @@ int main(int argc, char **argv)
 			seed = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "--device"))
 			da.path = v;
+		else if (!strcmp(a, "--tier")) {
+			if (dec.n_file == MMHAL_MAX_TIERS - 1) {
+				fail("--tier: at most %d", MMHAL_MAX_TIERS - 1);
+				usage();
+				return 2;
+			}
+			dec.file[dec.n_file++] = v;
+		} else if (!strcmp(a, "--tier-mode")) {
+			if (parse_tier_mode(v)) {
+				fail("--tier-mode '%s': want top, confidence or fixed:N", v);
+				usage();
+				return 2;
+			}
+		} else if (!strcmp(a, "--ctx-shift")) {
+			if (parse_u32(v, strlen(v), 1u << 20, &u) &&
+			    strcmp(v, "0")) {
+				fail("--ctx-shift '%s': want the positions kept, 0..%u",
+				     v, 1u << 20);
+				usage();
+				return 2;
+			}
+			dec.ctx_shift = 1;
+			dec.n_keep = strcmp(v, "0") ? (int)u : 0;
+		}
 		else if (!strcmp(a, "--camera"))
 			da.camera = v;
 		else if (!strcmp(a, "--mic"))
@@ -1250,6 +1340,11 @@ int main(int argc, char **argv)
 		fail("%s: %s", model_path, err);
 		goto out;
 	}
+	for (int t = 0; t < dec.n_file; t++)
+		if (mmhal_model_add_tier(model, dec.file[t], err, sizeof(err))) {
+			fail("%s: %s", dec.file[t], err);
+			goto out;
+		}
 	pp.n_threads = n_threads;
 	pp.image_tiles = tiles;
 	pp.audio_exact = exact;
@@ -1346,6 +1441,20 @@ int main(int argc, char **argv)
 	}
 
 	ctx = mmhal_model_ctx(model);
+	if (dec.tier_mode || dec.ctx_shift) {
+		struct mmhal_ctx_params cp = mmhal_ctx_default_params();
+
+		cp.n_threads = n_threads;
+		cp.tier_mode = dec.tier_mode;
+		cp.tier = dec.tier;
+		cp.ctx_shift = dec.ctx_shift;
+		cp.n_keep = dec.n_keep;
+		if (mmhal_ctx_create(model, &cp, &own_ctx, err, sizeof(err))) {
+			fail("session: %s", err);
+			goto out;
+		}
+		ctx = own_ctx;
+	}
 	t_prefill0 = now_ms();
 	if (mmhal_ctx_eval_prompt(ctx, prompt, (const struct mmhal_chunk *const *)chunks,
 				  n_chunks, raw, NULL)) {
@@ -1380,6 +1489,7 @@ int main(int argc, char **argv)
 		(gs.n ? gs.t_first : t_prefill1) - t_media, n_gen,
 		st.decode_ms > 0 ? st.decode_tokens * 1e3 / st.decode_ms : 0.0,
 		ru.ru_maxrss / 1024.0);
+	print_tiers(model, &st);
 	ret = 0;
 out:
 	for (int i = 0; i < n_chunks; i++)
@@ -1387,6 +1497,7 @@ out:
 	free(user);
 	free(prompt);
 	mmhal_sampler_free(smp);
+	mmhal_ctx_free(own_ctx);
 	mmhal_mmproj_free(proj);
 	mmhal_model_free(model);
 	return ret ? (ret == 2 ? 2 : 1) : 0;

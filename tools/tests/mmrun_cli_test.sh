@@ -157,6 +157,32 @@ run --model "$M" --mmproj "$P" --audio "$tmp/a.wav" -p "x"
 expect_rc 1
 result "exact (30 s) audio mode on an encoder too small for it refused"
 
+# --- precision tiers (the F32 model as the top tier of a Q8_0 base) ---
+"$MMGGUF" quantize "$M" "$tmp/q8.gguf" --type q8_0 >/dev/null 2>&1
+run --model "$tmp/q8.gguf" --tier "$M" --tier-mode confidence \
+	--mmproj "$P" --image "$tmp/a.ppm" -p "x" -n 6 --temp 0
+expect_rc 0
+expect_err "precision tiers: q8_0 [0-9]* steps, f32 [0-9]* steps; [0-9]* recomputed"
+result "--tier + --tier-mode confidence: the steps per tier"
+run --model "$tmp/q8.gguf" --tier "$M" --tier-mode fixed:1 \
+	--mmproj "$P" --image "$tmp/a.ppm" -p "Again" -n 3 --temp 0
+cp "$tmp/out" "$tmp/out_t"
+run --model "$M" --mmproj "$P" --image "$tmp/a.ppm" -p "Again" -n 3 --temp 0
+cmp -s "$tmp/out" "$tmp/out_t" || { echo "#   fixed:1 differs from the F32 file alone"; bad=1; }
+result "--tier-mode fixed:1 answers as the top tier's file alone"
+run --model "$tmp/q8.gguf" --tier "$tmp/micro.gguf" --mmproj "$P" -p "x"
+expect_rc 1
+expect_err "micro.gguf"
+result "a tier that is not the same model is refused naming the file"
+run --model "$M" --mmproj "$P" --tier-mode fixed:9 -p "x"
+expect_rc 2
+expect_err "tier-mode"
+result "--tier-mode fixed:9: usage error"
+run --model "$M" --mmproj "$P" --ctx-shift x -p "x"
+expect_rc 2
+expect_err "ctx-shift"
+result "--ctx-shift x: usage error"
+
 # --- device mode ---
 
 DEV=/dev/mmedge0
