@@ -181,10 +181,18 @@ arb_bench() {
 		echo "arbiter bench: mmctl chan set mic0 class latency failed"
 		kill "$mpid"; wait "$mpid"; rm -rf "$t"; return 1
 	}
+	# the model's CPU time (utime + stime) while it runs
+	mcpu() {
+		if [ -n "${rpid:-}" ]; then
+			echo "mcpu $1 $(awk '{ print $14 + $15 }' "/proc/$rpid/stat") $(mono)" >>"$t/phases"
+		fi
+	}
 	phase() {
+		mcpu "$1"
 		echo "$1 $(mono) ${EPOCHREALTIME/./}" >>"$t/phases"
 		"$mmctl" -j stats -w "$secs" -c 2 | tail -n 1 >"$t/$1.json"
 		echo "$1 $(mono) ${EPOCHREALTIME/./}" >>"$t/phases"
+		mcpu "$1"
 	}
 	sleep 1
 	phase a
@@ -235,11 +243,13 @@ arb_bench() {
 	python3 - "$t" "$bus" "$(getconf CLK_TCK)" <<'PY'
 import json, math, re, sys
 d, bus, tck = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-ph, cpu = {}, []
+ph, cpu, mc = {}, [], {}
 for line in open(d + '/phases'):
     w = line.split()
     if w[0] == 'cpu':
         cpu.append((int(w[1]), int(w[2])))
+    elif w[0] == 'mcpu':
+        mc.setdefault(w[1], []).append((int(w[2]), int(w[3])))
     else:
         ph.setdefault(w[0], []).append(int(w[1]))
         ph.setdefault(w[0] + 'wall', []).append(int(w[2]))
@@ -300,12 +310,18 @@ for k in 'abcrd':
     print('%-32s %-11s %11s %8.2fms %8.2fms %8.2fms %6d %9.3f %9.3f %11s' % (
         what[k], mic['class'], ws, e50, e99, emax, mic['dropped_new'],
         mic['bytes_per_s'] / 1e6, sum(c['bytes_per_s'] for c in cam) / 1e6, fts))
+if asks:
+    print('  the model: %d asks answered, sof -> first token P50 %.0f ms over all of them' % (
+        len(asks), pct([a[1] for a in asks], 50)))
 if 'c' in res and 'r' in res:
     (wc, ec, fc), (wr, er, fr) = res['c'], res['r']
+    def rate(k):
+        v = mc.get(k, [])
+        return (v[1][0] - v[0][0]) / tck / ((v[1][1] - v[0][1]) / 1e9) if len(v) == 2 else None
     def ratio(x, y):
         return '%.2f' % (x / y) if x is not None and y else '-'
-    print('  engine_rt=1 / engine_rt=0 with flood + model: mic wait p99 %s, eof-sof p99 %s, first token P50 %s' % (
-        ratio(wr, wc), ratio(er, ec), ratio(fr, fc)))
+    print('  engine_rt=1 / engine_rt=0 with flood + model: mic wait p99 %s, eof-sof p99 %s, first token P50 %s, the model\'s CPU s/s %s' % (
+        ratio(wr, wc), ratio(er, ec), ratio(fr, fc), ratio(rate('r'), rate('c'))))
 if len(cpu) == 2:
     print('  the model during (c) to (d): mmrun -t 2 used %.1f CPU s in %.1f s' % (
         (cpu[1][0] - cpu[0][0]) / tck, (cpu[1][1] - cpu[0][1]) / 1e9))
