@@ -58,7 +58,8 @@ $(AUDIO_O)/san/audio.o: $(AUDIO_DIR)/audio.c $(AUDIO_HDRS)
 	$(CC) $(AUDIO_CFLAGS) -O1 $(SAN) -c $< -o $@
 
 $(AUDIO_TEST): $(AUDIO_DIR)/tests/audio_test.c $(AUDIO_O)/san/audio.o \
-	       $(GGUF_SAN_OBJS) $(QUANT_SAN_OBJS) $(AUDIO_HDRS)
+	       $(GGUF_SAN_OBJS) $(QUANT_SAN_OBJS) $(AUDIO_HDRS) \
+	       $(AUDIO_DIR)/tests/ref_mm.c $(AUDIO_DIR)/tests/ref_mm.h
 	@mkdir -p $(dir $@)
 	$(CC) $(AUDIO_CFLAGS) -O1 $(SAN) $< $(AUDIO_O)/san/audio.o \
 		$(GGUF_SAN_OBJS) $(QUANT_SAN_OBJS) -o $@ $(AUDIO_LIBS)

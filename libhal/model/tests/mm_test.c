@@ -260,7 +260,7 @@ static double *ref_audio_rows(const char *proj, const int16_t *pcm, size_t n,
 		return NULL;
 	}
 	a = mm_mmproj_audio(p);
-	mel = ref_mm_mel((int)a->n_mel, pcm, n, &nf);
+	mel = ref_mm_mel((int)a->n_mel, pcm, n, 0, &nf);
 	rows = ref_mm_audio(a, mel, nf, &nt);
 	*n_tok = (int)nt;
 	*n_out = (int)a->n_out;

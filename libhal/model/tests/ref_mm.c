@@ -368,15 +368,22 @@ static double ref_mel_to_hz(double m)
 	       1000.0 * exp((m - 15.0) * (log(6.4) / 27.0));
 }
 
-double *ref_mm_mel(int n_mel, const int16_t *pcm, size_t n, size_t *n_frames)
+double *ref_mm_mel(int n_mel, const int16_t *pcm, size_t n, int exact,
+		   size_t *n_frames)
 {
 	const int nfft = 400, hop = 160, nb = nfft / 2 + 1;
-	size_t nf = (n + hop - 1) / hop;
+	/* exact (mtmd): at least 31 s, frames of whole 400-sample windows,
+	 * the maximum over all of them, whole 3000-frame chunks kept */
+	size_t N = exact && n < 496000 ? 496000 : n;
+	size_t nf = exact ? (N - nfft) / hop + 1 : (n + hop - 1) / hop;
+	size_t kept = exact ? nf / 3000 * 3000 : nf;
 	double *fb = calloc((size_t)n_mel * nb, sizeof(double));
 	double *pts = malloc((size_t)(n_mel + 2) * sizeof(double));
 	double *mel = malloc(nf * n_mel * sizeof(double));
 	double *fr = malloc(nfft * sizeof(double));
 	double *pw = malloc(nb * sizeof(double));
+	double *tc = malloc(nfft * sizeof(double));
+	double *ts = malloc(nfft * sizeof(double));
 	double mx = -INFINITY;
 
 	/* librosa.filters.mel(sr 16000, n_fft 400, htk False, norm slaney) */
@@ -391,7 +398,13 @@ double *ref_mm_mel(int n_mel, const int16_t *pcm, size_t n, size_t *n_frames)
 
 			fb[m * nb + k] = wgt * 2.0 / (pts[m + 2] - pts[m]);
 		}
+	for (int j = 0; j < nfft; j++) {
+		tc[j] = cos(2 * M_PI * j / nfft);
+		ts[j] = sin(2 * M_PI * j / nfft);
+	}
 	for (size_t t = 0; t < nf; t++) {
+		int zero = 1;
+
 		for (int j = 0; j < nfft; j++) {
 			long s = (long)(t * hop) + j - nfft / 2;
 			double x = 0;
@@ -401,13 +414,14 @@ double *ref_mm_mel(int n_mel, const int16_t *pcm, size_t n, size_t *n_frames)
 			if ((size_t)s < n)
 				x = pcm[s] / 32768.0;
 			fr[j] = x * 0.5 * (1 - cos(2 * M_PI * j / nfft));
+			zero &= fr[j] == 0;
 		}
 		for (int k = 0; k < nb; k++) {
 			double re = 0, im = 0;
 
-			for (int j = 0; j < nfft; j++) {
-				re += fr[j] * cos(2 * M_PI * k * j / nfft);
-				im -= fr[j] * sin(2 * M_PI * k * j / nfft);
+			for (int j = 0; !zero && j < nfft; j++) {
+				re += fr[j] * tc[(j * k) % nfft];
+				im -= fr[j] * ts[(j * k) % nfft];
 			}
 			pw[k] = re * re + im * im;
 		}
@@ -421,13 +435,15 @@ double *ref_mm_mel(int n_mel, const int16_t *pcm, size_t n, size_t *n_frames)
 			mx = fmax(mx, s);
 		}
 	}
-	for (size_t i = 0; i < nf * n_mel; i++)
+	for (size_t i = 0; i < kept * n_mel; i++)
 		mel[i] = (fmax(mel[i], mx - 8.0) + 4.0) / 4.0;
 	free(fb);
 	free(pts);
 	free(fr);
 	free(pw);
-	*n_frames = nf;
+	free(tc);
+	free(ts);
+	*n_frames = kept;
 	return mel;
 }
 

@@ -31,11 +31,14 @@ int ref_mm_image(const struct mm_mmproj_vision *v, uint32_t fmt, uint32_t w,
 		 const size_t stride[2], float *out);
 
 /*
- * Log-mel frames of n samples in the latency framing of audio.h
- * (ceil(n / 160) frames, reflection before the start, zeros past the end,
- * no padding to 30 s), frame-major n_frames x n_mel (malloc'd).
+ * Log-mel frames of n samples, frame-major n_frames x n_mel (malloc'd):
+ * reflection before the start, zeros past the end. exact 0: the latency
+ * framing of audio.h (ceil(n / 160) frames, no padding to 30 s); exact 1:
+ * mtmd's (the input zero-padded to at least 31 s, (N - 400) / 160 + 1
+ * frames, normalized to the maximum over all of them, whole 3000-frame
+ * chunks kept).
  */
-double *ref_mm_mel(int n_mel, const int16_t *pcm, size_t n,
+double *ref_mm_mel(int n_mel, const int16_t *pcm, size_t n, int exact,
 		   size_t *n_frames);
 
 /*
