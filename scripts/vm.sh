@@ -201,6 +201,8 @@ mkdir -p "$RES"
 printf '%q ' "$script" "$@" > "$RES/.script"
 
 console="$RES.console.log"
+# created before QEMU starts, so the tail below never races its redirection
+: > "$console"
 echo "vm: booting $KVER ($accel, ${MEM}M) for $mode" >&2
 start=$(date +%s)
 timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 \
