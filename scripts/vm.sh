@@ -216,9 +216,12 @@ timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 \
 qpid=$!
 if [ "$mode" != check ] && [ "$mode" != debug ]; then
 	tail -n +1 --pid=$qpid -f "$console" | grep -v -E '^(SeaBIOS|iPXE|Booting|$)' &
+	tpid=$!
 fi
 wait $qpid
 qrc=$?
+# the live output ends before our own lines
+[ -z "${tpid:-}" ] || wait "$tpid"
 sleep 0.2
 echo "vm: guest ran $(( $(date +%s) - start )) s" >&2
 
