@@ -25,9 +25,9 @@
  *    another lock or waits for a fence while holding it: only list and
  *    flag updates and cache maintenance run under it, so the engine may
  *    take it inside a fence signalling section (mmedge_buf_written()).
- *  Order: dmabuf->lock (dma-buf core) -> @map_lock -> @lock. DMA mapping
- *  and unmapping (which may allocate IOVA or bounce slots) run outside
- *  @lock.
+ *  Order: the dma-buf core's lock (dmabuf->resv, and before 6.2
+ *  dmabuf->lock for vmap) -> @map_lock -> @lock. DMA mapping and unmapping
+ *  (which may allocate IOVA or bounce slots) run outside @lock.
  */
 
 #include <linux/dma-buf.h>
@@ -52,6 +52,7 @@
 #endif
 
 #include "mmedge_buf.h"
+#include "mmedge_compat.h"
 #include "mmedge_drv.h"
 #include "mmedge_uapi.h"
 
@@ -995,7 +996,7 @@ static int mmedge_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 	if (pgoff > buf->npages || npages > buf->npages - pgoff)
 		return -EINVAL;
 
-	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+	mmedge_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_page_prot = mmedge_buf_prot(buf, vma->vm_page_prot);
 
 	for (i = 0; i < npages; i++, addr += PAGE_SIZE) {
@@ -1353,7 +1354,8 @@ out:
 static void mmedge_import_free(struct mmedge_dev *mdev,
 			       struct mmedge_import *imp)
 {
-	dma_buf_unmap_attachment(imp->attach, imp->sgt, DMA_BIDIRECTIONAL);
+	dma_buf_unmap_attachment_unlocked(imp->attach, imp->sgt,
+					  DMA_BIDIRECTIONAL);
 	dma_buf_detach(imp->dmabuf, imp->attach);
 	dma_buf_put(imp->dmabuf);
 	mmedge_dma_owner_put(imp->owner);
@@ -1416,7 +1418,8 @@ int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
 		ret = PTR_ERR(imp->attach);
 		goto err_unlock;
 	}
-	imp->sgt = dma_buf_map_attachment(imp->attach, DMA_BIDIRECTIONAL);
+	imp->sgt = dma_buf_map_attachment_unlocked(imp->attach,
+						   DMA_BIDIRECTIONAL);
 	if (IS_ERR(imp->sgt)) {
 		ret = PTR_ERR(imp->sgt);
 		goto err_detach;
@@ -1439,7 +1442,8 @@ int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
 	return 0;
 
 err_unmap:
-	dma_buf_unmap_attachment(imp->attach, imp->sgt, DMA_BIDIRECTIONAL);
+	dma_buf_unmap_attachment_unlocked(imp->attach, imp->sgt,
+					  DMA_BIDIRECTIONAL);
 err_detach:
 	dma_buf_detach(dmabuf, imp->attach);
 err_unlock:

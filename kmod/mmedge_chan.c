@@ -27,6 +27,7 @@
 #include <linux/sync_file.h>
 
 #include "mmedge_chan.h"
+#include "mmedge_compat.h"
 #include "mmedge_drv.h"
 #include "mmedge_fence.h"
 #include "mmedge_nl.h"
@@ -44,13 +45,14 @@ void mmedge_qb_free(struct mmedge_qb *qb, int error)
 		dma_fence_put(qb->fence);
 	}
 	if (qb->dsgt)
-		dma_buf_unmap_attachment(qb->att, qb->dsgt, DMA_BIDIRECTIONAL);
+		dma_buf_unmap_attachment_unlocked(qb->att, qb->dsgt,
+						  DMA_BIDIRECTIONAL);
 	if (qb->att)
 		dma_buf_detach(qb->dmabuf, qb->att);
 	if (qb->map.vaddr)
-		dma_buf_vunmap(qb->dmabuf, &qb->map);
+		mmedge_dma_buf_vunmap(qb->dmabuf, &qb->map);
 	if (qb->src_map.vaddr)
-		dma_buf_vunmap(qb->src, &qb->src_map);
+		mmedge_dma_buf_vunmap(qb->src, &qb->src_map);
 	if (qb->src)
 		dma_buf_put(qb->src);
 	dma_buf_put(qb->dmabuf);
@@ -718,7 +720,7 @@ static struct dma_buf *mmedge_qbuf_get(struct mmedge_file *mf, int fd)
 /* Map a job's buffer for the CPU: the engine reads and writes through it. */
 static int mmedge_qbuf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
 {
-	int ret = dma_buf_vmap(dmabuf, map);
+	int ret = mmedge_dma_buf_vmap(dmabuf, map);
 
 	if (ret) {
 		iosys_map_clear(map);
@@ -865,7 +867,8 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 			qb->att = NULL;
 			goto err_free;
 		}
-		qb->dsgt = dma_buf_map_attachment(qb->att, DMA_BIDIRECTIONAL);
+		qb->dsgt = dma_buf_map_attachment_unlocked(qb->att,
+							   DMA_BIDIRECTIONAL);
 		if (IS_ERR(qb->dsgt)) {
 			ret = PTR_ERR(qb->dsgt);
 			qb->dsgt = NULL;

@@ -21,6 +21,7 @@
 #include <linux/mmedge.h>
 
 #include "mmedge_buf.h"
+#include "mmedge_compat.h"
 #include "mmedge_drv.h"
 #include "mmedge_nl.h"
 
@@ -165,7 +166,6 @@ static const struct file_operations mmedge_fops = {
 	.poll = mmedge_poll,
 	.unlocked_ioctl = mmedge_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
-	.llseek = no_llseek,
 };
 
 static ssize_t virtual_show(struct device *dev, struct device_attribute *attr,
@@ -382,7 +382,7 @@ err_free_mdev:
 	return ret;
 }
 
-static int mmedge_remove(struct platform_device *pdev)
+static void mmedge_remove(struct platform_device *pdev)
 {
 	struct mmedge_dev *mdev = platform_get_drvdata(pdev);
 
@@ -409,7 +409,6 @@ static int mmedge_remove(struct platform_device *pdev)
 	 */
 	mmedge_dma_owner_unbind(&pdev->dev);
 	put_device(&mdev->dev);
-	return 0;
 }
 
 static const struct of_device_id mmedge_of_match[] = {
@@ -420,7 +419,11 @@ MODULE_DEVICE_TABLE(of, mmedge_of_match);
 
 static struct platform_driver mmedge_driver = {
 	.probe = mmedge_probe,
+#if MMEDGE_VOID_REMOVE
 	.remove = mmedge_remove,
+#else
+	.remove_new = mmedge_remove,
+#endif
 	.driver = {
 		.name = MMEDGE_DRV_NAME,
 		.of_match_table = mmedge_of_match,
@@ -489,7 +492,7 @@ static int __init mmedge_init(void)
 		return ret;
 	}
 
-	mmedge_class = class_create(THIS_MODULE, MMEDGE_DRV_NAME);
+	mmedge_class = mmedge_class_create(MMEDGE_DRV_NAME);
 	if (IS_ERR(mmedge_class)) {
 		ret = PTR_ERR(mmedge_class);
 		pr_err("mmedge: cannot create class: %d\n", ret);
