@@ -1560,6 +1560,31 @@ out:
 	return ret;
 }
 
+/*
+ * The newest data of every channel: the microphone first (it may wait for
+ * a window to fill, and the frame is then the newest after that wait),
+ * then the camera, then what the IMU recorded.
+ */
+static int acquire_all(struct mmhal_session *s, uint64_t deadline,
+		       struct mmhal_session_result *r)
+{
+	int ret;
+
+	if (s->mic.chan) {
+		ret = s->mic.copy_src ? copy_acquire(s, &s->mic, deadline) :
+					mic_acquire(s, deadline);
+		if (ret)
+			return ret;
+	}
+	if (s->cam.chan) {
+		ret = s->cam.copy_src ? copy_acquire(s, &s->cam, deadline) :
+					cam_acquire(s, deadline);
+		if (ret)
+			return ret;
+	}
+	return s->imu.chan ? imu_drain(s, r) : 0;
+}
+
 int mmhal_session_poll(struct mmhal_session *s, struct mmhal_session_poll *out)
 {
 	struct mmhal_session_result r;
@@ -1588,25 +1613,11 @@ int mmhal_session_poll(struct mmhal_session *s, struct mmhal_session_poll *out)
 	if (ret)
 		return ret;
 	deadline = now_ns() + (uint64_t)s->p.wait_ms * 1000000;
-	if (s->mic.chan) {
-		ret = s->mic.copy_src ? copy_acquire(s, &s->mic, deadline) :
-					mic_acquire(s, deadline);
-		if (!ret)
-			ret = poll_window(s, &o);
-		if (ret)
-			return ret;
-	}
-	if (s->cam.chan) {
-		ret = s->cam.copy_src ? copy_acquire(s, &s->cam, deadline) :
-					cam_acquire(s, deadline);
-		if (ret)
-			return ret;
-	}
-	if (s->imu.chan) {
-		ret = imu_drain(s, &r);
-		if (ret)
-			return ret;
-	}
+	ret = acquire_all(s, deadline, &r);
+	if (!ret && s->mic.chan)
+		ret = poll_window(s, &o);
+	if (ret)
+		return ret;
 	if (s->cam.chan) {
 		ret = poll_frame(s, &o);
 		if (ret)
@@ -1790,25 +1801,9 @@ int mmhal_session_ask(struct mmhal_session *s, const char *prompt,
 	ret = clock_due(s, 1);
 	if (ret)
 		return ret;
-	/* the microphone first: it may wait for a window to fill, and the
-	 * frame is then the newest after that wait */
-	if (s->mic.chan) {
-		ret = s->mic.copy_src ? copy_acquire(s, &s->mic, deadline) :
-					mic_acquire(s, deadline);
-		if (ret)
-			return ret;
-	}
-	if (s->cam.chan) {
-		ret = s->cam.copy_src ? copy_acquire(s, &s->cam, deadline) :
-					cam_acquire(s, deadline);
-		if (ret)
-			return ret;
-	}
-	if (s->imu.chan) {
-		ret = imu_drain(s, &r);
-		if (ret)
-			return ret;
-	}
+	ret = acquire_all(s, deadline, &r);
+	if (ret)
+		return ret;
 	ret = clock_due(s, 0);
 	if (ret)
 		return ret;
