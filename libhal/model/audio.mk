@@ -26,7 +26,7 @@ AUDIO_WARN := -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef \
 	      -Wformat=2
 AUDIO_CFLAGS := $(BASE_CFLAGS) $(AUDIO_WARN) -I$(AUDIO_DIR)/tools \
 		-I$(AUDIO_DIR)/tests -pthread
-AUDIO_LIBS := -lfftw3f -pthread -lm
+AUDIO_LIBS := -lfftw3f -pthread -lsodium -lm
 
 MODEL_SRCS += encoder.c audio.c
 

@@ -26,7 +26,7 @@ GGUF_O := $(O)/gguf
 GGUF_WARN := -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef \
 	     -Wformat=2
 GGUF_CFLAGS := $(BASE_CFLAGS) $(GGUF_WARN) -I$(GGUF_DIR)/tools -pthread
-GGUF_LIBS := -pthread -lm
+GGUF_LIBS := -pthread -lsodium -lm
 
 GGUF_SRCS := gguf.c gguf_write.c tokenizer.c mmproj.c
 MODEL_SRCS += $(GGUF_SRCS)
@@ -44,6 +44,13 @@ GGUF_HDRS += $(GGUF_DIR)/vision.h $(GGUF_DIR)/imgproc.h
 GGUF_OPT_OBJS += $(GGUF_VIS_SRCS:%.c=$(GGUF_O)/opt/%.o)
 GGUF_SAN_OBJS += $(GGUF_VIS_SRCS:%.c=$(GGUF_O)/san/%.o)
 
+# the file hash and model signatures (libsodium): library, tests, tools
+GGUF_SIGN_SRCS := mhash.c
+MODEL_SRCS += $(GGUF_SIGN_SRCS)
+GGUF_HDRS += $(GGUF_DIR)/mhash.h
+GGUF_OPT_OBJS += $(GGUF_SIGN_SRCS:%.c=$(GGUF_O)/opt/%.o)
+GGUF_SAN_OBJS += $(GGUF_SIGN_SRCS:%.c=$(GGUF_O)/san/%.o)
+
 GGUF_TOOL := $(O)/mmgguf
 GGUF_TESTS := $(GGUF_O)/san/gguf_test $(GGUF_O)/san/tok_test \
 	      $(GGUF_O)/san/mmproj_test $(GGUF_O)/san/vision_test \
@@ -53,7 +60,8 @@ GGUF_FUZZ_CC ?= clang
 GGUF_FUZZ_TIME ?= 30
 GGUF_FUZZ := $(GGUF_O)/fuzz/gguf_fuzz
 GGUF_FUZZ_SRCS := $(GGUF_DIR)/fuzz/gguf_fuzz.c \
-		  $(GGUF_SRCS:%=$(GGUF_DIR)/%) $(GGUF_DIR)/imgproc.c
+		  $(GGUF_SRCS:%=$(GGUF_DIR)/%) $(GGUF_DIR)/imgproc.c \
+		  $(GGUF_SIGN_SRCS:%=$(GGUF_DIR)/%)
 
 $(GGUF_O)/opt/%.o: $(GGUF_DIR)/%.c $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
@@ -95,7 +103,7 @@ $(GGUF_FUZZ): $(GGUF_FUZZ_SRCS) $(GGUF_HDRS)
 	fi; \
 	if ! $(GGUF_FUZZ_CC) -std=gnu11 -g -O1 -I$(GGUF_DIR) -D_GNU_SOURCE \
 		-Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all $(GGUF_FUZZ_SRCS) -o $@ \
+		-fno-sanitize-recover=all $(GGUF_FUZZ_SRCS) -o $@ -lsodium \
 		2> $@.log; then \
 		echo "$(GGUF_FUZZ_CC) cannot build a libFuzzer target (apt-get install -y libclang-rt-14-dev): $$(tail -1 $@.log)" > $@.skip; \
 		rm -f $@; \

@@ -23,7 +23,7 @@ MM_WARN := -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef \
 	   -Wformat=2
 MM_CFLAGS := $(BASE_CFLAGS) $(MM_WARN) -I$(MM_DIR)/tools -I$(MM_DIR)/tests \
 	     -pthread
-MM_LIBS := -lfftw3f -pthread -lm
+MM_LIBS := -lfftw3f -pthread -lsodium -lm
 
 MODEL_SRCS += mm_api.c
 
