@@ -786,6 +786,21 @@ int mm_gguf_open_mem(const void *data, size_t size, struct mm_gguf **out,
 	return mm_gguf_start(data, size, 0, out, err, errlen);
 }
 
+int mm_gguf_open_mapped(void *map, size_t size, struct mm_gguf **out,
+			char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = 0;
+	if (!map || !size || !out) {
+		if (map && size)
+			munmap(map, size);
+		snprintf(err, errlen, "invalid argument");
+		return -EINVAL;
+	}
+	*out = NULL;
+	return mm_gguf_start(map, size, 1, out, err, errlen);
+}
+
 int mm_gguf_open(const char *path, struct mm_gguf **out, char *err,
 		 size_t errlen)
 {

@@ -99,6 +99,12 @@ MM_MODEL_API int mm_gguf_open(const char *path, struct mm_gguf **out,
 MM_MODEL_API int mm_gguf_open_mem(const void *data, size_t size,
 				  struct mm_gguf **out, char *err,
 				  size_t errlen);
+/* Parses a whole-file mmap() (PROT_READ) that the handle then owns: it
+ * is unmapped by mm_gguf_close(), or here on failure (sign.c maps, hashes
+ * and then hands the mapping over). */
+MM_MODEL_API int mm_gguf_open_mapped(void *map, size_t size,
+				     struct mm_gguf **out, char *err,
+				     size_t errlen);
 MM_MODEL_API void mm_gguf_close(struct mm_gguf *g);
 
 MM_MODEL_API uint32_t mm_gguf_version(const struct mm_gguf *g);

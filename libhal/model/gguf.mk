@@ -45,9 +45,9 @@ GGUF_OPT_OBJS += $(GGUF_VIS_SRCS:%.c=$(GGUF_O)/opt/%.o)
 GGUF_SAN_OBJS += $(GGUF_VIS_SRCS:%.c=$(GGUF_O)/san/%.o)
 
 # the file hash and model signatures (libsodium): library, tests, tools
-GGUF_SIGN_SRCS := mhash.c
+GGUF_SIGN_SRCS := mhash.c sign.c
 MODEL_SRCS += $(GGUF_SIGN_SRCS)
-GGUF_HDRS += $(GGUF_DIR)/mhash.h
+GGUF_HDRS += $(GGUF_DIR)/mhash.h $(GGUF_DIR)/sign.h
 GGUF_OPT_OBJS += $(GGUF_SIGN_SRCS:%.c=$(GGUF_O)/opt/%.o)
 GGUF_SAN_OBJS += $(GGUF_SIGN_SRCS:%.c=$(GGUF_O)/san/%.o)
 
@@ -81,10 +81,12 @@ $(GGUF_O)/san/gen.o: $(GGUF_DIR)/tools/gen.c $(GGUF_HDRS)
 
 .SECONDEXPANSION:
 
-$(GGUF_TOOL): $(GGUF_DIR)/tools/mmgguf.c $(GGUF_OPT_OBJS) $$(QUANT_OPT_OBJS) \
+$(GGUF_TOOL): $(GGUF_DIR)/tools/mmgguf.c $(GGUF_DIR)/tools/mmgguf_sign.c \
+	      $(GGUF_DIR)/tools/mmgguf_sign.h $(GGUF_OPT_OBJS) $$(QUANT_OPT_OBJS) \
 	      $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(GGUF_CFLAGS) $(OPT) $< $(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) \
+	$(CC) $(GGUF_CFLAGS) $(OPT) $< $(GGUF_DIR)/tools/mmgguf_sign.c \
+		$(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) \
 		-o $@ $(GGUF_LIBS)
 
 $(GGUF_O)/san/%_test: $(GGUF_DIR)/tests/%_test.c $(GGUF_DIR)/tests/tap.h \

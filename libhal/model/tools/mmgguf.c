@@ -10,6 +10,7 @@
  *   mmgguf quantize IN OUT --type q8_0|q4_0|q4_k [--pure]
  *              [--keep NAME_GLOB=TYPE ...]
  *   mmgguf info FILE
+ *   mmgguf keygen | sign | verify ... (signatures: mmgguf_sign.c)
  *
  * Exit status: 0 success, 1 the operation failed (message on stderr),
  * 2 usage error.
@@ -23,6 +24,7 @@
 
 #include "gen.h"
 #include "gguf.h"
+#include "mmgguf_sign.h"
 #include "quant.h"
 
 static void mmgguf_usage(FILE *f)
@@ -36,6 +38,7 @@ static void mmgguf_usage(FILE *f)
 		"       mmgguf quantize IN OUT --type q8_0|q4_0|q4_k [--pure]\n"
 		"                  [--keep NAME_GLOB=TYPE ...]\n"
 		"       mmgguf info FILE\n");
+	mmgguf_sign_usage(f);
 }
 
 static int mmgguf_type(const char *s, uint32_t *t)
@@ -471,6 +474,9 @@ int main(int argc, char **argv)
 		return mmgguf_info(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "quantize"))
 		return mmgguf_quantize(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "keygen") || !strcmp(argv[1], "sign") ||
+	    !strcmp(argv[1], "verify"))
+		return mmgguf_sign_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "help")) {
 		mmgguf_usage(stdout);

@@ -1,0 +1,673 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sign.c - Ed25519-signed manifests of model files (detached FILE.sig) and
+ * the verified open of a GGUF file. Format: sign.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "gguf.h"
+#include "mhash.h"
+#include "sign.h"
+
+_Static_assert(crypto_sign_PUBLICKEYBYTES == MM_KEY_PUB_BYTES, "pk size");
+_Static_assert(crypto_sign_SECRETKEYBYTES == MM_KEY_SEC_BYTES, "sk size");
+_Static_assert(MM_SIG_MANIFEST_BYTES + crypto_sign_BYTES == MM_SIG_BYTES,
+	       "signature file size");
+
+#define KEY_PUB_TAG	"mmedge-ed25519-public"
+#define KEY_SEC_TAG	"mmedge-ed25519-secret"
+
+/* offsets in FILE.sig */
+#define OFF_MAGIC	0
+#define OFF_FORMAT	8
+#define OFF_MANLEN	12
+#define OFF_KEYID	16
+#define OFF_VERSION	24
+#define OFF_SIZE	32
+#define OFF_HASH	40
+#define OFF_NAMELEN	72
+#define OFF_NAME	73
+#define OFF_SIG		MM_SIG_MANIFEST_BYTES
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static int sodium_ready(char *err, size_t errlen)
+{
+	if (sodium_init() < 0)
+		return mm_errf(-EIO, err, errlen,
+			       "libsodium failed to initialise");
+	return 0;
+}
+
+static void hex_of(const uint8_t *b, size_t n, char *out)
+{
+	static const char d[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = d[b[i] >> 4];
+		out[2 * i + 1] = d[b[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+/* ---- keys ------------------------------------------------------------- */
+
+int mm_key_generate(uint8_t pk[MM_KEY_PUB_BYTES], uint8_t sk[MM_KEY_SEC_BYTES])
+{
+	if (!pk || !sk)
+		return -EINVAL;
+	if (sodium_init() < 0)
+		return -EIO;
+	return crypto_sign_keypair(pk, sk) ? -EIO : 0;
+}
+
+void mm_key_id(const uint8_t pk[MM_KEY_PUB_BYTES], uint8_t id[MM_KEY_ID_BYTES])
+{
+	uint8_t h[MM_HASH_BYTES];
+
+	if (mm_hash_mem(pk, MM_KEY_PUB_BYTES, h))
+		memset(h, 0, sizeof(h));
+	memcpy(id, h, MM_KEY_ID_BYTES);
+}
+
+/* Writes all of buf to a new file at path (O_EXCL), fsynced. */
+static int write_new(const char *path, const void *buf, size_t n, mode_t mode,
+		     char *err, size_t errlen)
+{
+	const uint8_t *p = buf;
+	int fd, ret = 0;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (fd < 0) {
+		ret = -errno;
+		return mm_errf(ret, err, errlen, "cannot create %s: %s", path,
+			       strerror(-ret));
+	}
+	/* the mode is meant, whatever the umask */
+	if (fchmod(fd, mode))
+		ret = -errno;
+	while (!ret && n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			ret = w < 0 ? -errno : -EIO;
+			break;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (ret) {
+		unlink(path);
+		return mm_errf(ret, err, errlen, "cannot write %s: %s", path,
+			       strerror(-ret));
+	}
+	return 0;
+}
+
+int mm_key_write(const char *sec_path, const char *pub_path,
+		 const uint8_t pk[MM_KEY_PUB_BYTES],
+		 const uint8_t sk[MM_KEY_SEC_BYTES], char *err, size_t errlen)
+{
+	char line[sizeof(KEY_SEC_TAG) + 2 * MM_KEY_SEC_BYTES + 2];
+	int ret;
+
+	if (!sec_path || !pub_path || !pk || !sk)
+		return mm_errf(-EINVAL, err, errlen, "key: invalid argument");
+	snprintf(line, sizeof(line), "%s ", KEY_SEC_TAG);
+	hex_of(sk, MM_KEY_SEC_BYTES, line + strlen(line));
+	strcat(line, "\n");
+	ret = write_new(sec_path, line, strlen(line), 0600, err, errlen);
+	sodium_memzero(line, sizeof(line));
+	if (ret)
+		return ret;
+	snprintf(line, sizeof(line), "%s ", KEY_PUB_TAG);
+	hex_of(pk, MM_KEY_PUB_BYTES, line + strlen(line));
+	strcat(line, "\n");
+	ret = write_new(pub_path, line, strlen(line), 0644, err, errlen);
+	if (ret)
+		unlink(sec_path);
+	return ret;
+}
+
+static int key_read(const char *path, const char *tag, uint8_t *key,
+		    size_t keylen, char *err, size_t errlen)
+{
+	char buf[256];
+	size_t tl = strlen(tag), n = 0;
+	int fd, ret = 0;
+
+	if (!path || !key)
+		return mm_errf(-EINVAL, err, errlen, "key: invalid argument");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		return mm_errf(ret, err, errlen, "cannot open key %s: %s", path,
+			       strerror(-ret));
+	}
+	while (n < sizeof(buf)) {
+		ssize_t r = read(fd, buf + n, sizeof(buf) - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (ret) {
+		mm_errf(ret, err, errlen, "cannot read key %s: %s", path,
+			strerror(-ret));
+		goto out;
+	}
+	/* "TAG HEX\n" exactly (the newline optional) */
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n != tl + 1 + 2 * keylen || memcmp(buf, tag, tl) ||
+	    buf[tl] != ' ') {
+		ret = mm_errf(-EINVAL, err, errlen,
+			      "%s is not an %s key file (one line: '%s' and %zu hex digits)",
+			      path, tag + sizeof("mmedge-ed25519-") - 1, tag,
+			      2 * keylen);
+		goto out;
+	}
+	if (sodium_hex2bin(key, keylen, buf + tl + 1, 2 * keylen, NULL, NULL,
+			   NULL)) {
+		ret = mm_errf(-EINVAL, err, errlen,
+			      "%s: the key is not %zu hex digits", path,
+			      2 * keylen);
+		goto out;
+	}
+out:
+	sodium_memzero(buf, sizeof(buf));
+	return ret;
+}
+
+int mm_key_read_public(const char *path, uint8_t pk[MM_KEY_PUB_BYTES],
+		       char *err, size_t errlen)
+{
+	int ret = sodium_ready(err, errlen);
+
+	return ret ? ret : key_read(path, KEY_PUB_TAG, pk, MM_KEY_PUB_BYTES,
+				    err, errlen);
+}
+
+int mm_key_read_secret(const char *path, uint8_t sk[MM_KEY_SEC_BYTES],
+		       char *err, size_t errlen)
+{
+	uint8_t pk[MM_KEY_PUB_BYTES];
+	int ret = sodium_ready(err, errlen);
+
+	if (!ret)
+		ret = key_read(path, KEY_SEC_TAG, sk, MM_KEY_SEC_BYTES, err,
+			       errlen);
+	if (ret)
+		return ret;
+	/* the public half stored in the secret key must be the seed's */
+	{
+		uint8_t seed[32], sk2[MM_KEY_SEC_BYTES];
+		int bad;
+
+		crypto_sign_ed25519_sk_to_seed(seed, sk);
+		bad = crypto_sign_seed_keypair(pk, sk2, seed) ||
+		      sodium_memcmp(sk2, sk, MM_KEY_SEC_BYTES);
+		sodium_memzero(seed, sizeof(seed));
+		sodium_memzero(sk2, sizeof(sk2));
+		if (bad) {
+			sodium_memzero(sk, MM_KEY_SEC_BYTES);
+			return mm_errf(-EINVAL, err, errlen,
+				       "%s: the secret key's public half does not match its seed",
+				       path);
+		}
+	}
+	return 0;
+}
+
+/* ---- signature files -------------------------------------------------- */
+
+int mm_sig_path(const char *path, char *out, size_t outlen)
+{
+	int n;
+
+	if (!path || !out)
+		return -EINVAL;
+	n = snprintf(out, outlen, "%s%s", path, MM_SIG_SUFFIX);
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+static int name_ok(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+int mm_sig_encode(const struct mm_manifest *m,
+		  const uint8_t sk[MM_KEY_SEC_BYTES], uint8_t out[MM_SIG_BYTES])
+{
+	size_t nl;
+
+	if (!m || !sk || !out)
+		return -EINVAL;
+	nl = strnlen(m->name, sizeof(m->name));
+	if (nl > MM_SIG_NAME_MAX || !name_ok(m->name, nl))
+		return -EINVAL;
+	if (sodium_init() < 0)
+		return -EIO;
+	memset(out, 0, MM_SIG_BYTES);
+	memcpy(out + OFF_MAGIC, MM_SIG_MAGIC, 8);
+	put_u32(out + OFF_FORMAT, MM_SIG_FORMAT);
+	put_u32(out + OFF_MANLEN, MM_SIG_MANIFEST_BYTES);
+	memcpy(out + OFF_KEYID, m->key_id, MM_KEY_ID_BYTES);
+	put_u64(out + OFF_VERSION, m->version);
+	put_u64(out + OFF_SIZE, m->size);
+	memcpy(out + OFF_HASH, m->hash, MM_HASH_BYTES);
+	out[OFF_NAMELEN] = (uint8_t)nl;
+	memcpy(out + OFF_NAME, m->name, nl);
+	return crypto_sign_detached(out + OFF_SIG, NULL, out,
+				    MM_SIG_MANIFEST_BYTES, sk) ? -EIO : 0;
+}
+
+int mm_sig_decode(const uint8_t *buf, size_t n, const char *what,
+		  const uint8_t *pk, uint64_t min_version,
+		  struct mm_manifest *m, char *err, size_t errlen)
+{
+	struct mm_manifest man;
+	uint32_t fmt, mlen;
+	size_t nl;
+	int ret;
+
+	if (!what)
+		what = "signature";
+	if (!buf)
+		return mm_errf(-EINVAL, err, errlen, "%s: invalid argument",
+			       what);
+	if (n != MM_SIG_BYTES)
+		return mm_errf(-EINVAL, err, errlen,
+			       "%s: %zu bytes, a signature file is %u",
+			       what, n, MM_SIG_BYTES);
+	if (memcmp(buf + OFF_MAGIC, MM_SIG_MAGIC, 8))
+		return mm_errf(-EINVAL, err, errlen,
+			       "%s: bad magic (not an mmedge signature file)",
+			       what);
+	fmt = get_u32(buf + OFF_FORMAT);
+	if (fmt != MM_SIG_FORMAT)
+		return mm_errf(-EINVAL, err, errlen,
+			       "%s: format %u not supported (this library reads %u)",
+			       what, fmt, MM_SIG_FORMAT);
+	mlen = get_u32(buf + OFF_MANLEN);
+	if (mlen != MM_SIG_MANIFEST_BYTES)
+		return mm_errf(-EINVAL, err, errlen,
+			       "%s: manifest of %u bytes, format %u has %u",
+			       what, mlen, fmt, MM_SIG_MANIFEST_BYTES);
+	memset(&man, 0, sizeof(man));
+	memcpy(man.key_id, buf + OFF_KEYID, MM_KEY_ID_BYTES);
+	man.version = get_u64(buf + OFF_VERSION);
+	man.size = get_u64(buf + OFF_SIZE);
+	memcpy(man.hash, buf + OFF_HASH, MM_HASH_BYTES);
+	nl = buf[OFF_NAMELEN];
+	if (nl > MM_SIG_NAME_MAX)
+		return mm_errf(-EINVAL, err, errlen,
+			       "%s: name length %zu is over %u", what, nl,
+			       MM_SIG_NAME_MAX);
+	if (!name_ok((const char *)buf + OFF_NAME, nl))
+		return mm_errf(-EINVAL, err, errlen,
+			       "%s: the name is not printable ASCII", what);
+	for (size_t i = OFF_NAME + nl; i < OFF_SIG; i++)
+		if (buf[i])
+			return mm_errf(-EINVAL, err, errlen,
+				       "%s: non-zero byte %zu after the name",
+				       what, i);
+	memcpy(man.name, buf + OFF_NAME, nl);
+	if (pk) {
+		uint8_t id[MM_KEY_ID_BYTES];
+		char a[2 * MM_KEY_ID_BYTES + 1], b[2 * MM_KEY_ID_BYTES + 1];
+
+		ret = sodium_ready(err, errlen);
+		if (ret)
+			return ret;
+		mm_key_id(pk, id);
+		if (memcmp(id, man.key_id, MM_KEY_ID_BYTES)) {
+			hex_of(man.key_id, MM_KEY_ID_BYTES, a);
+			hex_of(id, MM_KEY_ID_BYTES, b);
+			return mm_errf(-EKEYREJECTED, err, errlen,
+				       "%s: signed by key %s, not by the trusted key %s",
+				       what, a, b);
+		}
+		if (crypto_sign_verify_detached(buf + OFF_SIG, buf,
+						MM_SIG_MANIFEST_BYTES, pk))
+			return mm_errf(-EKEYREJECTED, err, errlen,
+				       "%s: the Ed25519 signature does not verify (the signature file was altered)",
+				       what);
+		/* only a verified version is compared */
+		if (man.version < min_version)
+			return mm_errf(-ESTALE, err, errlen,
+				       "%s: version %llu is below the minimum %llu (an older model replayed)",
+				       what, (unsigned long long)man.version,
+				       (unsigned long long)min_version);
+	}
+	if (m)
+		*m = man;
+	return 0;
+}
+
+int mm_sig_read(const char *sig_path, const uint8_t *pk, uint64_t min_version,
+		struct mm_manifest *m, char *err, size_t errlen)
+{
+	uint8_t buf[MM_SIG_BYTES + 1];
+	size_t n = 0;
+	int fd, ret = 0;
+
+	if (!sig_path)
+		return mm_errf(-EINVAL, err, errlen, "signature: invalid argument");
+	fd = open(sig_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			return mm_errf(-ENOKEY, err, errlen,
+				       "%s: no signature (the file is unsigned)",
+				       sig_path);
+		return mm_errf(ret, err, errlen, "cannot open %s: %s",
+			       sig_path, strerror(-ret));
+	}
+	/* one byte more than a signature: a longer file is refused */
+	while (n < sizeof(buf)) {
+		ssize_t r = read(fd, buf + n, sizeof(buf) - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (ret)
+		return mm_errf(ret, err, errlen, "cannot read %s: %s", sig_path,
+			       strerror(-ret));
+	return mm_sig_decode(buf, n, sig_path, pk, min_version, m, err,
+			     errlen);
+}
+
+static int write_atomic(const char *path, const void *buf, size_t n,
+			char *err, size_t errlen)
+{
+	char tmp[4096], dir[4096];
+	int ret, dfd;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
+	    (int)sizeof(tmp))
+		return mm_errf(-ENAMETOOLONG, err, errlen,
+			       "%s: name too long", path);
+	unlink(tmp);
+	ret = write_new(tmp, buf, n, 0644, err, errlen);
+	if (ret)
+		return ret;
+	if (rename(tmp, path)) {
+		ret = -errno;
+		unlink(tmp);
+		return mm_errf(ret, err, errlen, "cannot rename %s to %s: %s",
+			       tmp, path, strerror(-ret));
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		if (fsync(dfd))
+			ret = -errno;
+		close(dfd);
+	}
+	if (ret)
+		return mm_errf(ret, err, errlen, "cannot sync the directory of %s: %s",
+			       path, strerror(-ret));
+	return 0;
+}
+
+int mm_sign_file(const char *path, const uint8_t sk[MM_KEY_SEC_BYTES],
+		 const char *name, uint64_t version, const char *sig_path,
+		 struct mm_manifest *out, char *err, size_t errlen)
+{
+	struct mm_manifest m;
+	uint8_t sig[MM_SIG_BYTES];
+	char sp[4096];
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!path || !sk)
+		return mm_errf(-EINVAL, err, errlen, "sign: invalid argument");
+	memset(&m, 0, sizeof(m));
+	if (!name) {
+		name = strrchr(path, '/');
+		name = name ? name + 1 : path;
+		snprintf(m.name, sizeof(m.name), "%s", name);
+	} else {
+		if (strlen(name) > MM_SIG_NAME_MAX)
+			return mm_errf(-EINVAL, err, errlen,
+				       "sign: name '%s' is over %u bytes", name,
+				       MM_SIG_NAME_MAX);
+		snprintf(m.name, sizeof(m.name), "%s", name);
+	}
+	if (!name_ok(m.name, strlen(m.name)))
+		return mm_errf(-EINVAL, err, errlen,
+			       "sign: name '%s' is not printable ASCII", m.name);
+	if (!sig_path) {
+		if (mm_sig_path(path, sp, sizeof(sp)))
+			return mm_errf(-ENAMETOOLONG, err, errlen,
+				       "%s: name too long", path);
+		sig_path = sp;
+	}
+	ret = sodium_ready(err, errlen);
+	if (ret)
+		return ret;
+	mm_key_id(sk + 32, m.key_id);
+	m.version = version;
+	ret = mm_hash_file(path, m.hash, &m.size, err, errlen);
+	if (ret)
+		return ret;
+	ret = mm_sig_encode(&m, sk, sig);
+	if (ret)
+		return mm_errf(ret, err, errlen, "sign: cannot sign %s", path);
+	ret = write_atomic(sig_path, sig, sizeof(sig), err, errlen);
+	if (!ret && out)
+		*out = m;
+	return ret;
+}
+
+/* ---- verification ----------------------------------------------------- */
+
+int mm_sig_match(const struct mm_manifest *m, const char *path,
+		 const void *data, size_t size, char *err, size_t errlen)
+{
+	uint8_t h[MM_HASH_BYTES];
+	char a[MM_HASH_HEX], b[MM_HASH_HEX];
+	int ret;
+
+	if (!m || (!data && size))
+		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
+	if (!path)
+		path = "model";
+	if ((uint64_t)size != m->size)
+		return mm_errf(-EBADMSG, err, errlen,
+			       "%s: %zu bytes, the signature is of %llu (%s)",
+			       path, size, (unsigned long long)m->size,
+			       (uint64_t)size < m->size ? "truncated" :
+			       "extended or another file");
+	ret = mm_hash_mem(data, size, h);
+	if (ret)
+		return mm_errf(ret, err, errlen, "%s: cannot hash", path);
+	if (sodium_memcmp(h, m->hash, MM_HASH_BYTES)) {
+		mm_hash_hex(h, a);
+		mm_hash_hex(m->hash, b);
+		return mm_errf(-EBADMSG, err, errlen,
+			       "%s: BLAKE2b-256 %.16s... is not the signed %.16s... (the file was altered, or the signature is of another file)",
+			       path, a, b);
+	}
+	return 0;
+}
+
+int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
+		   uint64_t min_version, struct mm_manifest *m, char *err,
+		   size_t errlen)
+{
+	struct mm_manifest man;
+	uint8_t h[MM_HASH_BYTES];
+	char sp[4096], a[MM_HASH_HEX], b[MM_HASH_HEX];
+	uint64_t size;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!path || !pk)
+		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
+	if (mm_sig_path(path, sp, sizeof(sp)))
+		return mm_errf(-ENAMETOOLONG, err, errlen, "%s: name too long",
+			       path);
+	ret = mm_sig_read(sp, pk, min_version, &man, err, errlen);
+	if (ret)
+		return ret;
+	ret = mm_hash_file(path, h, &size, err, errlen);
+	if (ret)
+		return ret;
+	if (size != man.size)
+		return mm_errf(-EBADMSG, err, errlen,
+			       "%s: %llu bytes, the signature is of %llu (%s)",
+			       path, (unsigned long long)size,
+			       (unsigned long long)man.size,
+			       size < man.size ? "truncated" :
+			       "extended or another file");
+	if (sodium_memcmp(h, man.hash, MM_HASH_BYTES)) {
+		mm_hash_hex(h, a);
+		mm_hash_hex(man.hash, b);
+		return mm_errf(-EBADMSG, err, errlen,
+			       "%s: BLAKE2b-256 %.16s... is not the signed %.16s... (the file was altered, or the signature is of another file)",
+			       path, a, b);
+	}
+	if (m)
+		*m = man;
+	return 0;
+}
+
+int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
+			  uint64_t min_version, struct mm_manifest *m,
+			  struct mm_gguf **out, char *err, size_t errlen)
+{
+	struct mm_manifest man;
+	struct stat st;
+	char sp[4096];
+	void *map;
+	int fd, ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!path || !pk || !out)
+		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
+	*out = NULL;
+	if (mm_sig_path(path, sp, sizeof(sp)))
+		return mm_errf(-ENAMETOOLONG, err, errlen, "%s: name too long",
+			       path);
+	/* the signature, its key and version before the file is opened */
+	ret = mm_sig_read(sp, pk, min_version, &man, err, errlen);
+	if (ret)
+		return ret;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		return mm_errf(ret, err, errlen, "cannot open %s: %s", path,
+			       strerror(-ret));
+	}
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		close(fd);
+		return mm_errf(ret, err, errlen, "cannot stat %s: %s", path,
+			       strerror(-ret));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return mm_errf(-EINVAL, err, errlen, "%s is not a regular file",
+			       path);
+	}
+	if ((uint64_t)st.st_size != man.size) {
+		close(fd);
+		return mm_errf(-EBADMSG, err, errlen,
+			       "%s: %llu bytes, the signature is of %llu (%s)",
+			       path, (unsigned long long)st.st_size,
+			       (unsigned long long)man.size,
+			       (uint64_t)st.st_size < man.size ? "truncated" :
+			       "extended or another file");
+	}
+	if (man.size == 0 || man.size > SIZE_MAX) {
+		close(fd);
+		return mm_errf(-EINVAL, err, errlen,
+			       "%s: %llu bytes cannot be mapped", path,
+			       (unsigned long long)man.size);
+	}
+	map = mmap(NULL, (size_t)man.size, PROT_READ, MAP_PRIVATE, fd, 0);
+	ret = map == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (ret)
+		return mm_errf(ret, err, errlen, "cannot map %s: %s", path,
+			       strerror(-ret));
+	/* the one pass: read ahead while hashing */
+	madvise(map, (size_t)man.size, MADV_SEQUENTIAL);
+	ret = mm_sig_match(&man, path, map, (size_t)man.size, err, errlen);
+	madvise(map, (size_t)man.size, MADV_NORMAL);
+	if (ret) {
+		munmap(map, (size_t)man.size);
+		return ret;
+	}
+	ret = mm_gguf_open_mapped(map, (size_t)man.size, out, err, errlen);
+	if (!ret && m)
+		*m = man;
+	return ret;
+}

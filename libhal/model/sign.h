@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sign.h - signed model files: Ed25519 (libsodium) over a small manifest
+ * that names the file by its BLAKE2b-256 hash (mhash.h), kept in a detached
+ * FILE.sig so that the GGUF file itself stays byte for byte what llama.cpp
+ * reads. Format and trust model: Documentation/model-store.rst.
+ *
+ * FILE.sig (MM_SIG_BYTES, little-endian, every field checked on read):
+ *   0   8  magic "MMEDGSIG"
+ *   8   4  format (MM_SIG_FORMAT)
+ *   12  4  manifest bytes (MM_SIG_MANIFEST_BYTES)
+ *   16  8  key id: the first 8 bytes of BLAKE2b-256 of the public key
+ *   24  8  version: monotonic model version (u64)
+ *   32  8  file size in bytes
+ *   40  32 BLAKE2b-256 of the whole file
+ *   72  1  name length (0..63)
+ *   73  63 name (printable ASCII, zero padded)
+ *   136 64 Ed25519 signature of bytes 0..135
+ *
+ * Key files are one text line each: "mmedge-ed25519-public <64 hex>\n"
+ * (the 32-byte public key) and "mmedge-ed25519-secret <128 hex>\n" (the
+ * 64-byte libsodium secret key: seed and public key).
+ *
+ * Errors (0 or a negative errno, err names the file and the failure):
+ *   -ENOKEY       no FILE.sig: the file is unsigned
+ *   -EINVAL       a malformed signature or key file, a bad argument
+ *   -EKEYREJECTED signed by another key, or the signature does not verify
+ *   -EBADMSG      the file's size or hash is not the signed one (tampered,
+ *                 truncated, or the signature of another file)
+ *   -ESTALE       the signed version is below the minimum (a replay)
+ *   -errno        from the OS
+ */
+#ifndef MM_SIGN_H
+#define MM_SIGN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mhash.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MM_SIG_MAGIC		"MMEDGSIG"
+#define MM_SIG_FORMAT		1u
+#define MM_SIG_MANIFEST_BYTES	136u
+#define MM_SIG_BYTES		200u
+#define MM_SIG_NAME_MAX		63u
+#define MM_KEY_PUB_BYTES	32u
+#define MM_KEY_SEC_BYTES	64u
+#define MM_KEY_ID_BYTES		8u
+#define MM_SIG_SUFFIX		".sig"
+
+struct mm_manifest {
+	uint8_t key_id[MM_KEY_ID_BYTES];
+	uint64_t version;
+	uint64_t size;
+	uint8_t hash[MM_HASH_BYTES];
+	char name[MM_SIG_NAME_MAX + 1];
+};
+
+/* A new key pair. */
+int mm_key_generate(uint8_t pk[MM_KEY_PUB_BYTES], uint8_t sk[MM_KEY_SEC_BYTES]);
+void mm_key_id(const uint8_t pk[MM_KEY_PUB_BYTES],
+	       uint8_t id[MM_KEY_ID_BYTES]);
+/* Writes the key files: secret (mode 0600, O_EXCL) and public (0644). */
+int mm_key_write(const char *sec_path, const char *pub_path,
+		 const uint8_t pk[MM_KEY_PUB_BYTES],
+		 const uint8_t sk[MM_KEY_SEC_BYTES], char *err, size_t errlen);
+int mm_key_read_public(const char *path, uint8_t pk[MM_KEY_PUB_BYTES],
+		       char *err, size_t errlen);
+int mm_key_read_secret(const char *path, uint8_t sk[MM_KEY_SEC_BYTES],
+		       char *err, size_t errlen);
+
+/* The manifest and signature as the bytes of a FILE.sig. */
+int mm_sig_encode(const struct mm_manifest *m,
+		  const uint8_t sk[MM_KEY_SEC_BYTES], uint8_t out[MM_SIG_BYTES]);
+/*
+ * Checks the layout of a FILE.sig's bytes (n must be MM_SIG_BYTES), then,
+ * when pk is not NULL, that it was signed by pk and its version is at least
+ * min_version; *m gets the manifest. what names the signature in messages.
+ */
+int mm_sig_decode(const uint8_t *buf, size_t n, const char *what,
+		  const uint8_t *pk, uint64_t min_version,
+		  struct mm_manifest *m, char *err, size_t errlen);
+/* Reads and checks (as mm_sig_decode) the signature file sig_path. */
+int mm_sig_read(const char *sig_path, const uint8_t *pk, uint64_t min_version,
+		struct mm_manifest *m, char *err, size_t errlen);
+
+/* path + ".sig" into out (-ENAMETOOLONG when it does not fit). */
+int mm_sig_path(const char *path, char *out, size_t outlen);
+
+/*
+ * Signs the file at path (its hash and size as read now) as version
+ * version named name (NULL: the file's base name, cut to 63 bytes) and
+ * writes the signature to sig_path (NULL: path.sig) atomically.
+ */
+int mm_sign_file(const char *path, const uint8_t sk[MM_KEY_SEC_BYTES],
+		 const char *name, uint64_t version, const char *sig_path,
+		 struct mm_manifest *out, char *err, size_t errlen);
+
+/*
+ * Checks data (size bytes, the content of path) against a manifest that
+ * mm_sig_read() accepted: the size first, then the hash.
+ */
+int mm_sig_match(const struct mm_manifest *m, const char *path,
+		 const void *data, size_t size, char *err, size_t errlen);
+
+/*
+ * Verifies the file at path against path.sig with the public key pk and a
+ * minimum version: the signature first, then the file in one pass (read,
+ * hashed). *m (if not NULL) gets the manifest.
+ */
+int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
+		   uint64_t min_version, struct mm_manifest *m, char *err,
+		   size_t errlen);
+
+struct mm_gguf;
+/*
+ * mm_gguf_open() of a signed file: path.sig is read and checked against pk
+ * and min_version before the file is opened, the file's size is compared
+ * with the signed one, and the mapping is hashed (the pass that faults the
+ * file in) and compared before the GGUF parser reads a byte of it.
+ */
+int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
+			  uint64_t min_version, struct mm_manifest *m,
+			  struct mm_gguf **out, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MM_SIGN_H */
