@@ -3,13 +3,13 @@
 #
 # Static checks that count as tests: the module builds with W=1 without a
 # warning, checkpatch --strict is clean on kmod/ and uapi/, and the
-# device-tree bindings compile.
+# device-tree binding, its example and the dts files pass dt-schema.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${MMEDGE_BUILD:-$ROOT/build}
 cd "$ROOT"
 scripts/linux-src.sh || exit 1
-n=0 passed=0 failed=0
+n=0 passed=0 failed=0 skipped=
 
 result() {
 	n=$((n + 1))
@@ -70,5 +70,81 @@ for f in dts/*.dts; do
 	result $? "dtc $f"
 done
 
-echo "RESULT lint $passed $failed"
+# dt-schema, as the kernel's make dt_binding_check and dtbs_check run it:
+# the binding against the meta-schemas, its example compiled and checked
+# against the processed schema (dt-schema's core schemas and ours), and
+# every dts with an mmedge,hub node. dt-schema 2022.08 reports problems on
+# stderr with exit status 0, so any output that is not a "matched on
+# schema(s)" report is a failure, and the mmedge,hub node must have matched
+# the binding (a misspelt compatible would otherwise match nothing).
+dt="$OUT/dt"
+rm -rf "$dt" && mkdir -p "$dt"
+dt_dtb() { # SRC DTB: preprocess like the kernel, compile with symbols
+	cpp -nostdinc -undef -D__DTS__ -x assembler-with-cpp -I dts \
+		-I "$OUT/linux-source/scripts/dtc/include-prefixes" \
+		-o "$2.tmp" "$1" && dtc -q -@ -b 0 -I dts -O dtb -o "$2" "$2.tmp"
+}
+dt_validate() { # DTB [dt-validate options]
+	local f=$1 out
+	shift
+	out=$(dt-validate -M "$@" -u "$ROOT/dts" -s "$dt/processed-schema.json" "$f" 2>&1) ||
+		{ echo "$out"; return 1; }
+	echo "$out" | awk '
+		/: matched on schema\(s\)$/ { m = 1; next }
+		/^\t/ { if (m) { if (/mmedge,hub\.yaml#$/) hub++ } else bad++; next }
+		{ m = 0; bad++ }
+		END { exit !(hub > 0 && bad == 0) }' && return 0
+	echo "$out"
+	echo "(no mmedge,hub node validated against dts/mmedge,hub.yaml, or errors above)"
+	return 1
+}
+
+out=$(dt-doc-validate -u "$ROOT/dts" "$ROOT/dts/mmedge,hub.yaml" 2>&1)
+rc=$?
+[ -z "$out" ] || { echo "$out"; rc=1; }
+result $rc "dt-doc-validate dts/mmedge,hub.yaml"
+
+dt-mk-schema -j "$ROOT/dts" > "$dt/processed-schema.json" 2> "$dt/mk-schema.log"
+rc=$?
+[ ! -s "$dt/mk-schema.log" ] || { cat "$dt/mk-schema.log"; rc=1; }
+if [ $rc = 0 ]; then
+	dt-extract-example "$ROOT/dts/mmedge,hub.yaml" > "$dt/example.dts" &&
+		dt_dtb "$dt/example.dts" "$dt/example.dtb" &&
+		dt_validate "$dt/example.dtb"
+	rc=$?
+fi
+result $rc "dt-validate the example of dts/mmedge,hub.yaml"
+
+# Overlays that target only the root are applied to a minimal base and the
+# merged tree is checked against all schemas. Full trees (QEMU machines
+# dumped and extended) are checked against the binding only: the core
+# schemas flag nodes QEMU generates that are not the hub's.
+printf '/dts-v1/;\n/ {\n\tcompatible = "mmedge,base";\n\tmodel = "base";\n\t#address-cells = <2>;\n\t#size-cells = <2>;\n};\n' \
+	> "$dt/base.dts"
+dt_dtb "$dt/base.dts" "$dt/base.dtb" || result 1 "dtc minimal base tree"
+for f in dts/*.dts; do
+	grep -q '"mmedge,hub"' "$f" || continue
+	b="$dt/$(basename "$f" .dts)"
+	if ! grep -q '/plugin/' "$f"; then
+		dt_dtb "$f" "$b.dtb" && dt_validate "$b.dtb" -l mmedge,hub.yaml
+		result $? "dt-validate $f (mmedge,hub nodes)"
+		continue
+	fi
+	dt_dtb "$f" "$b.dtbo" || { result 1 "dt-validate $f"; continue; }
+	# Labels the overlay refers to (__fixups__) are a board's.
+	root=1
+	for frag in $(fdtget -l "$b.dtbo" /); do
+		[ "$frag" = __symbols__ ] || [ "$frag" = __local_fixups__ ] ||
+			[ "$(fdtget "$b.dtbo" "/$frag" target-path 2>/dev/null)" = / ] || root=0
+	done
+	if [ $root = 0 ]; then
+		echo "ok $((n + 1)) - dt-validate $f # SKIP refers to a board's nodes"
+		n=$((n + 1)) skipped=$((skipped + 1))
+		continue
+	fi
+	fdtoverlay -i "$dt/base.dtb" -o "$b.dtb" "$b.dtbo" && dt_validate "$b.dtb"
+	result $? "dt-validate $f applied to a minimal base"
+done
+
+echo "RESULT lint $passed $failed${skipped:+ $skipped}"
 [ "$failed" = 0 ]
