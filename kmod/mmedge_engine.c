@@ -180,17 +180,36 @@ static bool mmedge_cycles_usable(void)
 #endif
 }
 
+/*
+ * A cycle counter value and the raw monotonic clock at the same moment.
+ * Where the timekeeping clocksource is the cycle counter itself (the arch
+ * counter on arm64), ktime_get_snapshot() gives both from one read.
+ * Elsewhere the clock is read right after the counter, and a pause in
+ * between (a vCPU descheduled) goes into the calibration.
+ */
+static void mmedge_counter_pair(u64 *raw, u64 *ns)
+{
+	struct system_time_snapshot snap;
+
+	ktime_get_snapshot(&snap);
+	if (snap.cs_id == CSID_ARM_ARCH_COUNTER) {
+		*raw = snap.cycles;
+		*ns = ktime_to_ns(snap.raw);
+		return;
+	}
+	*raw = get_cycles();
+	*ns = ktime_get_raw_ns();
+}
+
 static void mmedge_engine_calibrate(struct mmedge_engine *eng)
 {
 	u64 t0, r0, t1, r1, hz = 0;
 
 	eng->counter_hz = 0;
 	if (mmedge_cycles_usable()) {
-		r0 = get_cycles();
-		t0 = ktime_get_raw_ns();
+		mmedge_counter_pair(&r0, &t0);
 		usleep_range(20000, 21000);
-		r1 = get_cycles();
-		t1 = ktime_get_raw_ns();
+		mmedge_counter_pair(&r1, &t1);
 		hz = r1 > r0 ? mmedge_ts_hz(r1 - r0, t1 - t0) : 0;
 	}
 	if (!hz || mmedge_ts_calc(&eng->tc_mono, hz, 64)) {
