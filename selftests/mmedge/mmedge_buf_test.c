@@ -1673,6 +1673,7 @@ TEST_F(vgem, unbind_with_buffers)
 	struct mmedge_buf_sync s;
 	uint32_t handle;
 	void *p, *q;
+	char pdev[64];
 	int fd2;
 
 	if (geteuid() != 0)
@@ -1685,7 +1686,8 @@ TEST_F(vgem, unbind_with_buffers)
 	ASSERT_NE(MAP_FAILED, p);
 	fill_pattern(p, SZ_1M, 9);
 
-	ASSERT_EQ(0, write_str(PDRV_DIR "/unbind", PDEV_NAME));
+	ASSERT_EQ(0, dev0_pdev(pdev, sizeof(pdev)));
+	ASSERT_EQ(0, write_str(PDRV_DIR "/unbind", pdev));
 	EXPECT_EQ(-ENODEV, buf_info(self->fd, sg.fd, &info));
 	sync_req(&s, sg.fd, MMEDGE_BUF_SYNC_START | MMEDGE_BUF_SYNC_RW, 0, SZ_4K);
 	EXPECT_EQ(-ENODEV, xioctl(self->fd, MMEDGE_IOC_BUF_SYNC, &s));
@@ -1707,7 +1709,7 @@ TEST_F(vgem, unbind_with_buffers)
 	close(ct.fd);
 	vgem_close_handle(self->vgem, handle);
 
-	ASSERT_EQ(0, write_str(PDRV_DIR "/bind", PDEV_NAME));
+	ASSERT_EQ(0, write_str(PDRV_DIR "/bind", pdev));
 	fd2 = open_dev();
 	ASSERT_LE(0, fd2);
 	EXPECT_EQ(0, buf_alloc(fd2, SZ_4K, 0, &sg));

@@ -67,8 +67,8 @@ static inline int read_str(const char *path, char *buf, size_t len)
 	return ret;
 }
 
-/* The platform device behind /dev/mmedge0 ("mmedge.0"), from the
- * driver's directory; 0 or -ENOENT. */
+/* The platform device behind /dev/mmedge0 ("mmedge.0", or the device-tree
+ * node's name), from the driver's directory; 0 or -ENOENT. */
 static inline int pdev_name(char *name, size_t len)
 {
 	struct dirent *de;
@@ -80,8 +80,7 @@ static inline int pdev_name(char *name, size_t len)
 	while ((de = readdir(d))) {
 		char path[sizeof(PDRV_DIR) + 300], buf[32];
 
-		if (strncmp(de->d_name, "mmedge.", 7) ||
-		    strlen(de->d_name) >= len)
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= len)
 			continue;
 		strcpy(path, PDRV_DIR "/");
 		strcat(path, de->d_name);

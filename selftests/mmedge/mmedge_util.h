@@ -26,7 +26,7 @@
 
 #define DEVPATH		"/dev/mmedge0"
 #define PDRV_DIR	"/sys/bus/platform/drivers/mmedge"
-#define PDEV_NAME	"mmedge.0"
+#define DEV0_SYSDIR	"/sys/class/mmedge/mmedge0"
 
 /* linux/dma-buf.h of 6.0+; define it where the installed header is older. */
 #ifndef DMA_BUF_IOCTL_EXPORT_SYNC_FILE
@@ -51,6 +51,34 @@ static inline int xioctl(int fd, unsigned long cmd, void *arg)
 static inline int open_dev(void)
 {
 	return open(DEVPATH, O_RDWR | O_CLOEXEC);
+}
+
+/*
+ * The platform device behind /dev/mmedge0, from its sysfs link: "mmedge.0"
+ * for a virtual instance, the node's name ("mmedge") for a device-tree
+ * one. 0 or -errno.
+ */
+static inline int dev0_pdev(char *name, size_t len)
+{
+	char link[256];
+	ssize_t n = readlink(DEV0_SYSDIR "/device", link, sizeof(link) - 1);
+	const char *b;
+
+	if (n < 0)
+		return -errno;
+	link[n] = 0;
+	b = strrchr(link, '/');
+	b = b ? b + 1 : link;
+	if (strlen(b) >= len)
+		return -ENAMETOOLONG;
+	strcpy(name, b);
+	return 0;
+}
+
+/* /dev/mmedge0 probed from a device-tree node (its device has an of_node). */
+static inline int dev0_from_dt(void)
+{
+	return access(DEV0_SYSDIR "/device/of_node", F_OK) == 0;
 }
 
 static inline int query_caps(int fd, struct mmedge_caps *caps)
