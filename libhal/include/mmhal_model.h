@@ -89,6 +89,15 @@ struct mmhal_model_params {
 	 * mapping's copy-on-write pages, so the file is not changed and no
 	 * second copy is made; 0: all weights are used as stored. */
 	int repack;
+	/* Integrity (Documentation/model-store.rst): a 32-byte Ed25519
+	 * public key. When set, the file must come with a detached
+	 * signature PATH.sig by this key over its size and BLAKE2b-256,
+	 * of a version >= min_version; it is checked before the GGUF
+	 * parser reads the file (the hash is the pass that reads it in),
+	 * and so are the files of mmhal_model_add_tier(). NULL (default):
+	 * no check. */
+	const unsigned char *trusted_key;
+	uint64_t min_version;
 };
 
 MMHAL_API struct mmhal_model_params mmhal_model_default_params(void);
@@ -103,7 +112,11 @@ MMHAL_API struct mmhal_model_params mmhal_model_default_params(void);
  *
  * Return: 0; -EINVAL malformed file or bad parameter, -ENOTSUP another
  * architecture or an unsupported weight/KV type, -ENOENT a missing key or
- * tensor (or file), -ENOMEM, or any error of open(2)/mmap(2).
+ * tensor (or file), -ENOMEM, or any error of open(2)/mmap(2). With
+ * params->trusted_key: -ENOKEY no PATH.sig, -EKEYREJECTED signed by
+ * another key or a bad signature, -EBADMSG the file is not the signed one
+ * (altered, truncated, another file's signature), -ESTALE its version is
+ * below params->min_version; err names the failure.
  */
 MMHAL_API int mmhal_model_load(const char *path,
 			       const struct mmhal_model_params *params,
@@ -597,7 +610,12 @@ struct mmhal_mmproj_params {
 	 * positions; see Documentation/model-runtime.rst for the
 	 * difference) */
 	int audio_exact;
-	uint32_t reserved[8];	/* zero */
+	/* as mmhal_model_params: the mmproj file must be signed by this key
+	 * (PATH.sig) with a version >= min_version. NULL: the model's key
+	 * when the model was loaded with one, else no check. */
+	const unsigned char *trusted_key;
+	uint64_t min_version;
+	uint32_t reserved[4];	/* zero */
 };
 
 MMHAL_API struct mmhal_mmproj_params mmhal_mmproj_default_params(void);

@@ -121,6 +121,11 @@ struct mmhal_model {
 	struct mm_llama_tier tier[MMHAL_MAX_TIERS];
 	int n_tiers;
 	int use_mmap, repack;		/* the load's params */
+	/* params.trusted_key and min_version (tiers and the mmproj are
+	 * checked with them too) */
+	int has_key;
+	unsigned char trusted_key[32];
+	uint64_t min_version;
 	int n_sessions;		/* made by mmhal_ctx_create(), not freed */
 	double load_ms;
 	struct mmhal_model_info info;

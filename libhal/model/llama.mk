@@ -148,7 +148,7 @@ LLAMA_ARM_TEST := $(LLAMA_O)/arm64/llama_test
 
 $(LLAMA_O)/arm64/%.o: $(LLAMA_DIR)/%.c $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
-	$(QUANT_XCC) $(LLAMA_CFLAGS) -O2 $(llama_flags) -c $< -o $@
+	$(QUANT_XCC) $(LLAMA_CFLAGS) -O2 $(llama_flags) -DMM_NO_SIGN -c $< -o $@
 
 $(LLAMA_ARM_TEST): $(LLAMA_DIR)/tests/llama_test.c $(LLAMA_ARM_OBJS) $(LLAMA_HDRS)
 	$(QUANT_XCC) $(LLAMA_CFLAGS) $(LLAMA_WARN) -O2 $< $(LLAMA_ARM_OBJS) \

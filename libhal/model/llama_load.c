@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "llama.h"
+#include "sign.h"
 
 MMHAL_API struct mmhal_model_params mmhal_model_default_params(void)
 {
@@ -563,6 +564,37 @@ static void mm_llama_tier_size(struct mm_llama_tier *T,
 		 mm_gguf_type_name(best) ? mm_gguf_type_name(best) : "?");
 }
 
+/*
+ * The GGUF at path, mapped or read (use_mmap); with the model's trusted key
+ * it is verified against path.sig first (sign.h): the mapping is hashed
+ * before the parser reads it, a read file before it is parsed.
+ */
+static int mm_llama_open(const struct mmhal_model *m, const char *path,
+			 int use_mmap, struct mm_gguf **g, void **filebuf,
+			 char *err, size_t errlen)
+{
+	size_t n = 0;
+	int ret;
+
+	if (use_mmap)
+		return m->has_key ?
+			mm_gguf_open_verified(path, m->trusted_key,
+					      m->min_version, NULL, g, err,
+					      errlen) :
+			mm_gguf_open(path, g, err, errlen);
+	ret = mm_llama_read_file(path, filebuf, &n);
+	if (ret)
+		return mm_errf(ret, err, errlen, "%s: %s", path,
+			       strerror(-ret));
+	if (m->has_key) {
+		ret = mm_sig_check_mem(path, m->trusted_key, m->min_version,
+				       *filebuf, n, NULL, err, errlen);
+		if (ret)
+			return ret;
+	}
+	return mm_gguf_open_mem(*filebuf, n, g, err, errlen);
+}
+
 MMHAL_API int mmhal_model_load(const char *path,
 			       const struct mmhal_model_params *params,
 			       struct mmhal_model **out, char *err,
@@ -574,7 +606,6 @@ MMHAL_API int mmhal_model_load(const char *path,
 	double t0 = mm_now_ms();
 	struct mmhal_model *m;
 	char tokerr[320];
-	size_t n = 0;
 	int ret;
 
 	if (err && errlen)
@@ -592,16 +623,13 @@ MMHAL_API int mmhal_model_load(const char *path,
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	if (p.use_mmap) {
-		ret = mm_gguf_open(path, &m->g, err, errlen);
-	} else {
-		ret = mm_llama_read_file(path, &m->filebuf, &n);
-		if (ret)
-			mm_errf(0, err, errlen, "%s: %s", path, strerror(-ret));
-		else
-			ret = mm_gguf_open_mem(m->filebuf, n, &m->g, err,
-					       errlen);
+	if (p.trusted_key) {
+		m->has_key = 1;
+		memcpy(m->trusted_key, p.trusted_key, sizeof(m->trusted_key));
+		m->min_version = p.min_version;
 	}
+	ret = mm_llama_open(m, path, p.use_mmap, &m->g, &m->filebuf, err,
+			    errlen);
 	if (ret)
 		goto fail;
 	ret = mm_llama_hparams(m, err, errlen);
@@ -854,7 +882,6 @@ MMHAL_API int mmhal_model_add_tier(struct mmhal_model *m, const char *path,
 	struct mmhal_model *t;
 	struct mm_llama_tier T = { 0 };
 	const char *arch;
-	size_t n = 0;
 	int ret, k;
 
 	if (err && errlen)
@@ -873,16 +900,8 @@ MMHAL_API int mmhal_model_add_tier(struct mmhal_model *m, const char *path,
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return mm_errf(-ENOMEM, err, errlen, "out of memory");
-	if (m->use_mmap) {
-		ret = mm_gguf_open(path, &t->g, err, errlen);
-	} else {
-		ret = mm_llama_read_file(path, &t->filebuf, &n);
-		if (ret)
-			mm_errf(0, err, errlen, "%s: %s", path, strerror(-ret));
-		else
-			ret = mm_gguf_open_mem(t->filebuf, n, &t->g, err,
-					       errlen);
-	}
+	ret = mm_llama_open(m, path, m->use_mmap, &t->g, &t->filebuf, err,
+			    errlen);
 	if (ret)
 		goto fail;
 	arch = mm_gguf_arch(t->g);

@@ -207,7 +207,12 @@ MMHAL_API int mmhal_mmproj_load(const char *path,
 		mm_errf(ret, err, errlen, "model info: %d", ret);
 		goto fail;
 	}
-	ret = mm_mmproj_load(path, &mp->p, err, errlen);
+	/* the mmproj's own key, else the model's */
+	ret = mm_mmproj_load_verified(path, mp->params.trusted_key ?
+				      mp->params.trusted_key :
+				      model->has_key ? model->trusted_key :
+				      NULL, mp->params.min_version, &mp->p,
+				      err, errlen);
 	if (ret)
 		goto fail;
 	ret = mm_mmproj_check_llm(mp->p, (uint32_t)mi.n_embd, err, errlen);

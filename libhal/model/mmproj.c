@@ -29,6 +29,7 @@
 
 #include "gguf.h"
 #include "mmproj.h"
+#include "sign.h"
 
 #define MMP_MAX_DIM	65536u
 #define MMP_MAX_LAYER	256u
@@ -703,6 +704,13 @@ static int mmp_finish(struct mm_mmproj *p, struct mm_mmproj **out, int ret,
 int mm_mmproj_load(const char *path, struct mm_mmproj **out, char *err,
 		   size_t errlen)
 {
+	return mm_mmproj_load_verified(path, NULL, 0, out, err, errlen);
+}
+
+int mm_mmproj_load_verified(const char *path, const unsigned char *pk,
+			    uint64_t min_version, struct mm_mmproj **out,
+			    char *err, size_t errlen)
+{
 	struct mm_mmproj *p;
 
 	if (err && errlen)
@@ -715,8 +723,10 @@ int mm_mmproj_load(const char *path, struct mm_mmproj **out, char *err,
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	return mmp_finish(p, out, mm_gguf_open(path, &p->g, err, errlen), err,
-			  errlen);
+	return mmp_finish(p, out, pk ?
+			  mm_gguf_open_verified(path, pk, min_version, NULL,
+						&p->g, err, errlen) :
+			  mm_gguf_open(path, &p->g, err, errlen), err, errlen);
 }
 
 int mm_mmproj_load_mem(const void *data, size_t size, struct mm_mmproj **out,

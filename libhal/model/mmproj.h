@@ -119,6 +119,13 @@ struct mm_mmproj_audio {
 
 MM_MODEL_API int mm_mmproj_load(const char *path, struct mm_mmproj **out,
 				char *err, size_t errlen);
+/* With a 32-byte Ed25519 key pk (NULL: none), the file is verified against
+ * path.sig first (mm_gguf_open_verified(), sign.h). */
+MM_MODEL_API int mm_mmproj_load_verified(const char *path,
+					 const unsigned char *pk,
+					 uint64_t min_version,
+					 struct mm_mmproj **out, char *err,
+					 size_t errlen);
 /* Parses data in place: it must stay valid until mm_mmproj_free(). */
 MM_MODEL_API int mm_mmproj_load_mem(const void *data, size_t size,
 				    struct mm_mmproj **out, char *err,

@@ -671,3 +671,26 @@ int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 		*m = man;
 	return ret;
 }
+
+int mm_sig_check_mem(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
+		     uint64_t min_version, const void *data, size_t size,
+		     struct mm_manifest *m, char *err, size_t errlen)
+{
+	struct mm_manifest man;
+	char sp[4096];
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!path || !pk || (!data && size))
+		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
+	if (mm_sig_path(path, sp, sizeof(sp)))
+		return mm_errf(-ENAMETOOLONG, err, errlen, "%s: name too long",
+			       path);
+	ret = mm_sig_read(sp, pk, min_version, &man, err, errlen);
+	if (!ret)
+		ret = mm_sig_match(&man, path, data, size, err, errlen);
+	if (!ret && m)
+		*m = man;
+	return ret;
+}

@@ -117,6 +117,8 @@ int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 		   size_t errlen);
 
 struct mm_gguf;
+
+#ifndef MM_NO_SIGN
 /*
  * mm_gguf_open() of a signed file: path.sig is read and checked against pk
  * and min_version before the file is opened, the file's size is compared
@@ -126,6 +128,39 @@ struct mm_gguf;
 int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 			  uint64_t min_version, struct mm_manifest *m,
 			  struct mm_gguf **out, char *err, size_t errlen);
+/* The content of path, already in memory, against path.sig. */
+int mm_sig_check_mem(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
+		     uint64_t min_version, const void *data, size_t size,
+		     struct mm_manifest *m, char *err, size_t errlen);
+#else
+/*
+ * A build without libsodium (the arm64 cross-built decoder test): a model
+ * with a trusted key is refused, never loaded unchecked.
+ */
+#include <errno.h>
+#include "gguf.h"
+static inline int mm_gguf_open_verified(const char *path, const uint8_t *pk,
+					uint64_t min_version,
+					struct mm_manifest *m,
+					struct mm_gguf **out, char *err,
+					size_t errlen)
+{
+	(void)pk; (void)min_version; (void)m; (void)out;
+	return mm_errf(-ENOTSUP, err, errlen,
+		       "%s: built without signature verification (libsodium)",
+		       path);
+}
+static inline int mm_sig_check_mem(const char *path, const uint8_t *pk,
+				   uint64_t min_version, const void *data,
+				   size_t size, struct mm_manifest *m,
+				   char *err, size_t errlen)
+{
+	(void)pk; (void)min_version; (void)data; (void)size; (void)m;
+	return mm_errf(-ENOTSUP, err, errlen,
+		       "%s: built without signature verification (libsodium)",
+		       path);
+}
+#endif
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sign_bench.c - what verifying a signed model costs at load.
+ *
+ *   sign_bench DIR MMGGUF [REPEATS]
+ *
+ * Generates (once, kept in DIR) a SmolLM2-135M-shaped model at F16 and its
+ * Q8_0 quantization with MMGGUF, signs each with a fresh key and measures,
+ * the file in the page cache (warm; the median of REPEATS, default 5):
+ *   hash    mm_verify_file(): signature + one read() pass hashing the file
+ *   load    mmhal_model_load() without a key, mapped (weights used in
+ *           place: the mapping is not read at load) and read (use_mmap 0)
+ *   +key    the same with params.trusted_key: the mapping or the buffer is
+ *           hashed before the parser reads it
+ *   +token  load and one decoded token (every weight read once), without
+ *           and with the key: the time to a first result
+ * and prints each figure and the ratios.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "mmhal_model.h"
+#include "sign.h"
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_d);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ms of one load (and one decoded token when token), or < 0 on failure */
+static double time_load(const char *path, const uint8_t *pk, int use_mmap,
+			int token)
+{
+	struct mmhal_model_params p = mmhal_model_default_params();
+	struct mmhal_model *m = NULL;
+	char err[512];
+	int32_t tok = 1;
+	double t0 = now_ms(), t;
+
+	p.n_ctx = 64;
+	p.use_mmap = use_mmap;
+	p.trusted_key = pk;
+	if (mmhal_model_load(path, &p, &m, err, sizeof(err))) {
+		fprintf(stderr, "sign_bench: load %s: %s\n", path, err);
+		return -1;
+	}
+	if (token && mmhal_model_eval(m, &tok, 1, NULL)) {
+		fprintf(stderr, "sign_bench: eval: %s\n", mmhal_model_error(m));
+		mmhal_model_free(m);
+		return -1;
+	}
+	t = now_ms() - t0;
+	mmhal_model_free(m);
+	return t;
+}
+
+static int ensure(const char *path, const char *cmd)
+{
+	struct stat st;
+
+	if (!stat(path, &st))
+		return 0;
+	fprintf(stderr, "sign_bench: %s\n", cmd);
+	return system(cmd) ? -EIO : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *types[] = { "f16", "q8_0" };
+	uint8_t pk[MM_KEY_PUB_BYTES], sk[MM_KEY_SEC_BYTES];
+	int reps = argc > 3 ? atoi(argv[3]) : 5;
+	char f16[512], path[512], cmd[4096], err[512];
+
+	if (argc < 3 || reps < 1 || reps > 50 || strlen(argv[1]) > 400 ||
+	    strlen(argv[2]) > 1000) {
+		fprintf(stderr, "usage: sign_bench DIR MMGGUF [REPEATS]\n");
+		return 2;
+	}
+	if (mm_key_generate(pk, sk))
+		return 1;
+	snprintf(f16, sizeof(f16), "%s/smollm2-135m-f16.gguf", argv[1]);
+	snprintf(cmd, sizeof(cmd),
+		 "%s gen --shape smollm2-135m --tokenizer gpt2 --type f16 -o %s.tmp && mv %s.tmp %s",
+		 argv[2], f16, f16, f16);
+	if (ensure(f16, cmd))
+		return 1;
+	for (int ti = 0; ti < 2; ti++) {
+		double hash[50], lm[50], lmk[50], lr[50], lrk[50], tm[50], tmk[50];
+		struct mm_manifest man;
+		double h, a, b, c, d, e, f;
+
+		snprintf(path, sizeof(path), "%s/smollm2-135m-%s.gguf",
+			 argv[1], types[ti]);
+		if (ti) {
+			snprintf(cmd, sizeof(cmd),
+				 "%s quantize %s %s.tmp --type %s > /dev/null && mv %s.tmp %s",
+				 argv[2], f16, path, types[ti], path, path);
+			if (ensure(path, cmd))
+				return 1;
+		}
+		if (mm_sign_file(path, sk, NULL, 1, NULL, &man, err,
+				 sizeof(err))) {
+			fprintf(stderr, "sign_bench: %s\n", err);
+			return 1;
+		}
+		/* warm the page cache */
+		time_load(path, NULL, 1, 1);
+		for (int r = 0; r < reps; r++) {
+			double t0 = now_ms();
+
+			if (mm_verify_file(path, pk, 0, NULL, err,
+					   sizeof(err))) {
+				fprintf(stderr, "sign_bench: %s\n", err);
+				return 1;
+			}
+			hash[r] = now_ms() - t0;
+			lm[r] = time_load(path, NULL, 1, 0);
+			lmk[r] = time_load(path, pk, 1, 0);
+			lr[r] = time_load(path, NULL, 0, 0);
+			lrk[r] = time_load(path, pk, 0, 0);
+			tm[r] = time_load(path, NULL, 1, 1);
+			tmk[r] = time_load(path, pk, 1, 1);
+			if (lm[r] < 0 || lmk[r] < 0 || lr[r] < 0 ||
+			    lrk[r] < 0 || tm[r] < 0 || tmk[r] < 0)
+				return 1;
+		}
+		h = median(hash, reps);
+		a = median(lm, reps);
+		b = median(lmk, reps);
+		c = median(lr, reps);
+		d = median(lrk, reps);
+		e = median(tm, reps);
+		f = median(tmk, reps);
+		printf("verify %s %.1f MB: hash %.1f ms (%.0f MB/s)\n",
+		       types[ti], man.size / 1e6, h, man.size / 1e3 / h);
+		printf("  load mapped  %7.1f ms, with key %7.1f ms (+%.1f ms, x%.2f)\n",
+		       a, b, b - a, b / a);
+		printf("  load read    %7.1f ms, with key %7.1f ms (+%.1f ms, x%.2f)\n",
+		       c, d, d - c, d / c);
+		printf("  load+token   %7.1f ms, with key %7.1f ms (+%.1f ms, x%.2f)\n",
+		       e, f, f - e, f / e);
+		printf("RESULT sign-bench %s hash_ms %.1f load_ms %.1f load_key_ms %.1f read_ms %.1f read_key_ms %.1f token_ms %.1f token_key_ms %.1f\n",
+		       types[ti], h, a, b, c, d, e, f);
+	}
+	return 0;
+}

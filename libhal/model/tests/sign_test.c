@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sign_test.c - signed model files (sign.c, mhash.c) and the verifying
+ * loaders: mmhal_model_load() (mapped and read), mmhal_model_add_tier(),
+ * mmhal_mmproj_load() with a trusted key. TAP; last line "RESULT sign
+ * <passed> <failed>".
+ *
+ * Every refusal is checked for its errno and for the message naming the
+ * failure, and each tampered file is also loaded without a key, to show
+ * that the structure checks alone would have accepted it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gen.h"
+#include "gguf.h"
+#include "mhash.h"
+#include "mmhal_model.h"
+#include "quant.h"
+#include "sign.h"
+#include "tap.h"
+
+static char dir[256];
+static uint8_t pk_a[MM_KEY_PUB_BYTES], pk_b[MM_KEY_PUB_BYTES];
+static uint8_t sk_a[MM_KEY_SEC_BYTES], sk_b[MM_KEY_SEC_BYTES];
+
+static const char *tpath(const char *name)
+{
+	static char buf[8][400];
+	static int i;
+
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", dir, name);
+	return buf[i];
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out, ret = 0;
+	ssize_t n;
+
+	if (in < 0)
+		return -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (out < 0) {
+		close(in);
+		return -errno;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			ret = -EIO;
+			break;
+		}
+	if (n < 0)
+		ret = -errno;
+	close(in);
+	close(out);
+	return ret;
+}
+
+static int flip_byte(const char *path, off_t off)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t b;
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, &b, 1, off) != 1)
+		ret = -EIO;
+	b ^= 0x01;
+	if (!ret && pwrite(fd, &b, 1, off) != 1)
+		ret = -EIO;
+	close(fd);
+	return ret;
+}
+
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? -1 : st.st_size;
+}
+
+/* A copy of src (and src.sig when sig) as name in the test directory. */
+static const char *copy_pair(const char *src, const char *name, int sig)
+{
+	const char *dst = tpath(name);
+	char s1[400], s2[400];
+
+	if (copy_file(src, dst))
+		return NULL;
+	snprintf(s2, sizeof(s2), "%s.sig", dst);
+	unlink(s2);
+	if (sig) {
+		snprintf(s1, sizeof(s1), "%s.sig", src);
+		if (copy_file(s1, s2))
+			return NULL;
+	}
+	return dst;
+}
+
+static int load(const char *path, const uint8_t *pk, uint64_t minv,
+		int use_mmap, char *err, size_t errlen)
+{
+	struct mmhal_model_params p = mmhal_model_default_params();
+	struct mmhal_model *m = NULL;
+	int ret;
+
+	p.n_ctx = 64;
+	p.n_threads = 1;
+	p.use_mmap = use_mmap;
+	p.trusted_key = pk;
+	p.min_version = minv;
+	ret = mmhal_model_load(path, &p, &m, err, errlen);
+	if (!ret && !m)
+		ret = -EFAULT;
+	mmhal_model_free(m);
+	return ret;
+}
+
+/* ---- hash -------------------------------------------------------------- */
+
+static void test_hash(void)
+{
+	/* RFC 7693 BLAKE2b with a 32-byte digest: published vectors */
+	static const char *const empty =
+		"0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8";
+	static const char *const abc =
+		"bddd813c634239723171ef3fee98579b94964e3bb1cb3e427262c8c068d52319";
+	uint8_t h[MM_HASH_BYTES], h2[MM_HASH_BYTES], back[MM_HASH_BYTES];
+	char hex[MM_HASH_HEX], err[256];
+	size_t n = (3u << 20) + 12345;	/* over the 1 MiB read chunk */
+	uint8_t *buf = malloc(n);
+	uint64_t size = 0;
+	struct mm_hash st;
+	int fd, ret;
+
+	mm_hash_mem("", 0, h);
+	mm_hash_hex(h, hex);
+	tap_ok(!strcmp(hex, empty), "BLAKE2b-256(\"\") = %s", hex);
+	mm_hash_mem("abc", 3, h);
+	mm_hash_hex(h, hex);
+	tap_ok(!strcmp(hex, abc), "BLAKE2b-256(\"abc\") = %s", hex);
+	tap_ok(!mm_hash_parse_hex(hex, back) && !memcmp(back, h, sizeof(h)) &&
+	       mm_hash_parse_hex("0e57", back) == -EINVAL,
+	       "hex round trip; a short hex string refused");
+	if (!buf) {
+		tap_ok(0, "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (uint8_t)(i * 2654435761u >> 13);
+	fd = open(tpath("blob"), O_RDWR | O_CREAT | O_TRUNC, 0644);
+	ret = fd < 0 || write(fd, buf, n) != (ssize_t)n;
+	/* the file offset is at the end: mm_hash_fd reads from 0 with pread */
+	if (!ret)
+		ret = mm_hash_fd(fd, h, &size, err, sizeof(err));
+	if (fd >= 0)
+		close(fd);
+	/* one-shot vs streamed in odd pieces vs the fd's chunks */
+	mm_hash_mem(buf, n, h2);
+	tap_ok(!ret && size == n && !memcmp(h, h2, sizeof(h)),
+	       "mm_hash_fd over %zu bytes (pread from 0) = the one-shot hash",
+	       n);
+	mm_hash_init(&st);
+	for (size_t off = 0, k = 1; off < n; off += k, k = k * 3 + 1) {
+		if (k > n - off)
+			k = n - off;
+		mm_hash_update(&st, buf + off, k);
+	}
+	mm_hash_final(&st, h);
+	tap_ok(!memcmp(h, h2, sizeof(h)), "streamed in uneven pieces = one-shot");
+	ret = mm_hash_file(tpath("missing"), h, NULL, err, sizeof(err));
+	tap_ok(ret == -ENOENT && strstr(err, "missing"),
+	       "missing file: -ENOENT, \"%s\"", err);
+	free(buf);
+}
+
+/* ---- keys and the signature file format ------------------------------- */
+
+static void test_keys(void)
+{
+	uint8_t pk[MM_KEY_PUB_BYTES], sk[MM_KEY_SEC_BYTES];
+	char err[256];
+	struct stat st;
+	int fd, ret;
+
+	ret = mm_key_write(tpath("a.key"), tpath("a.key.pub"), pk_a, sk_a, err,
+			   sizeof(err));
+	tap_ok(!ret && !stat(tpath("a.key"), &st) &&
+	       (st.st_mode & 0777) == 0600, "secret key file mode 0600");
+	ret = mm_key_read_public(tpath("a.key.pub"), pk, err, sizeof(err));
+	tap_ok(!ret && !memcmp(pk, pk_a, sizeof(pk)), "public key read back");
+	ret = mm_key_read_secret(tpath("a.key"), sk, err, sizeof(err));
+	tap_ok(!ret && !memcmp(sk, sk_a, sizeof(sk)), "secret key read back");
+	ret = mm_key_write(tpath("a.key"), tpath("x.pub"), pk_a, sk_a, err,
+			   sizeof(err));
+	tap_ok(ret == -EEXIST, "an existing key file is not overwritten: \"%s\"",
+	       err);
+	ret = mm_key_read_public(tpath("a.key"), pk, err, sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "public"),
+	       "a secret key file is not a public key: \"%s\"", err);
+	/* a secret key whose public half is another key's */
+	fd = open(tpath("mixed.key"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd >= 0) {
+		char line[200], *p = line;
+
+		p += sprintf(p, "mmedge-ed25519-secret ");
+		for (int i = 0; i < 32; i++)
+			p += sprintf(p, "%02x", sk_a[i]);
+		for (int i = 0; i < 32; i++)
+			p += sprintf(p, "%02x", pk_b[i]);
+		*p++ = '\n';
+		if (write(fd, line, (size_t)(p - line)) < 0)
+			tap_diag("write mixed.key failed");
+		close(fd);
+	}
+	ret = mm_key_read_secret(tpath("mixed.key"), sk, err, sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "does not match"),
+	       "secret key with a foreign public half refused: \"%s\"", err);
+}
+
+static void test_format(void)
+{
+	struct mm_manifest m = { .version = 7, .size = 1234 }, out;
+	uint8_t sig[MM_SIG_BYTES], bad[MM_SIG_BYTES + 1];
+	char err[256];
+	int ret;
+
+	memset(m.hash, 0x5a, sizeof(m.hash));
+	mm_key_id(pk_a, m.key_id);
+	strcpy(m.name, "smollm2");
+	ret = mm_sig_encode(&m, sk_a, sig);
+	ret = ret ? ret : mm_sig_decode(sig, sizeof(sig), "t", pk_a, 7, &out,
+					err, sizeof(err));
+	tap_ok(!ret && out.version == 7 && out.size == 1234 &&
+	       !strcmp(out.name, "smollm2") &&
+	       !memcmp(out.hash, m.hash, sizeof(m.hash)),
+	       "manifest encode/decode round trip");
+	/* layout: little-endian version at 24, name length at 72 */
+	tap_ok(sig[24] == 7 && sig[25] == 0 && sig[32] == (1234 & 255) &&
+	       sig[33] == 1234 >> 8 && sig[72] == 7 && !memcmp(sig, "MMEDGSIG", 8),
+	       "fields at the documented offsets");
+	ret = mm_sig_decode(sig, sizeof(sig) - 1, "t", NULL, 0, &out, err,
+			    sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "199 bytes"), "short: \"%s\"", err);
+	memcpy(bad, sig, sizeof(sig));
+	bad[MM_SIG_BYTES] = 0;
+	ret = mm_sig_decode(bad, sizeof(bad), "t", NULL, 0, &out, err,
+			    sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "201 bytes"), "long: \"%s\"", err);
+	memcpy(bad, sig, sizeof(sig));
+	bad[8] = 2;
+	ret = mm_sig_decode(bad, sizeof(sig), "t", NULL, 0, &out, err,
+			    sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "format 2"), "format: \"%s\"", err);
+	memcpy(bad, sig, sizeof(sig));
+	bad[12] = 135;
+	ret = mm_sig_decode(bad, sizeof(sig), "t", NULL, 0, &out, err,
+			    sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "manifest of 135"),
+	       "manifest length: \"%s\"", err);
+	memcpy(bad, sig, sizeof(sig));
+	bad[72] = 64;
+	ret = mm_sig_decode(bad, sizeof(sig), "t", NULL, 0, &out, err,
+			    sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "name length 64"),
+	       "name length over 63: \"%s\"", err);
+	memcpy(bad, sig, sizeof(sig));
+	bad[73 + 7 + 3] = 'x';
+	ret = mm_sig_decode(bad, sizeof(sig), "t", NULL, 0, &out, err,
+			    sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "after the name"),
+	       "bytes after the name: \"%s\"", err);
+	memcpy(bad, sig, sizeof(sig));
+	bad[74] = '\n';
+	ret = mm_sig_decode(bad, sizeof(sig), "t", NULL, 0, &out, err,
+			    sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "printable"),
+	       "control byte in the name: \"%s\"", err);
+	memcpy(bad, sig, sizeof(sig));
+	bad[0] = 'm';
+	ret = mm_sig_decode(bad, sizeof(sig), "t", NULL, 0, &out, err,
+			    sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "magic"), "magic: \"%s\"", err);
+	/* every byte of the signed manifest and of the signature matters */
+	{
+		int rejected = 0;
+
+		for (unsigned i = 16; i < MM_SIG_BYTES; i++) {
+			if (i >= 72 && i < 136)	/* name bytes: layout errors */
+				continue;
+			memcpy(bad, sig, sizeof(sig));
+			bad[i] ^= 0x10;
+			if (mm_sig_decode(bad, sizeof(sig), "t", pk_a, 0, &out,
+					  err, sizeof(err)) == -EKEYREJECTED)
+				rejected++;
+		}
+		tap_ok(rejected == MM_SIG_BYTES - 16 - 64,
+		       "a flipped bit in the key id, version, size, hash or signature: rejected (%d of %d)",
+		       rejected, MM_SIG_BYTES - 16 - 64);
+	}
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+static void test_load(void)
+{
+	struct mm_gen_params gp = { .shape = "micro", .tokenizer = "smolvlm",
+				    .type = MM_TYPE_F32, .seed = 3 };
+	struct mm_manifest man;
+	char good[400];
+	const char *p;
+	struct mm_gguf *g = NULL;
+	char err[512], ref[512];
+	uint64_t data_off = 0, t_off = 0;
+	off_t size;
+	int ret;
+
+	snprintf(good, sizeof(good), "%s", tpath("model.gguf"));
+	ret = mm_gen_model(&gp, good, err, sizeof(err));
+	if (!ret)
+		ret = mm_sign_file(good, sk_a, "micro", 5, NULL, &man, err,
+				   sizeof(err));
+	if (!tap_ok(!ret && man.version == 5 && !strcmp(man.name, "micro"),
+		    "generate and sign a model (version 5): %s", err))
+		return;
+	size = file_size(good);
+	if (!mm_gguf_open(good, &g, err, sizeof(err))) {
+		const struct mm_gguf_tensor *t = mm_gguf_tensor(g, "blk.0.ffn_down.weight");
+
+		data_off = mm_gguf_data_offset(g);
+		t_off = t ? t->offset + t->size / 2 : 0;
+		mm_gguf_close(g);
+	}
+	tap_ok(data_off > 64 && t_off > 0, "tensor data at %llu",
+	       (unsigned long long)(data_off + t_off));
+
+	for (int mm = 1; mm >= 0; mm--) {
+		ret = load(good, pk_a, 5, mm, err, sizeof(err));
+		tap_ok(!ret, "%s: signed file loads with the key (min version 5): %s",
+		       mm ? "mapped" : "read", err);
+	}
+	tap_ok(!mm_verify_file(good, pk_a, 0, &man, err, sizeof(err)) &&
+	       man.size == (uint64_t)size, "mm_verify_file: %s", err);
+
+	/* unsigned */
+	p = copy_pair(good, "unsigned.gguf", 0);
+	ret = p ? load(p, pk_a, 0, 1, err, sizeof(err)) : -EIO;
+	tap_ok(ret == -ENOKEY && strstr(err, "unsigned"),
+	       "unsigned: -ENOKEY \"%s\"", err);
+	tap_ok(p && !load(p, NULL, 0, 1, ref, sizeof(ref)),
+	       "  (loads without a key)");
+
+	/* a flipped byte in the weights, in the header */
+	for (int w = 0; w < 2; w++) {
+		off_t off = w ? (off_t)(data_off + t_off) : 30;
+
+		p = copy_pair(good, w ? "w.gguf" : "h.gguf", 1);
+		ret = p ? flip_byte(p, off) : -EIO;
+		for (int mm = 1; mm >= 0 && !ret; mm--) {
+			int r = load(p, pk_a, 0, mm, err, sizeof(err));
+
+			tap_ok(r == -EBADMSG && strstr(err, "BLAKE2b-256") &&
+			       strstr(err, "altered"),
+			       "flipped byte %lld in the %s (%s): -EBADMSG \"%s\"",
+			       (long long)off, w ? "weights" : "header",
+			       mm ? "mapped" : "read", err);
+		}
+		if (w)
+			tap_ok(p && !load(p, NULL, 0, 1, ref, sizeof(ref)),
+			       "  (the altered weights load without a key)");
+		else if (p)
+			tap_diag("  (without a key: %d \"%s\")",
+				 load(p, NULL, 0, 1, ref, sizeof(ref)), ref);
+	}
+
+	/* a flipped byte in the signature file: manifest, signature */
+	for (int s = 0; s < 2; s++) {
+		char sp[420];
+
+		p = copy_pair(good, s ? "s2.gguf" : "s1.gguf", 1);
+		snprintf(sp, sizeof(sp), "%s.sig", p ? p : "");
+		ret = p ? flip_byte(sp, s ? 170 : 26) : -EIO;
+		ret = ret ? ret : load(p, pk_a, 0, 1, err, sizeof(err));
+		tap_ok(ret == -EKEYREJECTED && strstr(err, "does not verify"),
+		       "flipped byte in the signature file's %s: -EKEYREJECTED \"%s\"",
+		       s ? "signature" : "version", err);
+	}
+
+	/* truncated: the model, the signature */
+	p = copy_pair(good, "trunc.gguf", 1);
+	ret = p ? truncate(p, size - 1000) : -EIO;
+	ret = ret ? ret : load(p, pk_a, 0, 1, err, sizeof(err));
+	tap_ok(ret == -EBADMSG && strstr(err, "truncated"),
+	       "truncated model: -EBADMSG \"%s\"", err);
+	ret = p ? truncate(p, 2) : -EIO;
+	ret = ret ? ret : load(p, pk_a, 0, 0, err, sizeof(err));
+	tap_ok(ret == -EBADMSG && strstr(err, "truncated"),
+	       "truncated to 2 bytes (read): -EBADMSG \"%s\"", err);
+	p = copy_pair(good, "tsig.gguf", 1);
+	{
+		char sp[420];
+
+		snprintf(sp, sizeof(sp), "%s.sig", p ? p : "");
+		ret = p ? truncate(sp, 150) : -EIO;
+	}
+	ret = ret ? ret : load(p, pk_a, 0, 1, err, sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "150 bytes"),
+	       "truncated signature: -EINVAL \"%s\"", err);
+
+	/* wrong key */
+	ret = load(good, pk_b, 0, 1, err, sizeof(err));
+	tap_ok(ret == -EKEYREJECTED && strstr(err, "not by the trusted key"),
+	       "another key: -EKEYREJECTED \"%s\"", err);
+
+	/* the signature of another file (another seed, same shape) */
+	gp.seed = 4;
+	p = tpath("other.gguf");
+	ret = mm_gen_model(&gp, p, err, sizeof(err));
+	if (!ret) {
+		char s1[420], s2[420];
+
+		snprintf(s1, sizeof(s1), "%s.sig", good);
+		snprintf(s2, sizeof(s2), "%s.sig", p);
+		ret = copy_file(s1, s2);
+	}
+	tap_ok(file_size(p) == size, "  (other.gguf has the same size, %lld)",
+	       (long long)size);
+	ret = ret ? ret : load(p, pk_a, 0, 1, err, sizeof(err));
+	tap_ok(ret == -EBADMSG && strstr(err, "another file"),
+	       "signature of another file: -EBADMSG \"%s\"", err);
+
+	/* replay of an older signed version */
+	p = copy_pair(good, "old.gguf", 0);
+	ret = p ? mm_sign_file(p, sk_a, "micro", 3, NULL, NULL, err,
+			       sizeof(err)) : -EIO;
+	ret = ret ? ret : load(p, pk_a, 5, 1, err, sizeof(err));
+	tap_ok(ret == -ESTALE && strstr(err, "version 3 is below the minimum 5"),
+	       "older version 3 under minimum 5: -ESTALE \"%s\"", err);
+	ret = p ? load(p, pk_a, 3, 1, err, sizeof(err)) : -EIO;
+	tap_ok(!ret, "  version 3 with minimum 3 loads: %s", err);
+	/* the version is signed: raising it in the file breaks the signature */
+	{
+		char sp[420];
+
+		snprintf(sp, sizeof(sp), "%s.sig", p ? p : "");
+		ret = p ? flip_byte(sp, 24 + 2) : -EIO;	/* 3 -> 3 + 65536 */
+		ret = ret ? ret : load(p, pk_a, 5, 1, err, sizeof(err));
+		tap_ok(ret == -EKEYREJECTED,
+		       "version raised in the signature file: -EKEYREJECTED \"%s\"",
+		       err);
+	}
+}
+
+static void test_tier_mmproj(void)
+{
+	struct mmhal_model_params mp = mmhal_model_default_params();
+	struct mm_gen_mmproj_params gp = { .vision = "micro",
+					   .type = MM_TYPE_F32, .seed = 2 };
+	/* the same model at F16: a second precision tier */
+	struct mm_gen_params tp = { .shape = "micro", .tokenizer = "smolvlm",
+				    .type = MM_TYPE_F16, .seed = 3 };
+	struct mmhal_mmproj_params pp = mmhal_mmproj_default_params();
+	char model[400], tier[400], proj[400];
+	struct mmhal_model *m = NULL;
+	struct mmhal_mmproj *pj = NULL;
+	char err[512];
+	int ret;
+
+	snprintf(model, sizeof(model), "%s", tpath("model.gguf"));
+	snprintf(tier, sizeof(tier), "%s", tpath("tier.gguf"));
+	snprintf(proj, sizeof(proj), "%s", tpath("proj.gguf"));
+	mp.n_ctx = 64;
+	mp.n_threads = 1;
+	mp.trusted_key = pk_a;
+	ret = mmhal_model_load(model, &mp, &m, err, sizeof(err));
+	if (!tap_ok(!ret, "model for the tier and mmproj checks: %s", err))
+		return;
+	ret = mm_gen_model(&tp, tier, err, sizeof(err));
+	ret = ret ? ret : mmhal_model_add_tier(m, tier, err, sizeof(err));
+	tap_ok(ret == -ENOKEY && mmhal_model_n_tiers(m) == 1,
+	       "an unsigned tier file of a keyed model: -ENOKEY \"%s\"", err);
+	ret = mm_sign_file(tier, sk_a, NULL, 5, NULL, NULL, err, sizeof(err));
+	ret = ret ? ret : mmhal_model_add_tier(m, tier, err, sizeof(err));
+	tap_ok(!ret && mmhal_model_n_tiers(m) == 2, "signed tier added: %s",
+	       err);
+
+	ret = mm_gen_mmproj(&gp, proj, err, sizeof(err));
+	ret = ret ? ret : mmhal_mmproj_load(proj, m, NULL, &pj, err,
+					    sizeof(err));
+	tap_ok(ret == -ENOKEY && !pj,
+	       "unsigned mmproj with a keyed model (the model's key): -ENOKEY \"%s\"",
+	       err);
+	ret = mm_sign_file(proj, sk_b, NULL, 2, NULL, NULL, err, sizeof(err));
+	ret = ret ? ret : mmhal_mmproj_load(proj, m, NULL, &pj, err,
+					    sizeof(err));
+	tap_ok(ret == -EKEYREJECTED && !pj,
+	       "mmproj signed by another key: -EKEYREJECTED \"%s\"", err);
+	pp.trusted_key = pk_b;
+	pp.min_version = 3;
+	ret = mmhal_mmproj_load(proj, m, &pp, &pj, err, sizeof(err));
+	tap_ok(ret == -ESTALE && !pj,
+	       "mmproj's own key, version 2 under minimum 3: -ESTALE \"%s\"",
+	       err);
+	pp.min_version = 2;
+	ret = mmhal_mmproj_load(proj, m, &pp, &pj, err, sizeof(err));
+	tap_ok(!ret && pj, "mmproj with its own key loads: %s", err);
+	mmhal_mmproj_free(pj);
+	pj = NULL;
+	ret = mm_sign_file(proj, sk_a, NULL, 2, NULL, NULL, err, sizeof(err));
+	ret = ret ? ret : flip_byte(proj, file_size(proj) - 5);
+	ret = ret ? ret : mmhal_mmproj_load(proj, m, NULL, &pj, err,
+					    sizeof(err));
+	tap_ok(ret == -EBADMSG && !pj && strstr(err, "altered"),
+	       "altered mmproj (the model's key): -EBADMSG \"%s\"", err);
+	mmhal_mmproj_free(pj);
+	mmhal_model_free(m);
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(dir, sizeof(dir), "%s/sign_test.XXXXXX", tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	if (mm_key_generate(pk_a, sk_a) || mm_key_generate(pk_b, sk_b)) {
+		tap_ok(0, "key generation");
+		return tap_done("sign");
+	}
+	test_hash();
+	test_keys();
+	test_format();
+	test_load();
+	test_tier_mmproj();
+	if (!tap_fail) {
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd))
+			tap_diag("could not remove %s", dir);
+	} else {
+		tap_diag("files kept in %s", dir);
+	}
+	return tap_done("sign");
+}
