@@ -7,7 +7,12 @@
 #   make demo       boot the VM, load the module, show what it does
 #   make bench      benchmarks in the VM (ratios measured in one run)
 #
+#   make install    build and install mmedge.ko into /lib/modules/$(KVER)/updates
+#   make dkms-install  register the source with DKMS, build and install it
+#
 # KDIR=<kernel build dir> builds the module against another kernel.
+# KVER=<release> installs for another kernel than the running one
+# (INSTALL_MOD_PATH=<dir> prefixes /lib/modules, as in the kernel).
 
 BUILD	?= $(CURDIR)/build
 KDIR	?=
@@ -16,6 +21,14 @@ export MMEDGE_BUILD := $(BUILD)
 # The default KDIR is resolved when a recipe runs, after deps.sh has
 # installed the headers.
 KDIR_SH	= $${KDIR:-/usr/src/linux-headers-$$(scripts/kabi.sh)-amd64}
+
+# The package version has one home: dkms.conf.
+KVER	?= $(shell uname -r)
+VERSION	:= $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' $(CURDIR)/dkms.conf)
+DKMS	?= dkms
+DKMS_SRC ?= /usr/src/mmedge-$(VERSION)
+DKMS_FILES = dkms.conf Kbuild kmod/Kbuild kmod/Kconfig \
+	$(filter-out %.mod.c,$(wildcard kmod/*.[ch])) $(wildcard uapi/linux/*.h)
 
 all: module libhal tools selftests
 
@@ -36,6 +49,24 @@ selftests: deps
 	@scripts/linux-src.sh
 	$(MAKE) -C selftests/mmedge O=$(BUILD)/selftests
 
+modules_install install:
+	@kdir=$(if $(KDIR),$(KDIR),/lib/modules/$(KVER)/build); \
+	$(MAKE) -C $$kdir M=$(CURDIR) CONFIG_MMEDGE=m modules && \
+	$(MAKE) -C $$kdir M=$(CURDIR) CONFIG_MMEDGE=m INSTALL_MOD_DIR=updates modules_install
+
+# DKMS="dkms --dkmstree ..." and DKMS_SRC=<dir>/mmedge-$(VERSION) point it
+# at another tree (scripts/dkms-test.sh).
+dkms-install:
+	@if [ -n "$$($(DKMS) status mmedge/$(VERSION))" ]; then \
+		$(DKMS) remove mmedge/$(VERSION) --all; fi
+	rm -rf $(DKMS_SRC)
+	mkdir -p $(DKMS_SRC)
+	cp --parents $(DKMS_FILES) $(DKMS_SRC)/
+	$(DKMS) add mmedge/$(VERSION)
+	$(DKMS) build mmedge/$(VERSION) -k $(KVER)
+	$(DKMS) install mmedge/$(VERSION) -k $(KVER)
+	[ "$(KVER)" != "$$(uname -r)" ] || modprobe mmedge
+
 check: all
 	@scripts/check.sh
 
@@ -50,4 +81,5 @@ clean:
 	[ ! -d $$kdir ] || $(MAKE) -C $$kdir M=$(CURDIR) CONFIG_MMEDGE=m clean
 	rm -rf $(BUILD)/libhal $(BUILD)/tools $(BUILD)/selftests $(BUILD)/vm
 
-.PHONY: all deps module libhal tools selftests check demo bench clean
+.PHONY: all deps module libhal tools selftests check demo bench clean \
+	modules_install install dkms-install
