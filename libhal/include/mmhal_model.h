@@ -656,6 +656,81 @@ struct mmhal_mmproj_info {
 MMHAL_API int mmhal_mmproj_info(const struct mmhal_mmproj *proj,
 				struct mmhal_mmproj_info *out);
 
+/**
+ * mmhal_mmproj_set_calibration() - run the encoders in static int8
+ * @path: a calibration file made by `mmgguf calib` for this mmproj file
+ *   (bound to its BLAKE2b-256), or NULL to go back to the dynamic per-block
+ *   (Q8_0) activations.
+ *
+ * With a calibration, every matrix product of the encoders quantizes its
+ * input with the file's per-tensor scale and its weights per output row
+ * (the integer path of an NPU; Documentation/calibration.rst). Not to be
+ * called while the mmproj encodes on another thread.
+ *
+ * Return: 0; -ESTALE the file was made for another mmproj file (err names
+ * both hashes); -ENOENT, -EPROTO, -EINVAL a missing, mistyped or bad key,
+ * point or threshold (err names it); -ENOMEM; an error of open(2). On
+ * failure the mmproj keeps the calibration it had.
+ */
+MMHAL_API int mmhal_mmproj_set_calibration(struct mmhal_mmproj *proj,
+					   const char *path, char *err,
+					   size_t errlen);
+
+struct mmhal_image;
+struct mmhal_audio;
+
+/* A held-out capture set and the agreement it must show. */
+struct mmhal_calib_heldout {
+	uint32_t size;		/* sizeof(struct mmhal_calib_heldout) */
+	const struct mmhal_image *images;
+	int n_images;
+	const struct mmhal_audio *audio;
+	int n_audio;
+	/* cosine similarity of each output embedding row (static int8 vs
+	 * the float reference): the mean over all rows must reach
+	 * min_cos_mean and every row min_cos */
+	double min_cos_mean;
+	double min_cos;
+	uint32_t reserved[8];	/* zero */
+};
+
+struct mmhal_calib_report {
+	uint32_t size;		/* set by the caller: sizeof() */
+	double cos_mean, cos_min;	/* of the calibration in use at return */
+	uint64_t rows;
+	uint64_t version;	/* its mmcalib.version; 0: none (dynamic) */
+	int rolled_back;	/* 1: the previous calibration was restored */
+	uint32_t reserved[8];
+};
+
+/**
+ * mmhal_mmproj_calib_update() - install or re-check a calibration, keeping
+ * the previous one
+ * @dir: the calibration store: calib.cur (in use), calib.prev (the one
+ *   before), calib.bad (the last one rolled back); files are replaced by
+ *   rename(2) after an fsync, so a power cut leaves either state.
+ * @new_path: a new calibration file: it is measured on @ho against the
+ *   float reference and, when it agrees, copied in as calib.cur (the old
+ *   one becoming calib.prev) and set; when not, it is refused and the
+ *   mmproj keeps what it had. NULL: the calibration in use (calib.cur,
+ *   loaded if none is set) is measured; when its agreement has dropped
+ *   below the thresholds, calib.prev is measured and, if it agrees,
+ *   restored (cur becomes calib.bad, prev calib.cur); if neither agrees
+ *   the mmproj goes back to the dynamic activations.
+ * @report: may be NULL.
+ *
+ * Return: 0 (installed, or still good), 1 (rolled back to calib.prev),
+ * -EDOM (the agreement is below the thresholds: a new file refused, or
+ * nothing left that agrees; err gives the figures), the errors of
+ * mmhal_mmproj_set_calibration() and mmhal_encode_*(), or of the file
+ * operations.
+ */
+MMHAL_API int mmhal_mmproj_calib_update(struct mmhal_mmproj *proj,
+					const char *dir, const char *new_path,
+					const struct mmhal_calib_heldout *ho,
+					struct mmhal_calib_report *report,
+					char *err, size_t errlen);
+
 /* Pixel formats: V4L2 fourcc codes, equal to MMEDGE_FMT_*. */
 #define MMHAL_IMAGE_GREY	0x59455247u	/* 'GREY' */
 #define MMHAL_IMAGE_RGB24	0x33424752u	/* 'RGB3' */

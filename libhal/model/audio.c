@@ -315,6 +315,15 @@ int mm_audio_encode(const struct mm_mmproj *p, const float *mel,
 		    size_t n_frames, float *out, size_t n_out, int n_threads,
 		    char *err, size_t errlen)
 {
+	return mm_audio_encode_cal(p, NULL, 0, mel, n_frames, out, n_out,
+				   n_threads, err, errlen);
+}
+
+int mm_audio_encode_cal(const struct mm_mmproj *p, struct mm_calib *cal,
+			int mode, const float *mel, size_t n_frames,
+			float *out, size_t n_out, int n_threads, char *err,
+			size_t errlen)
+{
 	const struct mm_mmproj_audio *a = au_get(p);
 	struct mm_enc s = { 0 };
 	struct mm_enc_bufs bufs;
@@ -352,6 +361,8 @@ int mm_audio_encode(const struct mm_mmproj *p, const float *mel,
 	ret = mm_enc_init(&s, n_threads, wide, "audio encode", err, errlen);
 	if (ret)
 		return ret;
+	s.cal = cal;
+	s.cal_mode = mode;
 	col = malloc((size_t)ncol * sizeof(float));
 	c1 = malloc((size_t)(T * e) * sizeof(float));
 	x = calloc((size_t)(G * sf * e), sizeof(float));
@@ -377,8 +388,7 @@ int mm_audio_encode(const struct mm_mmproj *p, const float *mel,
 				col[t * 3 * nm + c * 3 + k] =
 					src >= 0 && src < T ? mel[src * nm + c] : 0;
 			}
-	mm_enc_matmul(&s, (enum mm_type)a->conv1_w.type, a->conv1_w.data, col,
-		      c1, e, 3 * nm, T);
+	mm_enc_matmul_w(&s, &a->conv1_w, col, c1, e, 3 * nm, T);
 	mm_enc_bias(&s, &a->conv1_b, c1, T, e);
 	mm_enc_act(&s, MM_MMPROJ_ACT_GELU_ERF, c1, T * e);
 
@@ -391,8 +401,7 @@ int mm_audio_encode(const struct mm_mmproj *p, const float *mel,
 				col[q * 3 * e + c * 3 + k] =
 					src >= 0 && src < T ? c1[src * e + c] : 0;
 			}
-	mm_enc_matmul(&s, (enum mm_type)a->conv2_w.type, a->conv2_w.data, col,
-		      x, e, 3 * e, P);
+	mm_enc_matmul_w(&s, &a->conv2_w, col, x, e, 3 * e, P);
 	mm_enc_bias(&s, &a->conv2_b, x, P, e);
 	mm_enc_act(&s, MM_MMPROJ_ACT_GELU_ERF, x, P * e);
 
@@ -408,7 +417,9 @@ int mm_audio_encode(const struct mm_mmproj *p, const float *mel,
 		ret = mm_enc_block(&s, &a->blk[l], x, P, e, f, a->n_head, a->act,
 				   a->eps, &bufs);
 	if (ret) {
-		mm_errf(0, err, errlen, "audio encode: out of memory");
+		mm_errf(0, err, errlen, ret == -ENOENT ?
+			"audio encode: the calibration lacks an attention point" :
+			"audio encode: out of memory");
 		goto out;
 	}
 	if (a->post_ln_w.name)
@@ -432,6 +443,10 @@ int mm_audio_encode(const struct mm_mmproj *p, const float *mel,
 	}
 	mm_enc_rmsnorm(&s, &a->norm_mid, hid, hid, G, M, AU_RMS_EPS);
 	mm_enc_linear(&s, &a->mlp2_w, NULL, hid, out, G);
+	if (s.cal_err)
+		ret = mm_errf(s.cal_err, err, errlen, s.cal_err == -ENOENT ?
+			      "audio encode: a weight is not a point of the calibration" :
+			      "audio encode: out of memory");
 out:
 	free(col);
 	free(c1);

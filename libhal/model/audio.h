@@ -123,6 +123,17 @@ MM_MODEL_API size_t mm_audio_n_embd_out(const struct mm_mmproj *p);
 MM_MODEL_API int mm_audio_encode(const struct mm_mmproj *p, const float *mel,
 				 size_t n_frames, float *out, size_t n_out,
 				 int n_threads, char *err, size_t errlen);
+/*
+ * mm_audio_encode() in a calibration mode (calib.h's enum mm_cal_mode;
+ * 0 with cal NULL is mm_audio_encode()). -ENOENT also when a STATIC
+ * calibration lacks a point the encoder reaches.
+ */
+struct mm_calib;
+MM_MODEL_API int mm_audio_encode_cal(const struct mm_mmproj *p,
+				     struct mm_calib *cal, int mode,
+				     const float *mel, size_t n_frames,
+				     float *out, size_t n_out, int n_threads,
+				     char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

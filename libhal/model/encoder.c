@@ -4,9 +4,11 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib.h"
 #include "encoder.h"
 #include "gguf.h"
 #include "quant.h"
@@ -40,6 +42,9 @@ void mm_enc_fini(struct mm_enc *s)
 	free(s->att);
 	s->att = NULL;
 	s->att_bytes = 0;
+	free(s->cal_fw);
+	s->cal_fw = NULL;
+	s->cal_fw_n = 0;
 	mm_ctx_destroy(s->ctx);
 	s->ctx = NULL;
 }
@@ -249,13 +254,26 @@ void mm_enc_matmul(struct mm_enc *s, enum mm_type t, const void *W,
 	mm_matmul(s->ctx, t, W, X, Y, m, k, n);
 }
 
+void mm_enc_matmul_w(struct mm_enc *s, const struct mm_mmproj_w *w,
+		     const float *X, float *Y, int64_t m, int64_t k, int64_t n)
+{
+	if (s->cal_mode != MM_CAL_DYNAMIC) {
+		int ret = mm_cal_linear(s, w, X, Y, m, k, n);
+
+		if (ret && !s->cal_err)
+			s->cal_err = ret;
+		return;
+	}
+	mm_enc_matmul(s, (enum mm_type)w->type, w->data, X, Y, m, k, n);
+}
+
 void mm_enc_linear(struct mm_enc *s, const struct mm_mmproj_w *w,
 		   const struct mm_mmproj_w *b, const float *X, float *Y,
 		   int64_t n)
 {
 	int64_t k = w->ne[0], m = w->ne[1];
 
-	mm_enc_matmul(s, (enum mm_type)w->type, w->data, X, Y, m, k, n);
+	mm_enc_matmul_w(s, w, X, Y, m, k, n);
 	mm_enc_bias(s, b, Y, n, m);
 }
 
@@ -644,6 +662,9 @@ struct enc_att {
 	int64_t n, np, e, d, nh;
 	float scale;
 	int simd;
+	/* calibrated static int8 (calib.h): K and P quantized with these
+	 * per-tensor scales instead of per block; 0: not */
+	float sk, sp;
 };
 
 #define ENC_TR 16	/* rows per step of a transposition */
@@ -681,7 +702,11 @@ static void enc_att_gather_fn(int64_t begin, int64_t end, void *arg)
 				}
 				for (int64_t c = 0; c < d; c++)
 					qh[c] = q[c] * a->scale;
-				if (a->kq)
+				if (a->kq && a->sk > 0)
+					mm_cal_quant_row(a->K + i * e + h * d, a->sk,
+							 a->kq + (size_t)(h * np + i) *
+							 a->krb, d);
+				else if (a->kq)
 					mm_quantize_row(MM_TYPE_Q8_0,
 							a->K + i * e + h * d,
 							a->kq + (size_t)(h * np + i) *
@@ -702,6 +727,12 @@ static void enc_att_softmax_fn(int64_t begin, int64_t end, void *arg)
 		float *s = a->S + i * a->np;
 		float *r = a->rs + a->h * a->n + i;
 
+		if (a->pq && a->sp > 0) {
+			*r = enc_softmax(a->simd, s, a->n, a->np);
+			mm_cal_quant_row(s, a->sp, a->pq + (size_t)i * a->prb,
+					 a->np);
+			continue;
+		}
 #if defined(__x86_64__)
 		if (a->pq && a->simd) {
 			*r = enc_softmax_q8_avx2(s, a->n, a->np,
@@ -768,8 +799,31 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 			     .nh = n_head, .d = e / n_head, .simd = s->simd };
 	size_t fl, bytes;
 	uint8_t *buf;
+	float sq = 0, sv = 0;
+	char nm[4][sizeof(s->cal_blk) + 8];
 
 	a.scale = 1.0f / sqrtf((float)a.d);
+	if (s->cal_mode != MM_CAL_DYNAMIC) {
+		static const char *const op[4] = { "q", "k", "p", "v" };
+
+		for (int i = 0; i < 4; i++)
+			snprintf(nm[i], sizeof(nm[i]), "%sattn.%s", s->cal_blk,
+				 op[i]);
+		int8 = 0;
+	}
+	if (s->cal_mode == MM_CAL_OBSERVE) {
+		mm_cal_observe(s->cal, nm[0], Q, (size_t)(n * e), a.scale);
+		mm_cal_observe(s->cal, nm[1], K, (size_t)(n * e), 1);
+		mm_cal_observe(s->cal, nm[3], V, (size_t)(n * e), 1);
+	} else if (s->cal_mode == MM_CAL_STATIC && a.d % MM_QK == 0) {
+		sq = mm_cal_scale(s->cal, nm[0]);
+		a.sk = mm_cal_scale(s->cal, nm[1]);
+		a.sp = mm_cal_scale(s->cal, nm[2]);
+		sv = mm_cal_scale(s->cal, nm[3]);
+		if (!(sq > 0 && a.sk > 0 && a.sp > 0 && sv > 0))
+			return -ENOENT;
+		int8 = 1;
+	}
 	int8 = int8 && a.d % MM_QK == 0;
 	a.np = int8 ? (n + MM_QK - 1) / MM_QK * MM_QK : n;
 	/* qh, oh, S, vt (+ kh at f32) floats; kq, pq bytes at int8 */
@@ -802,7 +856,14 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 		float *oh = a.oh + h * n * a.d;
 
 		/* S[i][j] = q_i . k_j: K's rows as the weight */
-		if (int8)
+		if (int8 && sq > 0) {
+			int ret = mm_cal_matmul_q8(s, a.kq + (size_t)h * a.np *
+						   a.krb, qh, sq, a.S, a.np,
+						   a.d, n);
+
+			if (ret)
+				return ret;
+		} else if (int8)
 			mm_matmul(s->ctx, MM_TYPE_Q8_0,
 				  a.kq + (size_t)h * a.np * a.krb, qh, a.S,
 				  a.np, a.d, n);
@@ -811,7 +872,15 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 				  a.S, n, a.d, n);
 		a.h = h;
 		mm_parallel_for(s->ctx, n, enc_att_softmax_fn, &a);
-		if (int8)	/* oh[c][i] = sum_j v_j[c] P[i][j]: P the weight */
+		if (s->cal_mode == MM_CAL_OBSERVE)
+			mm_cal_observe(s->cal, nm[2], a.S, (size_t)(n * a.np), 1);
+		if (int8 && sv > 0) {
+			int ret = mm_cal_matmul_q8(s, a.pq, vt, sv, oh, n, a.np,
+						   a.d);
+
+			if (ret)
+				return ret;
+		} else if (int8)	/* oh[c][i] = sum_j v_j[c] P[i][j]: P the weight */
 			mm_matmul(s->ctx, MM_TYPE_Q8_0, a.pq, vt, oh, n, a.np,
 				  a.d);
 		else		/* oh[i][c] = sum_j P[i][j] v_j[c]: V^T the weight */
@@ -847,7 +916,17 @@ int mm_enc_block(struct mm_enc *s, const struct mm_mmproj_block *b, float *x,
 	int ret;
 
 	mm_enc_layernorm(s, &b->ln1_w, &b->ln1_b, x, w->big, n, e, eps);
-	if (b->q_w.type == b->k_w.type && b->q_w.type == b->v_w.type &&
+	if (s->cal_mode != MM_CAL_DYNAMIC) {
+		/* "v.blk.3.attn_q.weight" -> "v.blk.3." */
+		const char *q = b->q_w.name, *t = q ? strstr(q, "attn_q") : NULL;
+		size_t len = t ? (size_t)(t - q) : 0;
+
+		if (len >= sizeof(s->cal_blk))
+			len = 0;
+		memcpy(s->cal_blk, q, len);
+		s->cal_blk[len] = 0;
+	}
+	if (s->cal_mode == MM_CAL_DYNAMIC && b->q_w.type == b->k_w.type && b->q_w.type == b->v_w.type &&
 	    b->q_w.ne[1] == e && b->k_w.ne[1] == e && b->v_w.ne[1] == e) {
 		/* one job: the activations are quantized once */
 		const struct mm_mv mv[3] = {

@@ -54,6 +54,7 @@ extern "C" {
 #endif
 
 struct mm_ctx;
+struct mm_calib;
 
 struct mm_enc {
 	struct mm_ctx *ctx;
@@ -62,6 +63,15 @@ struct mm_enc {
 	int simd;	/* the kernel set has AVX2/FMA (x86-64) */
 	void *att;	/* attention work memory, att_bytes */
 	size_t att_bytes;
+	/* calibration (calib.h): cal_mode 0 (MM_CAL_DYNAMIC) is the path
+	 * described above; the other modes route every matrix product
+	 * through calib.c. cal_err keeps the first failure of a void op. */
+	struct mm_calib *cal;
+	int cal_mode;
+	int cal_err;
+	char cal_blk[48];	/* the running block's name prefix ("v.blk.3.") */
+	float *cal_fw;		/* a dequantized weight (FLOAT, OBSERVE) */
+	size_t cal_fw_n;
 };
 
 /*
@@ -90,8 +100,13 @@ void mm_enc_bias(struct mm_enc *s, const struct mm_mmproj_w *b, float *Y,
  */
 void mm_enc_matmul(struct mm_enc *s, enum mm_type t, const void *W,
 		   const float *X, float *Y, int64_t m, int64_t k, int64_t n);
+/* Y[n][m] = X[n][k] . W^T for the weight w seen as m rows of k (a
+ * convolution's weight after im2col): mm_enc_matmul() in the dynamic mode,
+ * mm_cal_linear() in the calibration modes. */
+void mm_enc_matmul_w(struct mm_enc *s, const struct mm_mmproj_w *w,
+		     const float *X, float *Y, int64_t m, int64_t k, int64_t n);
 /* Y[n][m] = X[n][k] . W^T (+ b): W {k, m}, b {m} or NULL/absent; by
- * mm_enc_matmul(). */
+ * mm_enc_matmul_w(). */
 void mm_enc_linear(struct mm_enc *s, const struct mm_mmproj_w *w,
 		   const struct mm_mmproj_w *b, const float *X, float *Y,
 		   int64_t n);
@@ -112,6 +127,10 @@ float mm_enc_act1(enum mm_mmproj_act act, float a);
  * O[n][e] = multi-head attention of Q, K, V [n][e] (n_head heads of
  * e / n_head), no mask. int8: run the two products on the int8 kernels
  * (if e / n_head is a multiple of 32; see above). Returns 0 or -ENOMEM.
+ * Calibration modes: FLOAT/OBSERVE take the f32 path (OBSERVE adds the
+ * operands to the points s->cal_blk + "attn.q" / "k" / "p" / "v");
+ * STATIC takes the int8 path with those points' per-tensor scales (-ENOENT
+ * when the calibration lacks one).
  */
 int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 		     const float *V, float *O, int64_t n, int64_t e,

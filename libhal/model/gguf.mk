@@ -87,7 +87,7 @@ $(GGUF_TOOL): $(GGUF_DIR)/tools/mmgguf.c $(GGUF_DIR)/tools/mmgguf_sign.c \
 	@mkdir -p $(dir $@)
 	$(CC) $(GGUF_CFLAGS) $(OPT) $< $(GGUF_DIR)/tools/mmgguf_sign.c \
 		$(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) \
-		-o $@ $(GGUF_LIBS)
+		$(GGUF_TOOL_EXTRA) -o $@ $(GGUF_LIBS)
 
 $(GGUF_O)/san/%_test: $(GGUF_DIR)/tests/%_test.c $(GGUF_DIR)/tests/tap.h \
 		      $(GGUF_SAN_OBJS) $$(QUANT_SAN_OBJS) $(GGUF_HDRS)

@@ -37,16 +37,20 @@
  * the rest: a follow-up question on the same frame costs its own tokens.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mmhal_model.h"
 #include "audio.h"
+#include "calib.h"
 #include "gguf.h"
 #include "imgproc.h"
 #include "llama.h"
+#include "mhash.h"
 #include "mmproj.h"
 #include "vision.h"
 
@@ -63,6 +67,11 @@ struct mmhal_mmproj {
 	int32_t tok_fake, tok_global;
 	int32_t nl[8], nlnl[8];	/* "\n", "\n\n" in the model's vocab */
 	int n_nl, n_nlnl;
+	/* static int8 calibration (calib.h), NULL: dynamic */
+	struct mm_calib *cal;
+	char *path;			/* the mmproj file, for its hash */
+	uint8_t hash[MM_HASH_BYTES];
+	int hashed;
 };
 
 /* A run of positions: tokens, or embedding rows. */
@@ -218,6 +227,11 @@ MMHAL_API int mmhal_mmproj_load(const char *path,
 	ret = mm_mmproj_check_llm(mp->p, (uint32_t)mi.n_embd, err, errlen);
 	if (ret)
 		goto fail;
+	mp->path = strdup(path);
+	if (!mp->path) {
+		ret = mm_errf(-ENOMEM, err, errlen, "out of memory");
+		goto fail;
+	}
 	mp->model = model;
 	mp->n_embd = mi.n_embd;
 	mp->file_bytes = mm_gguf_file_size(mm_mmproj_gguf(mp->p));
@@ -247,6 +261,7 @@ MMHAL_API int mmhal_mmproj_load(const char *path,
 	return 0;
 fail:
 	mm_mmproj_free(mp->p);
+	free(mp->path);
 	free(mp);
 	return ret;
 }
@@ -255,7 +270,9 @@ MMHAL_API void mmhal_mmproj_free(struct mmhal_mmproj *proj)
 {
 	if (!proj)
 		return;
+	mm_cal_free(proj->cal);
 	mm_mmproj_free(proj->p);
+	free(proj->path);
 	free(proj);
 }
 
@@ -598,8 +615,10 @@ MMHAL_API int mmhal_encode_image(const struct mmhal_mmproj *mp,
 		if (ret)
 			goto fail;
 		t0 = mm_api_ms();
-		ret = mm_vision_encode(mp->p, px, n_px, rows, n_out,
-				       mp->params.n_threads, err, errlen);
+		ret = mm_vision_encode_cal(mp->p, mp->cal, mp->cal ?
+					   MM_CAL_STATIC : MM_CAL_DYNAMIC, px,
+					   n_px, rows, n_out,
+					   mp->params.n_threads, err, errlen);
 		c->encode_ms += mm_api_ms() - t0;
 		if (ret)
 			goto fail;
@@ -697,9 +716,11 @@ MMHAL_API int mmhal_encode_audio(const struct mmhal_mmproj *mp,
 			goto out;
 		}
 		t0 = mm_api_ms();
-		ret = mm_audio_encode(mp->p, win, nf, rows,
-				      nt * mm_audio_n_embd_out(mp->p),
-				      mp->params.n_threads, err, errlen);
+		ret = mm_audio_encode_cal(mp->p, mp->cal, mp->cal ?
+					  MM_CAL_STATIC : MM_CAL_DYNAMIC, win,
+					  nf, rows,
+					  nt * mm_audio_n_embd_out(mp->p),
+					  mp->params.n_threads, err, errlen);
 		c->encode_ms += mm_api_ms() - t0;
 		if (ret)
 			goto out;
@@ -938,5 +959,334 @@ out:
 		free(ids[i]);
 	free(ids);
 	free(n_ids);
+	return ret;
+}
+
+/* ---- calibration -------------------------------------------------------- */
+
+static int mm_cal_hash(struct mmhal_mmproj *mp, char *err, size_t errlen)
+{
+	int ret;
+
+	if (mp->hashed)
+		return 0;
+	ret = mm_hash_file(mp->path, mp->hash, NULL, err, errlen);
+	if (!ret)
+		mp->hashed = 1;
+	return ret;
+}
+
+static int mm_cal_open(struct mmhal_mmproj *mp, const char *path,
+		       struct mm_calib **out, char *err, size_t errlen)
+{
+	int ret = mm_cal_hash(mp, err, errlen);
+
+	return ret ? ret : mm_cal_load(mp->p, mp->hash, path, out, err, errlen);
+}
+
+MMHAL_API int mmhal_mmproj_set_calibration(struct mmhal_mmproj *proj,
+					   const char *path, char *err,
+					   size_t errlen)
+{
+	struct mm_calib *c = NULL;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!proj)
+		return mm_errf(-EINVAL, err, errlen, "mmproj is NULL");
+	if (path) {
+		ret = mm_cal_open(proj, path, &c, err, errlen);
+		if (ret)
+			return ret;
+	}
+	mm_cal_free(proj->cal);
+	proj->cal = c;
+	return 0;
+}
+
+/* The held-out set as captures (read in place). */
+static int mm_cal_heldout(const struct mmhal_calib_heldout *ho,
+			  struct mm_cal_capture **out, int *n, char *err,
+			  size_t errlen)
+{
+	struct mm_cal_capture *caps;
+	int k = 0, ret;
+
+	*out = NULL;
+	*n = 0;
+	if (!ho)
+		return mm_errf(-EINVAL, err, errlen, "held-out set is NULL");
+	if (ho->size != sizeof(*ho))
+		return mm_errf(-EINVAL, err, errlen,
+			       "held-out size %u is not sizeof(struct mmhal_calib_heldout) %zu",
+			       ho->size, sizeof(*ho));
+	for (size_t i = 0; i < sizeof(ho->reserved) / sizeof(ho->reserved[0]);
+	     i++)
+		if (ho->reserved[i])
+			return mm_errf(-EINVAL, err, errlen,
+				       "held-out reserved[%zu] is not zero", i);
+	if (ho->n_images < 0 || ho->n_audio < 0 || ho->n_images > 4096 ||
+	    ho->n_audio > 4096 || ho->n_images + ho->n_audio < 1 ||
+	    (ho->n_images && !ho->images) || (ho->n_audio && !ho->audio))
+		return mm_errf(-EINVAL, err, errlen,
+			       "held-out set of %d images and %d audio windows (1 to 4096 of each, arrays not NULL)",
+			       ho->n_images, ho->n_audio);
+	if (!(ho->min_cos_mean >= -1 && ho->min_cos_mean <= 1) ||
+	    !(ho->min_cos >= -1 && ho->min_cos <= 1))
+		return mm_errf(-EINVAL, err, errlen,
+			       "held-out thresholds %g, %g are not cosines in [-1, 1]",
+			       ho->min_cos_mean, ho->min_cos);
+	caps = calloc((size_t)(ho->n_images + ho->n_audio), sizeof(*caps));
+	if (!caps)
+		return mm_errf(-ENOMEM, err, errlen, "out of memory");
+	for (int i = 0; i < ho->n_images; i++, k++) {
+		caps[k].kind = MM_CAL_CAP_IMAGE;
+		ret = mm_image_check(&ho->images[i], &caps[k].im, err, errlen);
+		if (ret) {
+			free(caps);
+			return ret;
+		}
+	}
+	for (int i = 0; i < ho->n_audio; i++, k++) {
+		const struct mmhal_audio *a = &ho->audio[i];
+
+		if (a->rate != MM_AUDIO_RATE || !a->samples || !a->n_samples) {
+			free(caps);
+			return mm_errf(-EINVAL, err, errlen,
+				       "held-out audio %d: %u Hz, %zu samples (%u Hz, at least one)",
+				       i, a->rate, a->n_samples, MM_AUDIO_RATE);
+		}
+		caps[k].kind = MM_CAL_CAP_AUDIO;
+		caps[k].pcm = a->samples;
+		caps[k].n_samples = a->n_samples;
+	}
+	*out = caps;
+	*n = k;
+	return 0;
+}
+
+static int mm_cal_measure(struct mmhal_mmproj *mp, struct mm_calib *c,
+			  const struct mm_cal_capture *caps, int n,
+			  const struct mmhal_calib_heldout *ho,
+			  struct mm_cal_agree *ag, char *err, size_t errlen)
+{
+	int ret = mm_cal_agreement(mp->p, c, MM_CAL_STATIC, caps, n,
+				   mp->params.n_threads, ag, err, errlen);
+
+	if (ret)
+		return ret;
+	return ag->cos_mean >= ho->min_cos_mean && ag->cos_min >= ho->min_cos ?
+	       0 : -EDOM;
+}
+
+static char *mm_cal_path(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *p = malloc(n);
+
+	if (p)
+		snprintf(p, n, "%s/%s", dir, name);
+	return p;
+}
+
+static int mm_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* src copied to dst (written, fsync'd, closed) */
+static int mm_copy_file(const char *src, const char *dst)
+{
+	char buf[1 << 16];
+	int in, out, ret = 0;
+	ssize_t n;
+
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0) {
+		ret = -errno;
+		close(in);
+		return ret;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		for (ssize_t o = 0; o < n;) {
+			ssize_t w = write(out, buf + o, (size_t)(n - o));
+
+			if (w < 0) {
+				ret = -errno;
+				goto out;
+			}
+			o += w;
+		}
+	if (n < 0)
+		ret = -errno;
+	else if (fsync(out))
+		ret = -errno;
+out:
+	if (close(out) && !ret)
+		ret = -errno;
+	close(in);
+	return ret;
+}
+
+static int mm_exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+MMHAL_API int mmhal_mmproj_calib_update(struct mmhal_mmproj *proj,
+					const char *dir, const char *new_path,
+					const struct mmhal_calib_heldout *ho,
+					struct mmhal_calib_report *report,
+					char *err, size_t errlen)
+{
+	struct mm_cal_capture *caps = NULL;
+	struct mm_calib *c = NULL;
+	struct mm_cal_agree ag = { 0 };
+	struct mmhal_calib_report rep = { .size = sizeof(rep) };
+	char *cur = NULL, *prev = NULL, *bad = NULL, *tmp = NULL;
+	int n = 0, ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!proj || !dir)
+		return mm_errf(-EINVAL, err, errlen, "%s is NULL",
+			       proj ? "dir" : "mmproj");
+	if (report && (report->size < sizeof(uint32_t) ||
+		       report->size > sizeof(rep)))
+		return mm_errf(-EINVAL, err, errlen,
+			       "report size %u is not 4..%zu", report->size,
+			       sizeof(rep));
+	ret = mm_cal_heldout(ho, &caps, &n, err, errlen);
+	if (ret)
+		return ret;
+	cur = mm_cal_path(dir, "calib.cur");
+	prev = mm_cal_path(dir, "calib.prev");
+	bad = mm_cal_path(dir, "calib.bad");
+	tmp = mm_cal_path(dir, "calib.new");
+	if (!cur || !prev || !bad || !tmp) {
+		ret = mm_errf(-ENOMEM, err, errlen, "out of memory");
+		goto out;
+	}
+	if (new_path) {
+		ret = mm_cal_open(proj, new_path, &c, err, errlen);
+		if (!ret)
+			ret = mm_cal_measure(proj, c, caps, n, ho, &ag, err, errlen);
+		if (ret == -EDOM) {
+			mm_errf(ret, err, errlen,
+				"calibration %s refused: agreement with the float reference cos mean %.5f min %.5f over %llu rows, below %.5f / %.5f; the mmproj keeps calibration version %llu",
+				new_path, ag.cos_mean, ag.cos_min,
+				(unsigned long long)ag.rows, ho->min_cos_mean,
+				ho->min_cos, (unsigned long long)(proj->cal ?
+				proj->cal->version : 0));
+			goto out;
+		}
+		if (ret)
+			goto out;
+		/* calib.new, then cur -> prev, new -> cur: each step leaves a
+		 * complete calib.cur or calib.prev */
+		ret = mm_copy_file(new_path, tmp);
+		if (!ret && mm_exists(cur) && rename(cur, prev))
+			ret = -errno;
+		if (!ret && rename(tmp, cur))
+			ret = -errno;
+		if (!ret)
+			ret = mm_fsync_dir(dir);
+		if (ret) {
+			mm_errf(ret, err, errlen, "calibration store %s: %s", dir,
+				strerror(-ret));
+			goto out;
+		}
+		mm_cal_free(proj->cal);
+		proj->cal = c;
+		c = NULL;
+		rep.cos_mean = ag.cos_mean;
+		rep.cos_min = ag.cos_min;
+		rep.rows = ag.rows;
+		goto out;
+	}
+	/* re-check the calibration in use (calib.cur) */
+	if (!proj->cal) {
+		if (!mm_exists(cur)) {
+			ret = mm_errf(-ENOENT, err, errlen,
+				      "calibration store %s has no calib.cur", dir);
+			goto out;
+		}
+		ret = mm_cal_open(proj, cur, &c, err, errlen);
+		if (ret)
+			goto out;
+		proj->cal = c;
+		c = NULL;
+	}
+	ret = mm_cal_measure(proj, proj->cal, caps, n, ho, &ag, err, errlen);
+	rep.cos_mean = ag.cos_mean;
+	rep.cos_min = ag.cos_min;
+	rep.rows = ag.rows;
+	if (ret != -EDOM)
+		goto out;
+	{
+		struct mm_cal_agree now = ag;
+
+		ret = -EDOM;
+		if (mm_exists(prev) && !mm_cal_open(proj, prev, &c, NULL, 0))
+			ret = mm_cal_measure(proj, c, caps, n, ho, &ag, err, errlen);
+		if (ret && ret != -EDOM)
+			goto out;
+		if (!ret) {	/* prev agrees: it becomes calib.cur */
+			if (rename(cur, bad) || rename(prev, cur))
+				ret = -errno;
+			if (!ret)
+				ret = mm_fsync_dir(dir);
+			if (ret) {
+				mm_errf(ret, err, errlen, "calibration store %s: %s",
+					dir, strerror(-ret));
+				goto out;
+			}
+			mm_cal_free(proj->cal);
+			proj->cal = c;
+			c = NULL;
+			rep.cos_mean = ag.cos_mean;
+			rep.cos_min = ag.cos_min;
+			rep.rows = ag.rows;
+			rep.rolled_back = 1;
+			ret = 1;
+			goto out;
+		}
+		/* nothing agrees: dynamic activations */
+		if (mm_exists(cur) && rename(cur, bad) == 0)
+			mm_fsync_dir(dir);
+		mm_errf(-EDOM, err, errlen,
+			"calibration version %llu: agreement with the float reference dropped to cos mean %.5f min %.5f (below %.5f / %.5f) and no previous calibration agrees; back to dynamic int8",
+			(unsigned long long)proj->cal->version, now.cos_mean,
+			now.cos_min, ho->min_cos_mean, ho->min_cos);
+		mm_cal_free(proj->cal);
+		proj->cal = NULL;
+		rep.cos_mean = rep.cos_min = 0;
+		rep.rows = 0;
+	}
+out:
+	mm_cal_free(c);
+	rep.version = proj->cal ? proj->cal->version : 0;
+	if (report) {
+		uint32_t size = report->size;
+
+		memcpy(report, &rep, size);
+		report->size = size;
+	}
+	free(caps);
+	free(cur);
+	free(prev);
+	free(bad);
+	free(tmp);
 	return ret;
 }

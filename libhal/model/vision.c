@@ -44,6 +44,15 @@ int mm_vision_encode(const struct mm_mmproj *p, const float *pixels,
 		     size_t n_pixels, float *out, size_t n_out, int n_threads,
 		     char *err, size_t errlen)
 {
+	return mm_vision_encode_cal(p, NULL, 0, pixels, n_pixels, out, n_out,
+				    n_threads, err, errlen);
+}
+
+int mm_vision_encode_cal(const struct mm_mmproj *p, struct mm_calib *cal,
+			 int mode, const float *pixels, size_t n_pixels,
+			 float *out, size_t n_out, int n_threads, char *err,
+			 size_t errlen)
+{
 	const struct mm_mmproj_vision *v = p ? mm_mmproj_vision(p) : NULL;
 	struct mm_enc s = { 0 };
 	int ret = 0;
@@ -96,6 +105,8 @@ int mm_vision_encode(const struct mm_mmproj *p, const float *pixels,
 	ret = mm_enc_init(&s, n_threads, wide, "vision encode", err, errlen);
 	if (ret)
 		return ret;
+	s.cal = cal;
+	s.cal_mode = mode;
 	x = malloc((size_t)n * e * sizeof(float));
 	h = malloc((size_t)n * e * sizeof(float));
 	q = malloc((size_t)n * e * sizeof(float));
@@ -123,8 +134,7 @@ int mm_vision_encode(const struct mm_mmproj *p, const float *pixels,
 					       (py * P + ky) * S + px * P,
 					       (size_t)P * sizeof(float));
 		}
-	mm_enc_matmul(&s, (enum mm_type)v->patch_w.type, v->patch_w.data, big,
-		      x + cls * e, e, kp, np);
+	mm_enc_matmul_w(&s, &v->patch_w, big, x + cls * e, e, kp, np);
 	mm_enc_bias(&s, &v->patch_b, x + cls * e, np, e);
 	if (cls)
 		mm_enc_vec(&v->class_embd, x, e);
@@ -141,7 +151,9 @@ int mm_vision_encode(const struct mm_mmproj *p, const float *pixels,
 		ret = mm_enc_block(&s, &v->blk[l], x, n, e, f, nh, v->act, v->eps,
 				   &bufs);
 	if (ret) {
-		mm_errf(0, err, errlen, "vision encode: out of memory");
+		mm_errf(0, err, errlen, ret == -ENOENT ?
+			"vision encode: the calibration lacks an attention point" :
+			"vision encode: out of memory");
 		goto out;
 	}
 	if (v->post_ln_w.name)
@@ -175,6 +187,12 @@ int mm_vision_encode(const struct mm_mmproj *p, const float *pixels,
 		mm_errf(0, err, errlen, "vision encode: projector %s not supported",
 			mm_mmproj_type_name(v->proj));
 		ret = -ENOTSUP;
+	}
+	if (!ret && s.cal_err) {
+		ret = s.cal_err;
+		mm_errf(0, err, errlen, ret == -ENOENT ?
+			"vision encode: a weight is not a point of the calibration" :
+			"vision encode: out of memory");
 	}
 out:
 	free(x);

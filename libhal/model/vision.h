@@ -47,6 +47,18 @@ MM_MODEL_API int mm_vision_encode(const struct mm_mmproj *p,
 				  float *out, size_t n_out, int n_threads,
 				  char *err, size_t errlen);
 
+/*
+ * mm_vision_encode() in a calibration mode (calib.h's enum mm_cal_mode;
+ * 0 with cal NULL is mm_vision_encode()). -ENOENT also when a STATIC
+ * calibration lacks a point the encoder reaches.
+ */
+struct mm_calib;
+MM_MODEL_API int mm_vision_encode_cal(const struct mm_mmproj *p,
+				      struct mm_calib *cal, int mode,
+				      const float *pixels, size_t n_pixels,
+				      float *out, size_t n_out, int n_threads,
+				      char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

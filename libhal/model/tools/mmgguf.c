@@ -11,6 +11,7 @@
  *              [--keep NAME_GLOB=TYPE ...]
  *   mmgguf info FILE
  *   mmgguf keygen | sign | verify ... (signatures: mmgguf_sign.c)
+ *   mmgguf calib ... / mmgguf capgen ... (INT8 calibration: mmgguf_calib.c)
  *
  * Exit status: 0 success, 1 the operation failed (message on stderr),
  * 2 usage error.
@@ -25,6 +26,7 @@
 #include "gen.h"
 #include "gguf.h"
 #include "mmgguf_sign.h"
+#include "mmgguf_calib.h"
 #include "quant.h"
 
 static void mmgguf_usage(FILE *f)
@@ -477,6 +479,10 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "keygen") || !strcmp(argv[1], "sign") ||
 	    !strcmp(argv[1], "verify"))
 		return mmgguf_sign_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "calib"))
+		return mmgguf_calib(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "capgen"))
+		return mmgguf_capgen(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "help")) {
 		mmgguf_usage(stdout);
