@@ -35,8 +35,9 @@
 #   machine_M_dtb    writes the device tree to "$1" (QEMU's own tree
 #                    dumped with the same arguments, plus an overlay);
 #   machine_M_guest  the guest script "check" runs (busybox sh);
-# and optionally machine_M_console (default ttyAMA0) and machine_M_mods
-# (kernel modules beyond WANT_MODS). Cross-builds, the initramfs and the
+# and optionally machine_M_console (default ttyAMA0), machine_M_mods
+# (kernel modules beyond WANT_MODS, names) and machine_M_files (host files
+# for the guest's /opt/mmedge, paths one a line; it may build them). Cross-builds, the initramfs and the
 # result handling are shared: build_all, make_dtb, make_initramfs, boot.
 set -uo pipefail
 
@@ -109,12 +110,17 @@ fetch() {
 	done
 	[ -z "$need" ] && return 0
 	log "downloading$need"
-	if [ ! -f "$A64/apt/.updated" ]; then
-		apt_arm64 update -qq || return 1
-		touch "$A64/apt/.updated"
-	fi
+	# The lists are fetched the first time, and again when they no longer
+	# have a package (a newer kernel ABI).
 	# shellcheck disable=SC2086
-	(cd "$A64/debs" && apt_arm64 download -qq $need) > /dev/null || return 1
+	if [ -f "$A64/apt/.updated" ] &&
+	   (cd "$A64/debs" && apt_arm64 download -qq $need) > /dev/null 2>&1; then
+		return 0
+	fi
+	apt_arm64 update -qq || return 1
+	touch "$A64/apt/.updated"
+	# shellcheck disable=SC2086
+	(cd "$A64/debs" && apt_arm64 download -qq $need) > /dev/null
 }
 
 # unpack DIR PKG...: the packages' files under DIR (once).
@@ -292,12 +298,16 @@ mod_files() {
 # make_initramfs MACHINE: arm64/MACHINE/initrd.gz, rebuilt when an input
 # is newer than it.
 make_initramfs() {
-	local m=$1 d="$A64/$1" r f mods extra=""
+	local m=$1 d="$A64/$1" r f mods extra="" files=""
 	local img="$d/initrd.gz"
 
 	r="$d/rootfs"
+	if declare -F "machine_${m}_files" > /dev/null; then
+		files=$("machine_${m}_files") || return 1
+	fi
+	# shellcheck disable=SC2086
 	if [ -f "$img" ] && [ -z "$(find "$0" "$ROOT/scripts/guest-lib.sh" \
-		"$A64/mod/mmedge.ko" "$A64/selftests" \
+		"$A64/mod/mmedge.ko" "$A64/selftests" $files \
 		-newer "$img" 2>/dev/null)" ]; then
 		return 0
 	fi
@@ -317,6 +327,9 @@ make_initramfs() {
 	cp -L "$CROSS_LIB/ld-linux-aarch64.so.1" "$r/lib/"
 	cp "$A64/mod/mmedge.ko" "$r/opt/mmedge/"
 	cp "$ROOT/scripts/guest-lib.sh" "$r/opt/mmedge/"
+	for f in $files; do
+		cp "$f" "$r/opt/mmedge/" || return 1
+	done
 
 	declare -F "machine_${m}_mods" > /dev/null && extra=$("machine_${m}_mods")
 	# shellcheck disable=SC2086
