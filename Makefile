@@ -49,10 +49,13 @@ selftests: deps
 	@scripts/linux-src.sh
 	$(MAKE) -C selftests/mmedge O=$(BUILD)/selftests
 
+# Debian's headers have no System.map, so the kernel's modules_install
+# skips depmod; it runs here for the system's tree.
 modules_install install:
 	@kdir=$(if $(KDIR),$(KDIR),/lib/modules/$(KVER)/build); \
 	$(MAKE) -C $$kdir M=$(CURDIR) CONFIG_MMEDGE=m modules && \
 	$(MAKE) -C $$kdir M=$(CURDIR) CONFIG_MMEDGE=m INSTALL_MOD_DIR=updates modules_install
+	[ -n "$(INSTALL_MOD_PATH)" ] || depmod -a $(KVER)
 
 # DKMS="dkms --dkmstree ..." and DKMS_SRC=<dir>/mmedge-$(VERSION) point it
 # at another tree (scripts/dkms-test.sh).
