@@ -8,10 +8,15 @@
 #   scripts/vm.sh demo    load the module and show what it does
 #   scripts/vm.sh run SCRIPT [ARGS...]   any guest script (bash, host root)
 #   scripts/vm.sh debug   the hostile kselftests in the debug kernel
+#   scripts/vm.sh check-6.12   the kselftests in bookworm's 6.12 kernel
 #
 # VM_KERNEL=debug (implied by "debug") boots the debug kernel that
 # scripts/debug-kernel.sh builds once per machine (KASAN, lockdep, DMA-API
 # debug, debug objects, kmemleak, UBSAN) instead of Debian's.
+# VM_KERNEL=6.12 (implied by "check-6.12") boots Debian 12's 6.12 kernel
+# (the image scripts/deps.sh unpacks). For both, the module is built
+# against that kernel from a copy of kmod/ (build/kmod-debug,
+# build/kmod-6.12) and the guest loads it (MMEDGE_KO).
 #
 # The initramfs holds busybox and the kernel's modules (vgem, vivid,
 # virtio/9p and their dependencies, modprobe-able). The host's root is
@@ -19,9 +24,10 @@
 # it, so host-built binaries run with their libraries against the guest
 # kernel. Results come back through a second, writable 9p share.
 #
-# check and debug fail on any failing test, on a WARNING/BUG/Oops, a KASAN,
-# UBSAN, lockdep, debug-objects or DMA-API report in the guest's dmesg, or
-# on a timeout. It prints "RESULT vm <passed> <failed> <skipped>" last.
+# check, check-6.12 and debug fail on any failing test, on a WARNING/BUG/
+# Oops, a KASAN, UBSAN, lockdep, debug-objects or DMA-API report in the
+# guest's dmesg, or on a timeout. They print "RESULT <stage> <passed>
+# <failed> <skipped>" last (stage vm, vm-6.12, vm-debug).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,24 +41,43 @@ shift || true
 
 "$ROOT/scripts/deps.sh" || exit 1
 [ "$mode" = debug ] && VM_KERNEL=debug
-if [ "${VM_KERNEL:-debian}" = debug ]; then
+[ "$mode" = check-6.12 ] && VM_KERNEL=6.12
+# KBUILD: the kernel build tree the module is built against for this
+# kernel, into KMOD (none for Debian's 6.1: kmod/mmedge.ko is that one).
+KBUILD="" KMOD=""
+case "${VM_KERNEL:-debian}" in
+debug)
 	KTREE=$("$ROOT/scripts/debug-kernel.sh") || exit 1
 	KVER=$(cat "$KTREE/include/config/kernel.release")
 	VMLINUZ="$KTREE/arch/x86/boot/bzImage"
 	KROOT="$KTREE/modroot"
 	VM="$OUT/vm-debug"
+	KBUILD="$KTREE"
+	KMOD="$OUT/kmod-debug"
 	# KASAN's shadow and kmemleak's pool need room.
 	MEM=${VM_MEM:-3072}
 	# The PCI interrupt routing comes from the MP table: under KASAN and
 	# TCG, ACPI's _PRT method runs past the interpreter's loop timeout.
 	# ACPI still gives the second CPU, the HPET and the PM timer.
 	APPEND_EXTRA="pci=noacpi"
-else
+	;;
+6.12)
+	K612=$("$ROOT/scripts/deps.sh" --k612) || exit 1
+	KVER="$K612-amd64"
+	KROOT="$OUT/kernel-$K612/root"
+	VMLINUZ="$KROOT/boot/vmlinuz-$KVER"
+	VM="$OUT/vm-6.12"
+	KBUILD="/usr/src/linux-headers-$KVER"
+	KMOD="$OUT/kmod-6.12"
+	;;
+debian)
 	ABI=$("$ROOT/scripts/kabi.sh")
 	KROOT="$OUT/kernel/root"
 	KVER="$ABI-amd64"
 	VMLINUZ="$KROOT/boot/vmlinuz-$KVER"
-fi
+	;;
+*) echo "vm: VM_KERNEL is debian, debug or 6.12" >&2; exit 2 ;;
+esac
 MODS="$KROOT/lib/modules/$KVER"
 
 # Modules the guest needs, with all their dependencies (those built into
@@ -85,15 +110,20 @@ build_initramfs() {
 		fi
 		files="$files ${line/:/}"
 	done
+	# Compressed modules (6.12's .ko.xz) go in decompressed: busybox's
+	# insmod loads them as they are.
 	for m in $files; do
 		mkdir -p "$rootfs/lib/modules/$KVER/$(dirname "$m")"
-		cp "$MODS/$m" "$rootfs/lib/modules/$KVER/$m"
+		case "$m" in
+		*.xz) xz -dc "$MODS/$m" > "$rootfs/lib/modules/$KVER/${m%.xz}" ;;
+		*) cp "$MODS/$m" "$rootfs/lib/modules/$KVER/$m" ;;
+		esac
 	done
 	cp "$MODS"/modules.{order,builtin,builtin.modinfo} \
 		"$rootfs/lib/modules/$KVER/" 2>/dev/null
 	depmod -b "$rootfs" "$KVER"
 	for m in $BOOT_MODS; do
-		line=$(grep -E "/${m//_/[_-]}\.ko(\.xz|\.zst)?:" "$MODS/modules.dep")
+		line=$(grep -E "/${m//_/[_-]}\.ko:" "$rootfs/lib/modules/$KVER/modules.dep")
 		[ -n "$line" ] || continue
 		# modules.dep lists dependencies so that the last loads first.
 		for d in $(echo "${line#*:}" | tr ' ' '\n' | tac) "${line%%:*}"; do
@@ -124,7 +154,8 @@ mount -t tmpfs tmpfs /host/lib/modules
 mkdir -p /host/lib/modules/$KVER
 mount --bind /lib/modules/$KVER /host/lib/modules/$KVER
 script=\$(cat /tmp/results/.script)
-chroot /host /bin/bash -c "cd '$ROOT' && exec /bin/bash \$script" </dev/console >/dev/console 2>&1
+# .env: the guest script's environment (MMEDGE_KO), when there is one.
+chroot /host /bin/bash -c "cd '$ROOT' && { [ ! -f /tmp/results/.env ] || . /tmp/results/.env; } && exec /bin/bash \$script" </dev/console >/dev/console 2>&1
 echo \$? > /tmp/results/.rc
 dmesg > /tmp/results/dmesg.txt
 sync
@@ -169,29 +200,38 @@ accel=$(pick_accel)
 cpu=max
 [ "$accel" = kvm ] && cpu=host
 
+stage=vm
 case "$mode" in
 check) script="$ROOT/scripts/guest-check.sh" ;;
-debug) script="$ROOT/scripts/guest-debug.sh" ;;
+check-6.12)
+	stage=vm-6.12
+	# The kselftests and mmctl's CLI test (guest-check.sh --selftests).
+	script="$ROOT/scripts/guest-check.sh"
+	set -- --selftests
+	;;
+debug) script="$ROOT/scripts/guest-debug.sh"; stage=vm-debug ;;
 demo) script="$ROOT/scripts/guest-demo.sh" ;;
 run) script="$1"; shift ;;
-*) echo "usage: $0 check|debug|demo|run SCRIPT [ARGS]" >&2; exit 2 ;;
+*) echo "usage: $0 check|check-6.12|debug|demo|run SCRIPT [ARGS]" >&2; exit 2 ;;
 esac
 
-stage=vm
-if [ "$mode" = debug ]; then
-	stage=vm-debug
-	# The module, built against the debug tree from a copy of kmod/.
-	kd="$OUT/kmod-debug"
-	mkdir -p "$kd/src"
-	rsync -a --delete "$ROOT/kmod/" "$kd/src/kmod/"
-	rsync -a --delete "$ROOT/uapi/" "$kd/src/uapi/"
-	if ! make -s -C "$KTREE" M="$kd/src/kmod" CONFIG_MMEDGE=m W=1 modules \
-		> "$kd/build.log" 2>&1; then
-		cat "$kd/build.log" >&2
+if [ -n "$KBUILD" ]; then
+	# The module, built against this kernel's tree from a copy of kmod/
+	# (incremental: the copy keeps its own objects, never the source
+	# tree's, which are built for Debian's 6.1).
+	mkdir -p "$KMOD/src"
+	nobuilt=(--exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c'
+		 --exclude='.*.cmd' --exclude=modules.order --exclude=Module.symvers)
+	rsync -a --delete "${nobuilt[@]}" "$ROOT/kmod/" "$KMOD/src/kmod/"
+	rsync -a --delete "$ROOT/uapi/" "$KMOD/src/uapi/"
+	echo "vm: building mmedge.ko against $KBUILD" >&2
+	if ! make -s -C "$KBUILD" M="$KMOD/src/kmod" CONFIG_MMEDGE=m W=1 modules \
+		> "$KMOD/build.log" 2>&1; then
+		cat "$KMOD/build.log" >&2
 		echo "RESULT $stage 0 1"
 		exit 1
 	fi
-	cp "$kd/src/kmod/mmedge.ko" "$kd/mmedge.ko"
+	cp "$KMOD/src/kmod/mmedge.ko" "$KMOD/mmedge.ko"
 fi
 
 RES="$VM/results-$mode"
@@ -199,6 +239,7 @@ RES="$VM/results-$mode"
 rm -rf "$RES"
 mkdir -p "$RES"
 printf '%q ' "$script" "$@" > "$RES/.script"
+[ -z "$KMOD" ] || printf 'export MMEDGE_KO=%q\n' "$KMOD/mmedge.ko" > "$RES/.env"
 
 console="$RES.console.log"
 # created before QEMU starts, so the tail below never races its redirection
@@ -214,7 +255,7 @@ timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 \
 	-virtfs local,path="$RES",mount_tag=results,security_model=none,multidevs=remap \
 	</dev/null > "$console" 2>&1 &
 qpid=$!
-if [ "$mode" != check ] && [ "$mode" != debug ]; then
+if [ "$stage" = vm ] && [ "$mode" != check ]; then
 	tail -n +1 --pid=$qpid -f "$console" | grep -v -E '^(SeaBIOS|iPXE|Booting|$)' &
 	tpid=$!
 fi
@@ -244,7 +285,7 @@ if [ -f "$RES/dmesg.txt" ] &&
 	fail=1
 fi
 
-if [ "$mode" != check ] && [ "$mode" != debug ]; then
+if [ "$stage" = vm ] && [ "$mode" != check ]; then
 	rc=$(cat "$RES/.rc" 2>/dev/null || echo 1)
 	[ "$fail" = 0 ] && [ "$rc" = 0 ] && exit 0
 	exit 1
