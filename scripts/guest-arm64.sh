@@ -15,6 +15,13 @@ RES=/tmp/results
 . /opt/mmedge/guest-lib.sh
 export MMEDGE_KO=/opt/mmedge/mmedge.ko
 T=/opt/mmedge/selftests
+# The channel tests' bandwidth and latency bounds (arbitration_shares,
+# latency_class, rate_cap) skip, as in the debug stage: this guest is
+# emulated (TCG) on the host's shared cores, and under load its engine
+# thread falls below the bounds (rate_cap moved 63% of its cap beside a
+# flood, 70% wanted, at a host load of 9). The x86 stage checks them;
+# ARM64_TIMING=1 on the host runs them here too.
+[ -n "${ARM64_TIMING:-}" ] || export MMEDGE_SKIP_TIMING=1
 PDRV=/sys/bus/platform/drivers/mmedge
 
 echo "guest: $(uname -r) $(uname -m), $(nproc) CPUs"
