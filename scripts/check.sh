@@ -37,6 +37,9 @@ stage host make -s -C libhal O="$OUT/libhal" check
 stage tools make -s -C tools O="$OUT/tools" LIBHAL_O="$OUT/libhal" check
 stage model scripts/model-check.sh
 stage lint scripts/lint.sh
+# DKMS add/build/install/remove for the 6.1 and 6.12 kernels, in a scratch
+# DKMS tree (nothing outside build/ is written).
+stage dkms scripts/dkms-test.sh
 stage kunit scripts/kunit.sh
 stage vm scripts/vm.sh check
 # The hostile kselftests, the ioctl fuzzer and the device tests again, in
