@@ -14,7 +14,8 @@ make -s -C "$ROOT/libhal/model" O="$OUT/model" check 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 awk '$1 == "RESULT" && ($2 == "gguf" || $2 == "quant" || $2 == "llama" ||
 			$2 == "prefetch" || $2 == "quant-arm64" ||
-			$2 == "llama-arm64") {
+			$2 == "llama-arm64" || $2 == "sign" ||
+			$2 == "store") {
 	p += $3; f += $4 }
      /^ok .*# SKIP/ { s++ }
      END { printf "RESULT model %d %d %d\n", p, f + 0, s + 0 }' "$log" |

@@ -213,7 +213,7 @@ static int key_read(const char *path, const char *tag, uint8_t *key,
 	if (n != tl + 1 + 2 * keylen || memcmp(buf, tag, tl) ||
 	    buf[tl] != ' ') {
 		ret = mm_errf(-EINVAL, err, errlen,
-			      "%s is not an %s key file (one line: '%s' and %zu hex digits)",
+			      "%s is not a %s key file (one line: '%s' and %zu hex digits)",
 			      path, tag + sizeof("mmedge-ed25519-") - 1, tag,
 			      2 * keylen);
 		goto out;

@@ -13,7 +13,15 @@
 #                add_tier / mmproj load with a key refusing unsigned,
 #                altered (weights, header, signature), truncated, wrong-key,
 #                other-file and older-version files; last line
-#                "RESULT sign <passed> <failed>", non-zero exit on failure
+#                "RESULT sign <passed> <failed>"; store_test (ASan+UBSan,
+#                TAP): ../src/mmhal_store.c: install, switch, commit after
+#                N successes, rollback on request / failed request / load
+#                failure / failed health check, replays, altered slot and
+#                state files, sensor types rolled back on their own, and
+#                power cuts: each operation killed before each of its file
+#                system calls (tests/fault_shim.c, LD_PRELOAD), the store
+#                then loading a verified model and the retry completing;
+#                "RESULT store <passed> <failed>"; non-zero exit on failure
 #   store-bench  verification cost: load time of a generated model with and
 #                without a key (SmolLM2-135M-shaped, F16, kept in
 #                $(O)/store/models)
@@ -29,6 +37,9 @@ STORE_LIBS := -lfftw3f -pthread -lsodium -lm
 STORE_HDRS := $(STORE_DIR)/sign.h $(STORE_DIR)/mhash.h $(STORE_DIR)/gguf.h \
 	      $(STORE_DIR)/tests/tap.h $(abspath ../include/mmhal_model.h)
 STORE_SIGN_TEST := $(STORE_O)/san/sign_test
+STORE_TEST := $(STORE_O)/san/store_test
+STORE_SHIM := $(STORE_O)/fault_shim.so
+STORE_SRC := $(abspath ../src/mmhal_store.c)
 STORE_BENCH := $(STORE_O)/opt/sign_bench
 
 # the whole runtime (decoder, mmproj API, encoders), sanitized / optimised
@@ -37,20 +48,39 @@ $(STORE_SIGN_TEST): $(STORE_DIR)/tests/sign_test.c $$(MM_SAN_DEPS) \
 	@mkdir -p $(dir $@)
 	$(CC) $(STORE_CFLAGS) -O1 $(SAN) $< $(MM_SAN_DEPS) -o $@ $(STORE_LIBS)
 
+# the store (libmmhal's), sanitized, for its test
+$(STORE_O)/san/mmhal_store.o: $(STORE_SRC) \
+			      $(abspath ../include/mmhal_store.h) $(STORE_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(STORE_CFLAGS) -O1 $(SAN) -c $< -o $@
+
+$(STORE_TEST): $(STORE_DIR)/tests/store_test.c $(STORE_O)/san/mmhal_store.o \
+	       $$(MM_SAN_DEPS) $(STORE_HDRS) $(abspath ../include/mmhal_store.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(STORE_CFLAGS) -O1 $(SAN) $< $(STORE_O)/san/mmhal_store.o \
+		$(MM_SAN_DEPS) -o $@ $(STORE_LIBS)
+
+# the power cut: no sanitizer (it is preloaded before theirs)
+$(STORE_SHIM): $(STORE_DIR)/tests/fault_shim.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -Werror -fPIC -shared $< -o $@ -ldl
+
 $(STORE_BENCH): $(STORE_DIR)/bench/sign_bench.c $$(MM_BENCH_DEPS) \
 		$(STORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(STORE_CFLAGS) $(OPT) $< $(MM_BENCH_DEPS) -o $@ $(STORE_LIBS)
 
-STORE_TESTS := $(STORE_SIGN_TEST)
+STORE_TESTS := $(STORE_SIGN_TEST) $(STORE_TEST)
 
-store-all: $(STORE_TESTS) $(STORE_BENCH)
+store-all: $(STORE_TESTS) $(STORE_SHIM) $(STORE_BENCH)
 
-store-check: $(STORE_TESTS)
+# store_test takes the shim's path
+store-check: $(STORE_TESTS) $(STORE_SHIM)
 	@f=0; \
 	for t in $(STORE_TESTS); do \
 		n=$$(basename $$t); \
-		TMPDIR=$(STORE_O) $$t > $(STORE_O)/$$n.log 2>&1; rc=$$?; \
+		TMPDIR=$(STORE_O) $$t $(STORE_SHIM) > $(STORE_O)/$$n.log 2>&1; \
+		rc=$$?; \
 		cat $(STORE_O)/$$n.log; \
 		r=$$(grep '^RESULT ' $(STORE_O)/$$n.log | tail -1); \
 		if [ -z "$$r" ]; then echo "RESULT $${n%_test} 0 1"; f=1; \

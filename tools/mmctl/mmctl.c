@@ -148,6 +148,130 @@ static const struct mmctl_cmd mmctl_cmds[] = {
 			"does. Errors name the line.\n"
 			"-n   check the file against the device only; change nothing.\n",
 	},
+#define MODEL_OPTS "[--store DIR] [--key KEY.pub]"
+#define MODEL_OPTS_HELP \
+	"--store DIR    the model store (default " MMCTL_MODEL_STORE ",\n" \
+	"               or $MMCTL_MODEL_STORE); created if missing\n" \
+	"--key KEY.pub  the trusted public key (default\n" \
+	"               " MMCTL_MODEL_KEY ", or $MMCTL_MODEL_KEY)\n" \
+	"See Documentation/model-store.rst.\n"
+	{
+		.object = "model",
+		.verb = "status",
+		.handler = mmctl_cmd_model_status,
+		.args = MODEL_OPTS,
+		.help = "Show the model store: slots, trial, sensor parameters",
+		.details =
+			"The active slot (a or b), the previous one during a trial and\n"
+			"its successful requests, an installed one not yet switched\n"
+			"to, each slot's signed name, version and hash, the minimum\n"
+			"version, and the sensor parameters' versions.\n"
+			MODEL_OPTS_HELP,
+	},
+	{
+		.object = "model",
+		.verb = "install",
+		.handler = mmctl_cmd_model_install,
+		.args = MODEL_OPTS " FILE",
+		.help = "Copy a signed model into the inactive slot and verify it",
+		.details =
+			"FILE and FILE.sig (mmgguf sign) are copied into the inactive\n"
+			"slot and verified there: signed by the key, unaltered, of a\n"
+			"version not below the active one. Not used until 'switch'.\n"
+			MODEL_OPTS_HELP,
+	},
+	{
+		.object = "model",
+		.verb = "switch",
+		.handler = mmctl_cmd_model_switch,
+		.args = MODEL_OPTS,
+		.help = "Make the installed model active, keeping the old one",
+		.details =
+			"Starts a trial: the old slot is kept until the new model has\n"
+			"served the store's count of successful requests ('success')\n"
+			"or is committed; a failure, a failed health check, a model that\n"
+			"does not load or 'rollback' goes back to it.\n"
+			MODEL_OPTS_HELP,
+	},
+	{
+		.object = "model",
+		.verb = "rollback",
+		.handler = mmctl_cmd_model_rollback,
+		.args = MODEL_OPTS,
+		.help = "Go back to the previous model (during a trial)",
+		.details = MODEL_OPTS_HELP,
+	},
+	{
+		.object = "model",
+		.verb = "commit",
+		.handler = mmctl_cmd_model_commit,
+		.args = MODEL_OPTS,
+		.help = "End the trial: keep the active model, drop the previous",
+		.details =
+			"The minimum version becomes the active model's: older\n"
+			"signed files are refused from then on.\n"
+			MODEL_OPTS_HELP,
+	},
+	{
+		.object = "model",
+		.verb = "health",
+		.handler = mmctl_cmd_model_health,
+		.args = MODEL_OPTS,
+		.help = "Load the active model (verified) and decode one token",
+		.details =
+			"Exit 1 if it fails; during a trial the store then rolls back.\n"
+			MODEL_OPTS_HELP,
+	},
+	{
+		.object = "model",
+		.verb = "success",
+		.handler = mmctl_cmd_model_success,
+		.args = MODEL_OPTS,
+		.help = "Count a request the active model served",
+		.details = MODEL_OPTS_HELP,
+	},
+	{
+		.object = "model",
+		.verb = "failure",
+		.handler = mmctl_cmd_model_failure,
+		.args = MODEL_OPTS,
+		.help = "Report a failed request (rolls back during a trial)",
+		.details = MODEL_OPTS_HELP,
+	},
+	{
+		.object = "sensorcal",
+		.verb = "show",
+		.handler = mmctl_cmd_sensorcal_show,
+		.args = MODEL_OPTS " TYPE",
+		.help = "Print a sensor type's current calibration parameters",
+		.details =
+			"TYPE: camera, imu, mic, ... (a-z 0-9 _ -). The file is checked\n"
+			"against the hash the store recorded.\n"
+			MODEL_OPTS_HELP,
+	},
+	{
+		.object = "sensorcal",
+		.verb = "install",
+		.handler = mmctl_cmd_sensorcal_install,
+		.args = MODEL_OPTS " [--version N] TYPE FILE",
+		.help = "Install new calibration parameters for one sensor type",
+		.details =
+			"FILE (at most 64 KiB) becomes TYPE's next version (or N, above\n"
+			"the current); the current one is kept as the previous.\n"
+			MODEL_OPTS_HELP,
+	},
+	{
+		.object = "sensorcal",
+		.verb = "rollback",
+		.handler = mmctl_cmd_sensorcal_rollback,
+		.args = MODEL_OPTS " TYPE",
+		.help = "Go back to a sensor type's previous parameters",
+		.details =
+			"Only TYPE's: the other sensors' parameters stay as they are.\n"
+			MODEL_OPTS_HELP,
+	},
+#undef MODEL_OPTS
+#undef MODEL_OPTS_HELP
 };
 
 #define MMCTL_NR_CMDS	ARRAY_SIZE(mmctl_cmds)

@@ -151,4 +151,33 @@ int mmctl_cmd_bus_set(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
 int mmctl_cmd_apply(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
 		    int argc, char **argv);
 
+/* cmd_model.c: the model store (mmhal_store.h); the defaults of --store
+ * and --key (also $MMCTL_MODEL_STORE, $MMCTL_MODEL_KEY) */
+#define MMCTL_MODEL_STORE	"/var/lib/mmedge/models"
+#define MMCTL_MODEL_KEY		"/etc/mmedge/model-key.pub"
+int mmctl_cmd_model_status(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+			   int argc, char **argv);
+int mmctl_cmd_model_install(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+			    int argc, char **argv);
+int mmctl_cmd_model_switch(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+			   int argc, char **argv);
+int mmctl_cmd_model_rollback(struct mmctl_ctx *ctx,
+			     const struct mmctl_cmd *cmd, int argc, char **argv);
+int mmctl_cmd_model_commit(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+			   int argc, char **argv);
+int mmctl_cmd_model_health(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+			   int argc, char **argv);
+int mmctl_cmd_model_success(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+			    int argc, char **argv);
+int mmctl_cmd_model_failure(struct mmctl_ctx *ctx, const struct mmctl_cmd *cmd,
+			    int argc, char **argv);
+int mmctl_cmd_sensorcal_show(struct mmctl_ctx *ctx,
+			     const struct mmctl_cmd *cmd, int argc, char **argv);
+int mmctl_cmd_sensorcal_install(struct mmctl_ctx *ctx,
+				const struct mmctl_cmd *cmd, int argc,
+				char **argv);
+int mmctl_cmd_sensorcal_rollback(struct mmctl_ctx *ctx,
+				 const struct mmctl_cmd *cmd, int argc,
+				 char **argv);
+
 #endif /* MMCTL_H */

@@ -1,0 +1,1307 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mmhal_store.c - the A/B model store and the versioned sensor parameters
+ * (mmhal_store.h; design: Documentation/model-store.rst).
+ *
+ * Every change is a new state file put in place by rename(2): files are
+ * written (and fsynced) before the state names them, and removed only
+ * after a state that no longer names them is on disk. The slot the state
+ * calls active (and, during a trial, previous) is never written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mmhal_store.h"
+#include "../model/sign.h"
+
+#define STATE_MAGIC	"mmhal-store 1"
+#define STATE_MAX	8192
+#define MODEL_FILE	"model.gguf"
+#define N_COMMIT_DEFAULT 8
+
+struct st_slot {
+	int valid;
+	char name[MM_SIG_NAME_MAX + 1];
+	uint64_t version, size;
+	uint8_t hash[MM_HASH_BYTES];
+};
+
+struct st_sensor {
+	char type[MMHAL_STORE_NAME_MAX];
+	uint64_t cur, prev;		/* 0: none */
+	uint8_t hcur[MM_HASH_BYTES], hprev[MM_HASH_BYTES];
+};
+
+struct st_state {
+	int active, previous, pending;	/* slot 0 (a), 1 (b), -1 none */
+	int trial, successes;
+	uint64_t min_version;
+	struct st_slot slot[2];
+	int n_sensors;
+	struct st_sensor sensor[MMHAL_STORE_MAX_SENSORS];
+};
+
+struct mmhal_store {
+	char dir[3072];
+	uint8_t key[MM_KEY_PUB_BYTES];
+	int n_commit;
+	int lock_fd;
+	struct st_state st;
+};
+
+static int errf(int ret, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int errf(int ret, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+static char slot_ch(int s)
+{
+	return s == 0 ? 'a' : s == 1 ? 'b' : '-';
+}
+
+/* DIR/rel into buf */
+static int spath(const struct mmhal_store *s, char *buf, size_t len,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int spath(const struct mmhal_store *s, char *buf, size_t len,
+		 const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(buf, len, "%s/", s->dir), m;
+
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	va_start(ap, fmt);
+	m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+	va_end(ap);
+	return m < 0 || (size_t)m >= len - (size_t)n ? -ENAMETOOLONG : 0;
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+static int fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+	const uint8_t *p = buf;
+
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (w == 0)
+			return -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * path gets buf: written to path.tmp, fsynced, renamed over path, and the
+ * directory fsynced (dir).
+ */
+static int put_file(const char *dir, const char *path, const void *buf,
+		    size_t n, char *err, size_t errlen)
+{
+	char tmp[4096];
+	int fd, ret;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return errf(-ENAMETOOLONG, err, errlen, "%s: name too long",
+			    path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		return errf(ret, err, errlen, "cannot create %s: %s", tmp,
+			    strerror(-ret));
+	}
+	ret = write_all(fd, buf, n);
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		return errf(ret, err, errlen, "cannot write %s: %s", path,
+			    strerror(-ret));
+	}
+	ret = fsync_dir(dir);
+	if (ret)
+		return errf(ret, err, errlen, "cannot sync %s: %s", dir,
+			    strerror(-ret));
+	return 0;
+}
+
+/* Copies from to to (written as to.tmp, fsynced, renamed; dir not synced). */
+static int copy_file(const char *from, const char *to, char *err,
+		     size_t errlen)
+{
+	char tmp[4096];
+	uint8_t *buf;
+	int in, out, ret = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", to) >= (int)sizeof(tmp))
+		return errf(-ENAMETOOLONG, err, errlen, "%s: name too long", to);
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0) {
+		ret = -errno;
+		return errf(ret, err, errlen, "cannot open %s: %s", from,
+			    strerror(-ret));
+	}
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
+	if (out < 0) {
+		ret = -errno;
+		close(in);
+		return errf(ret, err, errlen, "cannot create %s: %s", tmp,
+			    strerror(-ret));
+	}
+	buf = malloc(1 << 20);
+	if (!buf)
+		ret = -ENOMEM;
+	while (!ret) {
+		ssize_t r = read(in, buf, 1 << 20);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			ret = -errno;
+		if (r <= 0)
+			break;
+		ret = write_all(out, buf, (size_t)r);
+	}
+	free(buf);
+	close(in);
+	if (!ret && fsync(out))
+		ret = -errno;
+	if (close(out) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, to))
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		return errf(ret, err, errlen, "cannot copy %s to %s: %s", from,
+			    to, strerror(-ret));
+	}
+	return 0;
+}
+
+static int mkdir_p1(const char *path, char *err, size_t errlen)
+{
+	int ret;
+
+	if (!mkdir(path, 0755)) {
+		char parent[4096], *sl;
+
+		snprintf(parent, sizeof(parent), "%s", path);
+		sl = strrchr(parent, '/');
+		if (sl && sl != parent)
+			*sl = 0;
+		ret = fsync_dir(parent);
+		return ret ? errf(ret, err, errlen, "cannot sync %s: %s",
+				  parent, strerror(-ret)) : 0;
+	}
+	if (errno == EEXIST)
+		return 0;
+	ret = -errno;
+	return errf(ret, err, errlen, "cannot create %s: %s", path,
+		    strerror(-ret));
+}
+
+/* ---- state ------------------------------------------------------------- */
+
+static void hexs(const uint8_t *h, char *out)
+{
+	mm_hash_hex(h, out);
+}
+
+static size_t state_format(const struct st_state *st, char *buf, size_t cap)
+{
+	size_t n = 0;
+	uint8_t h[MM_HASH_BYTES];
+	char hx[MM_HASH_HEX], hx2[MM_HASH_HEX];
+
+#define OUT(...) \
+	do { \
+		int k_ = snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__); \
+		n += k_ > 0 ? (size_t)k_ : 0; \
+	} while (0)
+	OUT("%s\n", STATE_MAGIC);
+	OUT("active %c\nprevious %c\npending %c\n", slot_ch(st->active),
+	    slot_ch(st->previous), slot_ch(st->pending));
+	OUT("trial %d\nsuccesses %d\nmin_version %" PRIu64 "\n", st->trial,
+	    st->successes, st->min_version);
+	for (int i = 0; i < 2; i++) {
+		const struct st_slot *sl = &st->slot[i];
+
+		if (!sl->valid)
+			continue;
+		hexs(sl->hash, hx);
+		OUT("slot %c %" PRIu64 " %" PRIu64 " %s %s\n", slot_ch(i),
+		    sl->version, sl->size, hx, sl->name);
+	}
+	for (int i = 0; i < st->n_sensors; i++) {
+		const struct st_sensor *se = &st->sensor[i];
+
+		hexs(se->hcur, hx);
+		hexs(se->hprev, hx2);
+		OUT("sensor %s %" PRIu64 " %s %" PRIu64 " %s\n", se->type,
+		    se->cur, hx, se->prev, se->prev ? hx2 : "-");
+	}
+	if (n < cap) {
+		mm_hash_mem(buf, n, h);
+		hexs(h, hx);
+		OUT("end %s\n", hx);
+	}
+#undef OUT
+	return n;
+}
+
+static int type_ok(const char *t)
+{
+	size_t n = t ? strlen(t) : 0;
+
+	if (n == 0 || n >= MMHAL_STORE_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((t[i] >= 'a' && t[i] <= 'z') ||
+		      (t[i] >= '0' && t[i] <= '9') || t[i] == '_' ||
+		      t[i] == '-'))
+			return 0;
+	return 1;
+}
+
+static int parse_slot_ch(const char *v, int *out)
+{
+	if (!strcmp(v, "a"))
+		*out = 0;
+	else if (!strcmp(v, "b"))
+		*out = 1;
+	else if (!strcmp(v, "-"))
+		*out = -1;
+	else
+		return -1;
+	return 0;
+}
+
+static int parse_u64(const char *v, uint64_t *out)
+{
+	char *end;
+
+	if (!v || *v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	return errno || *end ? -1 : 0;
+}
+
+static int state_parse(const char *path, char *buf, size_t n,
+		       struct st_state *st, char *err, size_t errlen)
+{
+	char *line, *next, *endline;
+	uint8_t h[MM_HASH_BYTES], want[MM_HASH_BYTES];
+	int lineno = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->active = st->previous = st->pending = -1;
+	/* the last line: "end HASH" of everything before it */
+	if (n < 2 || buf[n - 1] != '\n')
+		return errf(-EINVAL, err, errlen,
+			    "%s: truncated (no final newline)", path);
+	buf[n - 1] = 0;
+	endline = strrchr(buf, '\n');
+	if (!endline || strncmp(endline + 1, "end ", 4) ||
+	    mm_hash_parse_hex(endline + 5, want))
+		return errf(-EINVAL, err, errlen, "%s: no 'end HASH' line",
+			    path);
+	mm_hash_mem(buf, (size_t)(endline + 1 - buf), h);
+	if (memcmp(h, want, sizeof(h)))
+		return errf(-EBADMSG, err, errlen,
+			    "%s: its hash does not match its 'end' line (corrupted)",
+			    path);
+	*endline = 0;
+	for (line = buf; line; line = next) {
+		char *f[8];
+		int nf = 0;
+
+		lineno++;
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (lineno == 1) {
+			if (strcmp(line, STATE_MAGIC))
+				return errf(-EINVAL, err, errlen,
+					    "%s: line 1 is not '%s'", path,
+					    STATE_MAGIC);
+			continue;
+		}
+		/* up to 5 space-separated fields; a slot's name is the rest */
+		for (char *p = line; p && nf < 8;) {
+			f[nf++] = p;
+			if (nf == 6 && !strcmp(f[0], "slot"))
+				break;
+			p = strchr(p, ' ');
+			if (p)
+				*p++ = 0;
+		}
+#define BAD(what) errf(-EINVAL, err, errlen, "%s: line %d: bad %s", path, \
+		       lineno, what)
+		if (!strcmp(f[0], "active") && nf == 2) {
+			if (parse_slot_ch(f[1], &st->active))
+				return BAD("active slot");
+		} else if (!strcmp(f[0], "previous") && nf == 2) {
+			if (parse_slot_ch(f[1], &st->previous))
+				return BAD("previous slot");
+		} else if (!strcmp(f[0], "pending") && nf == 2) {
+			if (parse_slot_ch(f[1], &st->pending))
+				return BAD("pending slot");
+		} else if (!strcmp(f[0], "trial") && nf == 2) {
+			if (strcmp(f[1], "0") && strcmp(f[1], "1"))
+				return BAD("trial");
+			st->trial = f[1][0] == '1';
+		} else if (!strcmp(f[0], "successes") && nf == 2) {
+			uint64_t v;
+
+			if (parse_u64(f[1], &v) || v > 1000000)
+				return BAD("successes");
+			st->successes = (int)v;
+		} else if (!strcmp(f[0], "min_version") && nf == 2) {
+			if (parse_u64(f[1], &st->min_version))
+				return BAD("min_version");
+		} else if (!strcmp(f[0], "slot") && nf == 6) {
+			struct st_slot *sl;
+			int i;
+
+			if (parse_slot_ch(f[1], &i) || i < 0)
+				return BAD("slot");
+			sl = &st->slot[i];
+			if (sl->valid)
+				return BAD("slot (twice)");
+			if (parse_u64(f[2], &sl->version) ||
+			    parse_u64(f[3], &sl->size) ||
+			    mm_hash_parse_hex(f[4], sl->hash) ||
+			    strlen(f[5]) > MM_SIG_NAME_MAX)
+				return BAD("slot fields");
+			strcpy(sl->name, f[5]);
+			sl->valid = 1;
+		} else if (!strcmp(f[0], "sensor") && nf == 6) {
+			struct st_sensor *se;
+
+			if (st->n_sensors >= MMHAL_STORE_MAX_SENSORS)
+				return BAD("sensor (too many)");
+			se = &st->sensor[st->n_sensors];
+			if (!type_ok(f[1]) || parse_u64(f[2], &se->cur) ||
+			    mm_hash_parse_hex(f[3], se->hcur) ||
+			    parse_u64(f[4], &se->prev) ||
+			    (se->prev ? mm_hash_parse_hex(f[5], se->hprev) :
+			     strcmp(f[5], "-")) ||
+			    (se->prev && se->prev >= se->cur) || !se->cur)
+				return BAD("sensor fields");
+			for (int i = 0; i < st->n_sensors; i++)
+				if (!strcmp(st->sensor[i].type, f[1]))
+					return BAD("sensor (twice)");
+			strcpy(se->type, f[1]);
+			st->n_sensors++;
+		} else {
+			return errf(-EINVAL, err, errlen,
+				    "%s: line %d: unknown '%s'", path, lineno,
+				    f[0]);
+		}
+#undef BAD
+	}
+	/* consistency */
+	if ((st->active >= 0 && !st->slot[st->active].valid) ||
+	    (st->previous >= 0 && !st->slot[st->previous].valid) ||
+	    (st->pending >= 0 && !st->slot[st->pending].valid) ||
+	    (st->previous >= 0 && (st->previous == st->active || !st->trial)) ||
+	    (st->trial && st->previous < 0) ||
+	    (st->pending >= 0 && st->pending == st->active) ||
+	    (st->pending >= 0 && st->trial))
+		return errf(-EINVAL, err, errlen,
+			    "%s: inconsistent slots (active %c previous %c pending %c trial %d)",
+			    path, slot_ch(st->active), slot_ch(st->previous),
+			    slot_ch(st->pending), st->trial);
+	return 0;
+}
+
+static int state_load(struct mmhal_store *s, char *err, size_t errlen)
+{
+	char path[4096], *buf;
+	size_t n = 0;
+	int fd, ret = 0;
+
+	spath(s, path, sizeof(path), "state");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT) {
+			ret = -errno;
+			return errf(ret, err, errlen, "cannot open %s: %s",
+				    path, strerror(-ret));
+		}
+		/* a new store */
+		memset(&s->st, 0, sizeof(s->st));
+		s->st.active = s->st.previous = s->st.pending = -1;
+		return 0;
+	}
+	buf = malloc(STATE_MAX + 1);
+	if (!buf) {
+		close(fd);
+		return errf(-ENOMEM, err, errlen, "out of memory");
+	}
+	while (n < STATE_MAX + 1) {
+		ssize_t r = read(fd, buf + n, STATE_MAX + 1 - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (ret)
+		errf(ret, err, errlen, "cannot read %s: %s", path,
+		     strerror(-ret));
+	else if (n > STATE_MAX)
+		ret = errf(-EFBIG, err, errlen, "%s: over %d bytes", path,
+			   STATE_MAX);
+	else
+		ret = state_parse(path, buf, n, &s->st, err, errlen);
+	free(buf);
+	return ret;
+}
+
+static int state_save(struct mmhal_store *s, const struct st_state *st,
+		      char *err, size_t errlen)
+{
+	char path[4096], buf[STATE_MAX];
+	size_t n = state_format(st, buf, sizeof(buf));
+	int ret;
+
+	if (n >= sizeof(buf))
+		return errf(-EFBIG, err, errlen, "store state over %d bytes",
+			    STATE_MAX);
+	spath(s, path, sizeof(path), "state");
+	ret = put_file(s->dir, path, buf, n, err, errlen);
+	if (!ret)
+		s->st = *st;
+	return ret;
+}
+
+/* the state is re-read under the lock before every operation */
+static int lock(struct mmhal_store *s, int excl, char *err, size_t errlen)
+{
+	int ret;
+
+	while (flock(s->lock_fd, excl ? LOCK_EX : LOCK_SH))
+		if (errno != EINTR) {
+			ret = -errno;
+			return errf(ret, err, errlen, "cannot lock %s: %s",
+				    s->dir, strerror(-ret));
+		}
+	ret = state_load(s, err, errlen);
+	if (ret)
+		flock(s->lock_fd, LOCK_UN);
+	return ret;
+}
+
+static void unlock(struct mmhal_store *s)
+{
+	flock(s->lock_fd, LOCK_UN);
+}
+
+/* ---- open / close / status --------------------------------------------- */
+
+MMHAL_API struct mmhal_store_params mmhal_store_default_params(void)
+{
+	struct mmhal_store_params p = {
+		.size = sizeof(struct mmhal_store_params),
+		.n_commit = N_COMMIT_DEFAULT,
+	};
+
+	return p;
+}
+
+MMHAL_API int mmhal_store_read_key(const char *path, unsigned char key[32],
+				   char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = 0;
+	if (!path || !key)
+		return errf(-EINVAL, err, errlen, "path and key must not be NULL");
+	return mm_key_read_public(path, key, err, errlen);
+}
+
+MMHAL_API int mmhal_store_open(const char *dir,
+			       const struct mmhal_store_params *params,
+			       struct mmhal_store **out, char *err,
+			       size_t errlen)
+{
+	struct mmhal_store_params p = mmhal_store_default_params();
+	struct mmhal_store *s;
+	char path[4096];
+	struct stat st;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!out)
+		return errf(-EINVAL, err, errlen, "out is NULL");
+	*out = NULL;
+	if (!dir || !params)
+		return errf(-EINVAL, err, errlen, "%s is NULL",
+			    dir ? "params" : "dir");
+	if (params->size < offsetof(struct mmhal_store_params, reserved) ||
+	    params->size > sizeof(p))
+		return errf(-EINVAL, err, errlen,
+			    "store params.size %u is not sizeof(struct mmhal_store_params) %zu",
+			    params->size, sizeof(p));
+	memcpy(&p, params, params->size);
+	for (size_t i = 0; params->size == sizeof(p) &&
+	     i < sizeof(p.reserved) / sizeof(p.reserved[0]); i++)
+		if (p.reserved[i])
+			return errf(-EINVAL, err, errlen,
+				    "store params.reserved[%zu] is not zero", i);
+	if (!p.trusted_key)
+		return errf(-EINVAL, err, errlen,
+			    "store params.trusted_key is NULL (a store holds signed models only)");
+	if (p.n_commit > 1000000)
+		return errf(-EINVAL, err, errlen,
+			    "store params.n_commit %d is out of range", p.n_commit);
+	if (strlen(dir) > 3000)
+		return errf(-ENAMETOOLONG, err, errlen, "store directory name too long");
+	if (stat(dir, &st)) {
+		if (errno != ENOENT || !p.create) {
+			ret = -errno;
+			return errf(ret, err, errlen, "store %s: %s", dir,
+				    strerror(-ret));
+		}
+		ret = mkdir_p1(dir, err, errlen);
+		if (ret)
+			return ret;
+	} else if (!S_ISDIR(st.st_mode)) {
+		return errf(-ENOTDIR, err, errlen, "store %s is not a directory",
+			    dir);
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return errf(-ENOMEM, err, errlen, "out of memory");
+	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	memcpy(s->key, p.trusted_key, sizeof(s->key));
+	s->n_commit = p.n_commit > 0 ? p.n_commit : N_COMMIT_DEFAULT;
+	spath(s, path, sizeof(path), "lock");
+	s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (s->lock_fd < 0) {
+		ret = -errno;
+		free(s);
+		return errf(ret, err, errlen, "cannot open %s: %s", path,
+			    strerror(-ret));
+	}
+	ret = lock(s, 0, err, errlen);
+	if (ret) {
+		close(s->lock_fd);
+		free(s);
+		return ret;
+	}
+	unlock(s);
+	*out = s;
+	return 0;
+}
+
+MMHAL_API void mmhal_store_close(struct mmhal_store *s)
+{
+	if (!s)
+		return;
+	close(s->lock_fd);
+	free(s);
+}
+
+MMHAL_API int mmhal_store_status(const struct mmhal_store *cs,
+				 struct mmhal_store_status *out)
+{
+	struct mmhal_store *s = (struct mmhal_store *)cs;
+	struct mmhal_store_status o;
+	const struct st_state *st;
+	int ret;
+
+	if (!s || !out || out->size < sizeof(o))
+		return -EINVAL;
+	ret = lock(s, 0, NULL, 0);
+	if (ret)
+		return ret;
+	unlock(s);
+	st = &s->st;
+	memset(&o, 0, sizeof(o));
+	o.size = sizeof(o);
+	o.active = st->active >= 0 ? slot_ch(st->active) : 0;
+	o.previous = st->previous >= 0 ? slot_ch(st->previous) : 0;
+	o.pending = st->pending >= 0 ? slot_ch(st->pending) : 0;
+	o.trial = st->trial;
+	o.successes = st->successes;
+	o.n_commit = s->n_commit;
+	o.min_version = st->min_version;
+	for (int i = 0; i < 2; i++) {
+		const struct st_slot *sl = &st->slot[i];
+
+		o.slot[i].valid = sl->valid;
+		if (!sl->valid)
+			continue;
+		snprintf(o.slot[i].name, sizeof(o.slot[i].name), "%s", sl->name);
+		o.slot[i].version = sl->version;
+		o.slot[i].size = sl->size;
+		mm_hash_hex(sl->hash, o.slot[i].hash);
+	}
+	o.n_sensors = st->n_sensors;
+	for (int i = 0; i < st->n_sensors; i++) {
+		snprintf(o.sensor[i].type, sizeof(o.sensor[i].type), "%s",
+			 st->sensor[i].type);
+		o.sensor[i].version = st->sensor[i].cur;
+		o.sensor[i].previous = st->sensor[i].prev;
+	}
+	memcpy(out, &o, sizeof(o));
+	return 0;
+}
+
+MMHAL_API int mmhal_store_model_path(const struct mmhal_store *cs, char *buf,
+				     size_t len)
+{
+	struct mmhal_store *s = (struct mmhal_store *)cs;
+	int ret;
+
+	if (!s || !buf)
+		return -EINVAL;
+	ret = lock(s, 0, NULL, 0);
+	if (ret)
+		return ret;
+	unlock(s);
+	if (s->st.active < 0)
+		return -ENOENT;
+	return spath(s, buf, len, "%c/%s", slot_ch(s->st.active), MODEL_FILE);
+}
+
+/* ---- models ------------------------------------------------------------ */
+
+/* drops the files of slot i (not named by the state any more) */
+static void slot_remove(struct mmhal_store *s, int i)
+{
+	char path[4096];
+
+	if (!spath(s, path, sizeof(path), "%c/%s", slot_ch(i), MODEL_FILE))
+		unlink(path);
+	if (!spath(s, path, sizeof(path), "%c/%s.sig", slot_ch(i), MODEL_FILE))
+		unlink(path);
+}
+
+MMHAL_API int mmhal_store_install(struct mmhal_store *s, const char *path,
+				  char *err, size_t errlen)
+{
+	struct mm_manifest src, got;
+	struct st_state st;
+	char sp[4096], dst[4096], dsig[4096], sdir[4096];
+	uint64_t minv;
+	int ret, t;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!s || !path)
+		return errf(-EINVAL, err, errlen, "store and path must not be NULL");
+	ret = lock(s, 1, err, errlen);
+	if (ret)
+		return ret;
+	st = s->st;
+	if (st.trial) {
+		ret = errf(-EBUSY, err, errlen,
+			   "a trial of slot %c is under way: commit or roll back first",
+			   slot_ch(st.active));
+		goto out;
+	}
+	/* no older model than the active one, nor than the store's minimum */
+	minv = st.min_version;
+	if (st.active >= 0 && st.slot[st.active].version > minv)
+		minv = st.slot[st.active].version;
+	if (mm_sig_path(path, sp, sizeof(sp))) {
+		ret = errf(-ENAMETOOLONG, err, errlen, "%s: name too long", path);
+		goto out;
+	}
+	ret = mm_sig_read(sp, s->key, minv, &src, err, errlen);
+	if (ret)
+		goto out;
+	t = st.active == 0 ? 1 : 0;
+	/* the slot is going to be written: the state forgets it first */
+	if (st.slot[t].valid || st.pending == t) {
+		st.slot[t].valid = 0;
+		st.pending = -1;
+		ret = state_save(s, &st, err, errlen);
+		if (ret)
+			goto out;
+	}
+	spath(s, sdir, sizeof(sdir), "%c", slot_ch(t));
+	ret = mkdir_p1(sdir, err, errlen);
+	if (ret)
+		goto out;
+	spath(s, dst, sizeof(dst), "%c/%s", slot_ch(t), MODEL_FILE);
+	spath(s, dsig, sizeof(dsig), "%c/%s.sig", slot_ch(t), MODEL_FILE);
+	ret = copy_file(path, dst, err, errlen);
+	if (!ret)
+		ret = copy_file(sp, dsig, err, errlen);
+	if (!ret) {
+		ret = fsync_dir(sdir);
+		if (ret)
+			errf(ret, err, errlen, "cannot sync %s: %s", sdir,
+			     strerror(-ret));
+	}
+	if (ret)
+		goto out;
+	/* what the slot holds now, read back */
+	ret = mm_verify_file(dst, s->key, minv, &got, err, errlen);
+	if (ret)
+		goto out;
+	if (memcmp(got.hash, src.hash, sizeof(got.hash))) {
+		ret = errf(-EBADMSG, err, errlen,
+			   "%s changed while it was copied", path);
+		goto out;
+	}
+	st.slot[t].valid = 1;
+	snprintf(st.slot[t].name, sizeof(st.slot[t].name), "%s", got.name);
+	st.slot[t].version = got.version;
+	st.slot[t].size = got.size;
+	memcpy(st.slot[t].hash, got.hash, sizeof(got.hash));
+	st.pending = t;
+	ret = state_save(s, &st, err, errlen);
+out:
+	unlock(s);
+	return ret;
+}
+
+MMHAL_API int mmhal_store_switch(struct mmhal_store *s, char *err,
+				 size_t errlen)
+{
+	struct st_state st;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!s)
+		return errf(-EINVAL, err, errlen, "store is NULL");
+	ret = lock(s, 1, err, errlen);
+	if (ret)
+		return ret;
+	st = s->st;
+	if (st.pending < 0) {
+		ret = errf(-ENOENT, err, errlen,
+			   "no installed model to switch to (install one first)");
+		goto out;
+	}
+	st.previous = st.active;
+	st.active = st.pending;
+	st.pending = -1;
+	st.successes = 0;
+	/* the first model has nothing to fall back to: committed at once */
+	st.trial = st.previous >= 0;
+	if (!st.trial)
+		st.min_version = st.slot[st.active].version;
+	ret = state_save(s, &st, err, errlen);
+out:
+	unlock(s);
+	return ret;
+}
+
+static int do_rollback(struct mmhal_store *s, const char *why, char *err,
+		       size_t errlen)
+{
+	struct st_state st = s->st;
+	int bad = st.active, ret;
+
+	if (!st.trial || st.previous < 0)
+		return errf(-ENOENT, err, errlen,
+			    "no previous model to roll back to%s",
+			    st.active >= 0 ? " (the active one is committed)" : "");
+	st.active = st.previous;
+	st.previous = -1;
+	st.trial = 0;
+	st.successes = 0;
+	st.slot[bad].valid = 0;
+	ret = state_save(s, &st, err, errlen);
+	if (ret)
+		return ret;
+	slot_remove(s, bad);
+	if (why)
+		errf(0, err, errlen, "rolled back from slot %c to slot %c: %s",
+		     slot_ch(bad), slot_ch(st.active), why);
+	return 0;
+}
+
+MMHAL_API int mmhal_store_rollback(struct mmhal_store *s, char *err,
+				   size_t errlen)
+{
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!s)
+		return errf(-EINVAL, err, errlen, "store is NULL");
+	ret = lock(s, 1, err, errlen);
+	if (ret)
+		return ret;
+	ret = do_rollback(s, NULL, err, errlen);
+	unlock(s);
+	return ret;
+}
+
+static int do_commit(struct mmhal_store *s, char *err, size_t errlen)
+{
+	struct st_state st = s->st;
+	int prev = st.previous, ret;
+
+	if (!st.trial)
+		return errf(-ENOENT, err, errlen, "no trial to commit%s",
+			    st.active >= 0 ? " (the active model is committed)" :
+			    "");
+	st.previous = -1;
+	st.trial = 0;
+	st.successes = 0;
+	st.slot[prev].valid = 0;
+	if (st.slot[st.active].version > st.min_version)
+		st.min_version = st.slot[st.active].version;
+	ret = state_save(s, &st, err, errlen);
+	if (!ret)
+		slot_remove(s, prev);
+	return ret;
+}
+
+MMHAL_API int mmhal_store_commit(struct mmhal_store *s, char *err,
+				 size_t errlen)
+{
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!s)
+		return errf(-EINVAL, err, errlen, "store is NULL");
+	ret = lock(s, 1, err, errlen);
+	if (ret)
+		return ret;
+	ret = do_commit(s, err, errlen);
+	unlock(s);
+	return ret;
+}
+
+MMHAL_API int mmhal_store_report_success(struct mmhal_store *s, char *err,
+					 size_t errlen)
+{
+	struct st_state st;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!s)
+		return errf(-EINVAL, err, errlen, "store is NULL");
+	ret = lock(s, 1, err, errlen);
+	if (ret)
+		return ret;
+	if (s->st.trial) {
+		if (s->st.successes + 1 >= s->n_commit) {
+			ret = do_commit(s, err, errlen);
+			ret = ret ? ret : 1;
+		} else {
+			st = s->st;
+			st.successes++;
+			ret = state_save(s, &st, err, errlen);
+		}
+	}
+	unlock(s);
+	return ret;
+}
+
+MMHAL_API int mmhal_store_report_failure(struct mmhal_store *s, char *err,
+					 size_t errlen)
+{
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!s)
+		return errf(-EINVAL, err, errlen, "store is NULL");
+	ret = lock(s, 1, err, errlen);
+	if (ret)
+		return ret;
+	if (s->st.trial) {
+		ret = do_rollback(s, "a request failed", err, errlen);
+		ret = ret ? ret : 1;
+	}
+	unlock(s);
+	return ret;
+}
+
+static int load_active(struct mmhal_store *s,
+		       const struct mmhal_model_params *params,
+		       struct mmhal_model **out, char *err, size_t errlen)
+{
+	struct mmhal_model_params p = params ? *params :
+		mmhal_model_default_params();
+	char path[4096];
+
+	if (s->st.active < 0)
+		return errf(-ENOENT, err, errlen, "store %s holds no model",
+			    s->dir);
+	spath(s, path, sizeof(path), "%c/%s", slot_ch(s->st.active),
+	      MODEL_FILE);
+	p.trusted_key = s->key;
+	p.min_version = s->st.min_version;
+	return mmhal_model_load(path, &p, out, err, errlen);
+}
+
+MMHAL_API int mmhal_store_load(struct mmhal_store *s,
+			       const struct mmhal_model_params *params,
+			       struct mmhal_model **out, int *rolled_back,
+			       char *err, size_t errlen)
+{
+	char why[512];
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (rolled_back)
+		*rolled_back = 0;
+	if (!s || !out)
+		return errf(-EINVAL, err, errlen, "store and out must not be NULL");
+	*out = NULL;
+	ret = lock(s, 1, err, errlen);
+	if (ret)
+		return ret;
+	ret = load_active(s, params, out, why, sizeof(why));
+	if (ret && s->st.trial) {
+		int r2 = do_rollback(s, why, err, errlen);
+
+		if (r2) {
+			ret = r2;
+		} else {
+			if (rolled_back)
+				*rolled_back = 1;
+			ret = load_active(s, params, out, why, sizeof(why));
+			if (ret)
+				errf(ret, err, errlen,
+				     "the previous model does not load either: %s",
+				     why);
+		}
+	} else if (ret) {
+		errf(ret, err, errlen, "%s", why);
+	}
+	unlock(s);
+	return ret;
+}
+
+MMHAL_API int mmhal_store_health(struct mmhal_store *s, char *err,
+				 size_t errlen)
+{
+	struct mmhal_model_params p = mmhal_model_default_params();
+	struct mmhal_model *m = NULL;
+	struct mmhal_model_info mi;
+	char why[512] = "";
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!s)
+		return errf(-EINVAL, err, errlen, "store is NULL");
+	ret = lock(s, 1, err, errlen);
+	if (ret)
+		return ret;
+	p.n_ctx = 16;
+	ret = load_active(s, &p, &m, why, sizeof(why));
+	if (!ret) {
+		int32_t tok = mmhal_model_token_bos(m);
+		const float *lg;
+
+		ret = mmhal_model_info(m, &mi);
+		if (!ret && (tok < 0 || tok >= mi.n_vocab))
+			tok = 0;
+		if (!ret)
+			ret = mmhal_model_eval(m, &tok, 1, NULL);
+		if (ret) {
+			snprintf(why, sizeof(why), "decoding a token failed: %s",
+				 mmhal_model_error(m));
+		} else {
+			lg = mmhal_model_logits(m);
+			for (int i = 0; lg && i < mi.n_vocab; i++)
+				if (!isfinite(lg[i])) {
+					ret = -EDOM;
+					snprintf(why, sizeof(why),
+						 "logit %d of the first token is not finite",
+						 i);
+					break;
+				}
+			if (!lg && !ret) {
+				ret = -EIO;
+				snprintf(why, sizeof(why), "no logits");
+			}
+		}
+	}
+	mmhal_model_free(m);
+	if (ret && s->st.trial) {
+		int r2 = do_rollback(s, why, err, errlen);
+
+		ret = r2 ? r2 : 1;
+	} else if (ret) {
+		errf(ret, err, errlen, "health check: %s", why);
+	}
+	unlock(s);
+	return ret;
+}
+
+/* ---- sensor parameters ------------------------------------------------- */
+
+static struct st_sensor *sensor_find(struct st_state *st, const char *type)
+{
+	for (int i = 0; i < st->n_sensors; i++)
+		if (!strcmp(st->sensor[i].type, type))
+			return &st->sensor[i];
+	return NULL;
+}
+
+static int read_small(const char *path, void *buf, size_t cap, size_t *len,
+		      char *err, size_t errlen)
+{
+	size_t n = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0) {
+		ret = -errno;
+		return errf(ret, err, errlen, "cannot open %s: %s", path,
+			    strerror(-ret));
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			uint8_t extra;
+
+			r = read(fd, &extra, 1);
+			if (r > 0)
+				ret = errf(-EFBIG, err, errlen,
+					   "%s is over %zu bytes", path, cap);
+			break;
+		}
+		r = read(fd, (uint8_t *)buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			errf(ret, err, errlen, "cannot read %s: %s", path,
+			     strerror(-ret));
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	*len = n;
+	return ret;
+}
+
+MMHAL_API int mmhal_store_sensor_install(struct mmhal_store *s,
+					 const char *type, const char *path,
+					 uint64_t *version, char *err,
+					 size_t errlen)
+{
+	struct st_state st;
+	struct st_sensor *se;
+	char dir[4096], file[4096];
+	uint64_t v, old_prev = 0;
+	size_t n = 0;
+	uint8_t *buf;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!s || !path || !type)
+		return errf(-EINVAL, err, errlen, "store, type and path must not be NULL");
+	if (!type_ok(type))
+		return errf(-EINVAL, err, errlen,
+			    "sensor type '%s': 1 to %d of a-z 0-9 _ -", type,
+			    MMHAL_STORE_NAME_MAX - 1);
+	buf = malloc(MMHAL_STORE_SENSOR_MAX);
+	if (!buf)
+		return errf(-ENOMEM, err, errlen, "out of memory");
+	ret = read_small(path, buf, MMHAL_STORE_SENSOR_MAX, &n, err, errlen);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	ret = lock(s, 1, err, errlen);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	st = s->st;
+	se = sensor_find(&st, type);
+	if (!se) {
+		if (st.n_sensors >= MMHAL_STORE_MAX_SENSORS) {
+			ret = errf(-ENOSPC, err, errlen,
+				   "the store has %d sensor types already",
+				   st.n_sensors);
+			goto out;
+		}
+		se = &st.sensor[st.n_sensors++];
+		memset(se, 0, sizeof(*se));
+		snprintf(se->type, sizeof(se->type), "%s", type);
+	}
+	v = version && *version ? *version : se->cur + 1;
+	if (v <= se->cur) {
+		ret = errf(-ESTALE, err, errlen,
+			   "sensor %s: version %" PRIu64 " is not above the current %" PRIu64,
+			   type, v, se->cur);
+		goto out;
+	}
+	ret = spath(s, dir, sizeof(dir), "sensors");
+	ret = ret ? ret : mkdir_p1(dir, err, errlen);
+	if (!ret)
+		spath(s, dir, sizeof(dir), "sensors/%s", type);
+	ret = ret ? ret : mkdir_p1(dir, err, errlen);
+	if (ret)
+		goto out;
+	spath(s, file, sizeof(file), "sensors/%s/%" PRIu64, type, v);
+	ret = put_file(dir, file, buf, n, err, errlen);
+	if (ret)
+		goto out;
+	old_prev = se->prev;
+	se->prev = se->cur;
+	memcpy(se->hprev, se->hcur, sizeof(se->hcur));
+	se->cur = v;
+	mm_hash_mem(buf, n, se->hcur);
+	ret = state_save(s, &st, err, errlen);
+	if (!ret && old_prev) {
+		spath(s, file, sizeof(file), "sensors/%s/%" PRIu64, type,
+		      old_prev);
+		unlink(file);
+	}
+	if (!ret && version)
+		*version = v;
+out:
+	unlock(s);
+	free(buf);
+	return ret;
+}
+
+MMHAL_API int mmhal_store_sensor_rollback(struct mmhal_store *s,
+					  const char *type, char *err,
+					  size_t errlen)
+{
+	struct st_state st;
+	struct st_sensor *se;
+	char file[4096];
+	uint64_t bad;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!s || !type)
+		return errf(-EINVAL, err, errlen, "store and type must not be NULL");
+	ret = lock(s, 1, err, errlen);
+	if (ret)
+		return ret;
+	st = s->st;
+	se = sensor_find(&st, type);
+	if (!se || !se->prev) {
+		ret = errf(-ENOENT, err, errlen,
+			   "sensor %s: no previous version to roll back to",
+			   type);
+		goto out;
+	}
+	bad = se->cur;
+	se->cur = se->prev;
+	memcpy(se->hcur, se->hprev, sizeof(se->hcur));
+	se->prev = 0;
+	memset(se->hprev, 0, sizeof(se->hprev));
+	ret = state_save(s, &st, err, errlen);
+	if (!ret) {
+		spath(s, file, sizeof(file), "sensors/%s/%" PRIu64, type, bad);
+		unlink(file);
+	}
+out:
+	unlock(s);
+	return ret;
+}
+
+MMHAL_API int mmhal_store_sensor_read(const struct mmhal_store *cs,
+				      const char *type, void *buf, size_t cap,
+				      size_t *len, uint64_t *version,
+				      char *err, size_t errlen)
+{
+	struct mmhal_store *s = (struct mmhal_store *)cs;
+	struct st_sensor *se;
+	uint8_t h[MM_HASH_BYTES];
+	char file[4096];
+	size_t n = 0;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!s || !type || !buf || !len)
+		return errf(-EINVAL, err, errlen,
+			    "store, type, buf and len must not be NULL");
+	ret = lock(s, 0, err, errlen);
+	if (ret)
+		return ret;
+	se = sensor_find(&s->st, type);
+	if (!se) {
+		ret = errf(-ENOENT, err, errlen, "sensor %s: no parameters",
+			   type);
+		goto out;
+	}
+	spath(s, file, sizeof(file), "sensors/%s/%" PRIu64, type, se->cur);
+	ret = read_small(file, buf, cap, &n, err, errlen);
+	if (ret)
+		goto out;
+	mm_hash_mem(buf, n, h);
+	if (memcmp(h, se->hcur, sizeof(h))) {
+		ret = errf(-EBADMSG, err, errlen,
+			   "%s: its hash is not the one the store recorded (altered)",
+			   file);
+		goto out;
+	}
+	*len = n;
+	if (version)
+		*version = se->cur;
+out:
+	unlock(s);
+	return ret;
+}
