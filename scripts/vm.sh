@@ -34,6 +34,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${MMEDGE_BUILD:-$ROOT/build}
 VM="$OUT/vm"
 TIMEOUT=${VM_TIMEOUT:-2400}
+# shellcheck source=scripts/vm-lib.sh
+. "$ROOT/scripts/vm-lib.sh"
 MEM=${VM_MEM:-2048}
 
 mode=${1:-check}
@@ -277,13 +279,7 @@ if [ ! -f "$RES/.rc" ]; then
 	tail -n 40 "$console" >&2
 	fail=1
 fi
-if [ -f "$RES/dmesg.txt" ] &&
-   grep -E -n 'WARNING:|BUG:|Oops|general protection|Call Trace:|kernel BUG|UBSAN|KASAN|refcount_t:|list_(add|del) corruption|ODEBUG:|possible (circular|recursive) locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked' \
-	"$RES/dmesg.txt" > "$VM/dmesg-bad.txt"; then
-	echo "vm: kernel reported a problem (full log: $RES/dmesg.txt):" >&2
-	head -n 40 "$VM/dmesg-bad.txt" >&2
-	fail=1
-fi
+vm_dmesg_check "$RES/dmesg.txt" "$VM/dmesg-bad.txt" || fail=1
 
 if [ "$stage" = vm ] && [ "$mode" != check ]; then
 	rc=$(cat "$RES/.rc" 2>/dev/null || echo 1)
@@ -292,29 +288,4 @@ if [ "$stage" = vm ] && [ "$mode" != check ]; then
 fi
 
 # Count the TAP results of every test the guest ran.
-passed=0 failed=0 skipped=0
-for tap in "$RES"/*.tap; do
-	[ -e "$tap" ] || continue
-	name=$(basename "$tap" .tap)
-	p=$(grep -E '^ok [0-9]+' "$tap" | grep -v -c '# SKIP')
-	k=$(grep -E '^ok [0-9]+' "$tap" | grep -c '# SKIP')
-	f=$(grep -c -E '^not ok [0-9]+' "$tap")
-	trc=$(cat "$RES/$name.rc" 2>/dev/null || echo missing)
-	if [ "$trc" != 0 ] && [ "$f" = 0 ]; then
-		echo "vm: $name exited $trc without a failing TAP line" >&2
-		f=1
-	fi
-	if [ "$f" != 0 ]; then
-		echo "vm: --- $name ---" >&2
-		cat "$tap" >&2
-	else
-		grep -E '^(not )?ok [0-9]+' "$tap"
-	fi
-	passed=$((passed + p))
-	skipped=$((skipped + k))
-	failed=$((failed + f))
-done
-[ "$fail" = 1 ] && failed=$((failed + 1))
-[ "$passed" = 0 ] && [ "$failed" = 0 ] && { echo "vm: no test ran" >&2; failed=1; }
-echo "RESULT $stage $passed $failed $skipped"
-[ "$failed" = 0 ]
+vm_tally "$RES" "$stage" "$fail"
