@@ -388,6 +388,42 @@ float mm_cal_scale(const struct mm_calib *c, const char *name)
 	return pt && pt->thr > 0 ? cal_scale(pt->thr) : 0;
 }
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* 32 values: q = round-to-nearest-even(x * id) clipped to +-127, as the
+ * scalar loop below (finite x) */
+__attribute__((target("avx2")))
+static void cal_quant32_avx2(const float *x, float id, int8_t *q)
+{
+	const __m256 v = _mm256_set1_ps(id), lo = _mm256_set1_ps(-127),
+		     hi = _mm256_set1_ps(127);
+	__m256i r[4];
+
+	for (int t = 0; t < 4; t++) {
+		__m256 a = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * t), v),
+					   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+
+		r[t] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(a, lo), hi));
+	}
+	_mm256_storeu_si256((__m256i *)q, _mm256_permutevar8x32_epi32(
+		_mm256_packs_epi16(_mm256_packs_epi32(r[0], r[1]),
+				   _mm256_packs_epi32(r[2], r[3])),
+		_mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
+static int cal_avx2(void)
+{
+	static int has = -1;
+
+	if (has < 0) {
+		__builtin_cpu_init();
+		has = __builtin_cpu_supports("avx2") ? 1 : 0;
+	}
+	return has;
+}
+#endif
+
 void mm_cal_quant_row(const float *x, float s, void *y, int64_t k)
 {
 	struct mm_block_q8_0 *b = y;
@@ -396,6 +432,12 @@ void mm_cal_quant_row(const float *x, float s, void *y, int64_t k)
 
 	for (int64_t j = 0; j < k / MM_QK; j++) {
 		b[j].d = d;
+#if defined(__x86_64__)
+		if (cal_avx2()) {
+			cal_quant32_avx2(x + j * MM_QK, id, b[j].qs);
+			continue;
+		}
+#endif
 		for (int t = 0; t < MM_QK; t++) {
 			float q = nearbyintf(x[j * MM_QK + t] * id);
 

@@ -258,11 +258,16 @@ struct mm_cal_agree {
 	double ms_float;	/* the float reference's */
 };
 
-/* Compares mode (STATIC with c, or DYNAMIC) to FLOAT over the captures. */
+/*
+ * Compares mode (STATIC with c, or DYNAMIC) to FLOAT over the captures.
+ * refs: NULL, or n_caps pointers where the float reference's outputs are
+ * kept (NULL entries are encoded and stored; the caller frees them), so
+ * several modes compare with one float run (ms_float counts the runs made).
+ */
 int mm_cal_agreement(const struct mm_mmproj *p, struct mm_calib *c, int mode,
 		     const struct mm_cal_capture *caps, int n_caps,
-		     int n_threads, struct mm_cal_agree *out, char *err,
-		     size_t errlen);
+		     int n_threads, float **refs, struct mm_cal_agree *out,
+		     char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

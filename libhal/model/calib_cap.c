@@ -429,8 +429,8 @@ static double cal_ms(void)
 
 int mm_cal_agreement(const struct mm_mmproj *p, struct mm_calib *c, int mode,
 		     const struct mm_cal_capture *caps, int n_caps,
-		     int n_threads, struct mm_cal_agree *out, char *err,
-		     size_t errlen)
+		     int n_threads, float **refs, struct mm_cal_agree *out,
+		     char *err, size_t errlen)
 {
 	double sum = 0;
 	int ret = 0;
@@ -443,22 +443,28 @@ int mm_cal_agreement(const struct mm_mmproj *p, struct mm_calib *c, int mode,
 	if (n_caps < 1)
 		return mm_errf(-EINVAL, err, errlen, "agreement: no captures");
 	for (int i = 0; i < n_caps && !ret; i++) {
-		float *ref = NULL, *y = NULL;
-		size_t nr, ne, nr2, ne2;
-		double t0 = cal_ms();
+		float *ref = refs ? refs[i] : NULL, *y = NULL;
+		size_t nr = 0, ne = 0, nr2, ne2;
+		double t0;
 
-		ret = mm_cal_encode(p, NULL, MM_CAL_FLOAT, &caps[i], n_threads,
-				    &ref, &nr, &ne, err, errlen);
-		out->ms_float += cal_ms() - t0;
-		if (ret)
-			break;
 		t0 = cal_ms();
 		ret = mm_cal_encode(p, c, mode, &caps[i], n_threads, &y, &nr2,
 				    &ne2, err, errlen);
 		out->ms += cal_ms() - t0;
-		if (!ret && (nr2 != nr || ne2 != ne))
-			ret = mm_errf(-EINVAL, err, errlen,
-				      "agreement: the modes give different shapes");
+		if (!ret && !ref) {
+			t0 = cal_ms();
+			ret = mm_cal_encode(p, NULL, MM_CAL_FLOAT, &caps[i],
+					    n_threads, &ref, &nr, &ne, err, errlen);
+			out->ms_float += cal_ms() - t0;
+			if (!ret && refs)
+				refs[i] = ref;
+			if (!ret && (nr2 != nr || ne2 != ne))
+				ret = mm_errf(-EINVAL, err, errlen,
+					      "agreement: the modes give different shapes");
+		}
+		/* a kept reference is of the same capture: the same shape */
+		nr = nr2;
+		ne = ne2;
 		for (size_t r = 0; !ret && r < nr; r++) {
 			const float *a = ref + r * ne, *b = y + r * ne;
 			double ab = 0, aa = 0, bb = 0, cs;
@@ -475,7 +481,8 @@ int mm_cal_agreement(const struct mm_mmproj *p, struct mm_calib *c, int mode,
 				out->cos_min = cs;
 			out->rows++;
 		}
-		free(ref);
+		if (!refs)
+			free(ref);
 		free(y);
 	}
 	if (!ret)

@@ -1072,7 +1072,7 @@ static int mm_cal_measure(struct mmhal_mmproj *mp, struct mm_calib *c,
 			  struct mm_cal_agree *ag, char *err, size_t errlen)
 {
 	int ret = mm_cal_agreement(mp->p, c, MM_CAL_STATIC, caps, n,
-				   mp->params.n_threads, ag, err, errlen);
+				   mp->params.n_threads, NULL, ag, err, errlen);
 
 	if (ret)
 		return ret;

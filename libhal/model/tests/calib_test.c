@@ -539,7 +539,8 @@ static double agree(struct mm_mmproj *p, struct mm_calib *c, int mode,
 		    struct mm_cal_agree *ag)
 {
 	char err[256];
-	int ret = mm_cal_agreement(p, c, mode, ho, N_HO, 2, ag, err, sizeof(err));
+	int ret = mm_cal_agreement(p, c, mode, ho, N_HO, 2, NULL, ag, err,
+				   sizeof(err));
 
 	if (ret) {
 		tap_diag("agreement: %s", err);

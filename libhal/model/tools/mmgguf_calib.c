@@ -254,7 +254,14 @@ int mmgguf_calib(int argc, char **argv)
 	}
 	if (ho.n) {
 		struct mm_cal_agree ag;
+		float **refs = calloc((size_t)ho.n, sizeof(*refs));
+		double ms_float = 0;
 
+		if (!refs) {
+			ret = 1;
+			fprintf(stderr, "mmgguf calib: out of memory\n");
+			goto out;
+		}
 		printf("held-out: %d images + %d audio windows (agreement with the float reference)\n",
 		       ho.n_img, ho.n_aud);
 		for (int m = MM_CAL_MINMAX; m <= MM_CAL_KL && !ret; m++) {
@@ -271,15 +278,22 @@ int mmgguf_calib(int argc, char **argv)
 				snprintf(what, sizeof(what), "static int8 p%.4g",
 					 pct * 100);
 			ret = mm_cal_agreement(p, c, MM_CAL_STATIC, ho.c, ho.n,
-					       threads, &ag, err, sizeof(err));
+					       threads, refs, &ag, err, sizeof(err));
+			if (!ret && ag.ms_float > 0)
+				ms_float = ag.ms_float;
+			ag.ms_float = ms_float;
 			if (!ret)
 				report_row(what, &ag, ho.n);
 		}
 		if (!ret)
 			ret = mm_cal_agreement(p, NULL, MM_CAL_DYNAMIC, ho.c, ho.n,
-					       threads, &ag, err, sizeof(err));
+					       threads, refs, &ag, err, sizeof(err));
+		ag.ms_float = ms_float;
 		if (!ret)
 			report_row("dynamic Q8_0 blocks", &ag, ho.n);
+		for (int i = 0; i < ho.n; i++)
+			free(refs[i]);
+		free(refs);
 		if (ret) {
 			fprintf(stderr, "mmgguf calib: %s\n", err);
 			goto out;
