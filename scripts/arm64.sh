@@ -38,8 +38,9 @@
 #   machine_M_guest  the guest script "check" runs (busybox sh);
 # and optionally machine_M_console (default ttyAMA0), machine_M_mods
 # (kernel modules beyond WANT_MODS, names) and machine_M_files (host files
-# for the guest's /opt/mmedge, paths one a line; it may build them). Cross-builds, the initramfs and the
-# result handling are shared: build_all, make_dtb, make_initramfs, boot.
+# for the guest's /opt/mmedge, paths one a line; it may build them).
+# Cross-builds, the initramfs and the result handling are shared:
+# build_all, make_dtb, make_initramfs, boot.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
