@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make check: host tests and lint, KUnit on UML, kselftests in QEMU on
-# Debian's kernel and on the debug kernel (scripts/debug-kernel.sh).
+# make check: host tests and lint, DKMS, KUnit on UML, kselftests in QEMU
+# on Debian's 6.1 kernel, the debug kernel (scripts/debug-kernel.sh),
+# bookworm's 6.12 kernel and Debian's arm64 6.1 kernel with a device tree.
 # Every stage prints "RESULT <stage> <passed> <failed> [<skipped>]"; the
 # last line is "N passed, N failed, N skipped" over all of them. Exits non-zero on any failure.
 set -uo pipefail
@@ -45,6 +46,10 @@ stage vm scripts/vm.sh check
 # The hostile kselftests, the ioctl fuzzer and the device tests again, in
 # the debug kernel (built once per machine, cached outside the clone).
 stage vm-debug scripts/vm.sh debug
+# Portability: bookworm's 6.12 kernel (the kselftests and mmctl's CLI test),
+# and arm64 in qemu-system-aarch64 -M virt with an mmedge,hub DT node.
+stage vm-6.12 scripts/vm.sh check-6.12
+stage vm-arm64 scripts/arm64.sh check
 
 echo "== summary ($(( $(date +%s) - t0 )) s)"
 cat "$summary"
