@@ -98,6 +98,16 @@ struct mmhal_model_params {
 	 * no check. */
 	const unsigned char *trusted_key;
 	uint64_t min_version;
+	/* enum mmhal_backend: where the decoder's weight matrix products
+	 * run (Documentation/cuda.rst); mmhal_model_info() says which runs
+	 * and why the CUDA one does not */
+	int backend;
+};
+
+enum mmhal_backend {
+	MMHAL_BACKEND_AUTO = 0,	/* cuda when usable, else cpu (default) */
+	MMHAL_BACKEND_CPU = 1,
+	MMHAL_BACKEND_CUDA = 2,	/* refuse the load when CUDA is not usable */
 };
 
 MMHAL_API struct mmhal_model_params mmhal_model_default_params(void);
@@ -160,6 +170,10 @@ struct mmhal_model_info {
 	uint64_t wtype_bytes[MMHAL_MODEL_MAX_WTYPES];
 	char wtype_name[MMHAL_MODEL_MAX_WTYPES][8];
 	char kernels[16];	/* kernel set: "avx512vnni", "avx2", ... */
+	char backend[8];	/* "cpu" or "cuda" (params.backend) */
+	/* cuda: the device and what runs there; cpu: why CUDA does not
+	 * (the back end's error, or "backend cpu requested") */
+	char backend_note[192];
 };
 
 MMHAL_API int mmhal_model_info(const struct mmhal_model *model,

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_llama.h"
 #include "llama.h"
 #include "sampler.h"
 
@@ -71,6 +72,8 @@ static void mm_rope(const struct mm_llama_hp *hp, float *x, int n_heads,
 static void mm_proj(struct mmhal_ctx *c, const struct mm_llama_w *w,
 		    const float *X, float *Y, int n)
 {
+	if (mm_cuda_llama_proj(c, &w, &Y, 1, X, n))
+		return;
 	if (n == 1)
 		mm_matvec(c->mm, w->t, w->d, X, Y, w->ne1, w->ne0);
 	else
@@ -92,6 +95,8 @@ static void mm_proj_multi(struct mmhal_ctx *c,
 {
 	struct mm_mv mv[MM_MV_MAX];
 
+	if (mm_cuda_llama_proj(c, ws, Ys, nw, X, n))
+		return;
 	for (int a = 0; a < nw; a++)
 		mv[a] = (struct mm_mv){ .t = ws[a]->t, .W = ws[a]->d,
 					.y = Ys[a], .m = ws[a]->ne1 };
@@ -243,8 +248,7 @@ static int mm_llama_forward(struct mmhal_ctx *c, const int32_t *tok,
 		return 0;
 	mm_rmsnorm(c->x + (size_t)(n - 1) * e, T->output_norm, c->xn, e,
 		   hp->eps);
-	mm_matvec(c->mm, T->output.t, T->output.d, c->xn, logits,
-		  T->output.ne1, T->output.ne0);
+	mm_proj(c, &T->output, c->xn, logits, 1);
 	return 0;
 }
 

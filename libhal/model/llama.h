@@ -39,6 +39,7 @@ struct mm_llama_w {
 	int64_t ne0, ne1;
 	size_t rs;		/* bytes per row */
 	uint64_t bytes;
+	uint64_t dev;		/* its copy on the CUDA device, or 0 */
 };
 
 struct mm_llama_layer {
@@ -129,6 +130,7 @@ struct mmhal_model {
 	int n_sessions;		/* made by mmhal_ctx_create(), not freed */
 	double load_ms;
 	struct mmhal_model_info info;
+	struct mm_cuda_llama *cuda;	/* params.backend (cuda_llama.c) */
 };
 
 struct mmhal_ctx {

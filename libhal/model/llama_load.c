@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cuda_llama.h"
 #include "llama.h"
 #include "sign.h"
 
@@ -482,7 +483,7 @@ static int mm_llama_repack(struct mmhal_model *m,
 			const enum mm_type to = mm_repack_type(mm, w->t,
 							       w->ne1, w->ne0);
 
-			if (to == w->t)
+			if (to == w->t || w->dev)	/* on the device */
 				continue;
 			j.it[n++] = (struct mm_repack_item){ .w = w, .to = to,
 							     .layer = l,
@@ -679,6 +680,9 @@ MMHAL_API int mmhal_model_load(const char *path,
 		goto fail;
 	snprintf(m->kernels, sizeof(m->kernels), "%s",
 		 mm_ctx_kernels(m->ctx->mm));
+	ret = mm_cuda_llama_setup(m, &p, err, errlen);
+	if (ret)
+		goto fail;
 	if (p.repack) {
 		ret = mm_llama_repack(m, m->layers, &m->output, &m->tok_embd,
 				      m->ctx->mm, p.use_mmap, err, errlen);
@@ -686,6 +690,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 			goto fail;
 	}
 	mm_llama_fill_info(m);
+	mm_cuda_llama_info(m, &m->info);
 	m->use_mmap = p.use_mmap;
 	m->repack = p.repack;
 	m->tier[0].layers = m->layers;
@@ -707,6 +712,7 @@ MMHAL_API void mmhal_model_free(struct mmhal_model *m)
 	if (!m)
 		return;
 	mmhal_ctx_free(m->ctx);
+	mm_cuda_llama_free(m);
 	for (int i = 0; i < m->n_tiers; i++)
 		if (!m->tier[i].base) {
 			for (int l = 0; l < m->hp.n_layer; l++) {

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cuda_test.c - the CUDA back end without a GPU: the embedded PTX, the
+ * driver loader's failures (no library, entry points missing, cuInit's
+ * CUDA_ERROR_NO_DEVICE, no device, a device too old, an error while the
+ * kernels load) with their messages, and the model's fallback: backend
+ * auto runs the CPU with logits identical to backend cpu and says why in
+ * mmhal_model_info(); backend cuda refuses the load with the message.
+ *
+ *   cuda_test -f FAKE.so -p PARTIAL.so [-w DIR]
+ *
+ * FAKE.so and PARTIAL.so are tests/cuda_fake.c built whole and with
+ * MM_FAKE_PARTIAL. -w writes the embedded PTX images to DIR (for ptxas).
+ * MM_TEST_BUILT (0/1) is whether this binary's cuda.o has the kernels.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuda_be.h"
+#include "gen.h"
+#include "mmhal_model.h"
+#include "tap.h"
+
+#ifndef MM_TEST_BUILT
+#error "MM_TEST_BUILT must be 0 or 1"
+#endif
+
+static const char *const kernels[] = {
+	"mm_quant_q8_0", "mm_quant_q8_k", "mm_gemv_q8_0", "mm_gemv_q4_0",
+	"mm_gemv_q4_k", "mm_gemm_q8_0", "mm_gemm_q4_0", "mm_gemm_q4_k",
+	"mm_rmsnorm", "mm_rope", "mm_softmax", "mm_attn_dec",
+};
+
+static void test_ptx(const char *dir)
+{
+	const int n = mm_cuda_ptx_count();
+
+	tap_ok(mm_cuda_built() == MM_TEST_BUILT,
+	       "built with the kernels: %d (expected %d)", mm_cuda_built(),
+	       MM_TEST_BUILT);
+	tap_ok(n == (MM_TEST_BUILT ? 2 : 0), "%d PTX images embedded", n);
+	tap_ok(mm_cuda_ptx(n, NULL) == NULL, "no image past the last");
+	for (int i = 0; i < n; i++) {
+		const char *tgt = NULL, *ptx = mm_cuda_ptx(i, &tgt);
+		char want[32], path[512];
+		int missing = 0;
+
+		if (!tap_ok(ptx && tgt, "image %d and its target", i))
+			continue;
+		snprintf(want, sizeof(want), ".target %s", tgt);
+		tap_ok(strstr(ptx, ".version ") && strstr(ptx, want),
+		       "image %d is PTX for %s (%zu bytes)", i, tgt,
+		       strlen(ptx));
+		for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
+			char e[64];
+
+			snprintf(e, sizeof(e), ".entry %s(", kernels[k]);
+			if (!strstr(ptx, e)) {
+				tap_diag("%s: no %s", tgt, kernels[k]);
+				missing++;
+			}
+		}
+		tap_ok(!missing, "%s has the %zu kernels", tgt,
+		       sizeof(kernels) / sizeof(kernels[0]));
+		tap_ok(strstr(ptx, "dp4a.s32.s32") != NULL,
+		       "%s: the int8 products use dp4a", tgt);
+		if (dir) {
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/cuda_kern.%s.ptx", dir,
+				 tgt);
+			f = fopen(path, "w");
+			tap_ok(f && fputs(ptx, f) >= 0 && !fclose(f),
+			       "%s written to %s", tgt, path);
+		}
+	}
+}
+
+/* mm_cuda_open() with MMHAL_CUDA_LIB = lib (MMHAL_FAKE_CUDA = mode):
+ * its error and message. */
+static int try_open(const char *lib, const char *mode, char *msg,
+		    size_t len)
+{
+	struct mm_cuda *cu = NULL;
+	int ret;
+
+	setenv("MMHAL_CUDA_LIB", lib, 1);
+	if (mode)
+		setenv("MMHAL_FAKE_CUDA", mode, 1);
+	else
+		unsetenv("MMHAL_FAKE_CUDA");
+	msg[0] = 0;
+	ret = mm_cuda_open(&cu, msg, len);
+	if (!ret)
+		mm_cuda_close(cu);
+	tap_diag("open %s%s%s: %d: %s", lib, mode ? " mode " : "",
+		 mode ? mode : "", ret, msg);
+	return ret;
+}
+
+static void test_loader(const char *fake, const char *part)
+{
+	char msg[256];
+	int ret;
+
+	if (!MM_TEST_BUILT) {
+		ret = try_open(fake, NULL, msg, sizeof(msg));
+		tap_ok(ret == -ENOTSUP && strstr(msg, "built without CUDA"),
+		       "without the toolkit: -ENOTSUP, \"built without CUDA\"");
+		return;
+	}
+	ret = try_open("/nonexistent/libcuda.so.1", NULL, msg, sizeof(msg));
+	tap_ok(ret == -ENOENT && strstr(msg, "cuda: cannot load the driver") &&
+	       strstr(msg, "/nonexistent/libcuda.so.1"),
+	       "no driver library: -ENOENT naming the file");
+
+	ret = try_open(part, NULL, msg, sizeof(msg));
+	{
+		const char *p = strstr(msg, " has no ");
+		char sym[64] = "";
+		void *full = dlopen(fake, RTLD_NOW | RTLD_LOCAL);
+		void *pl = dlopen(part, RTLD_NOW | RTLD_LOCAL);
+
+		if (p)
+			sscanf(p + 8, "%63[A-Za-z0-9_]", sym);
+		tap_ok(ret == -ENOSYS && strstr(msg, part) && sym[0] == 'c' &&
+		       pl && !dlsym(pl, sym) && full && dlsym(full, sym),
+		       "entry point missing: -ENOSYS naming it (%s) and the library",
+		       sym);
+		if (pl)
+			dlclose(pl);
+		if (full)
+			dlclose(full);
+	}
+
+	ret = try_open(fake, "nodev", msg, sizeof(msg));
+	tap_ok(ret == -ENODEV &&
+	       strstr(msg, "cuda: cuInit: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"),
+	       "cuInit fails: -ENODEV with the CUresult's name and text");
+
+	ret = try_open(fake, "zero", msg, sizeof(msg));
+	tap_ok(ret == -ENODEV && strstr(msg, "no device 0 (0 device(s)"),
+	       "no device: -ENODEV");
+
+	{
+		void *h = dlopen(fake, RTLD_NOW | RTLD_LOCAL);
+		int (*refs)(void) = h ? (int (*)(void))dlsym(h, "mmfake_ctx_refs") : NULL;
+
+		ret = try_open(fake, "old", msg, sizeof(msg));
+		tap_ok(ret == -ENODEV && strstr(msg, "sm_75") &&
+		       strstr(msg, "need sm_80"),
+		       "a device below sm_80: -ENODEV naming both");
+		ret = try_open(fake, "oom", msg, sizeof(msg));
+		tap_ok(ret == -ENOMEM &&
+		       strstr(msg, "cuda: cuModuleLoadData: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"),
+		       "the kernels do not load: -ENOMEM, named");
+		tap_ok(refs && refs() == 0,
+		       "the primary context released on failure (%d held)",
+		       refs ? refs() : -1);
+		if (h)
+			dlclose(h);
+	}
+}
+
+struct run {
+	int ret;
+	char err[256];
+	struct mmhal_model_info info;
+	float logits[2][512];
+	int n_vocab;
+};
+
+/* Loads path with the backend, evaluates a prompt and a decode step. */
+static void run_model(const char *path, int backend, struct run *r)
+{
+	struct mmhal_model_params p = mmhal_model_default_params();
+	const int32_t prompt[5] = { 1, 7, 42, 99, 3 }, next = 17;
+	struct mmhal_model *m = NULL;
+
+	memset(r, 0, sizeof(*r));
+	p.backend = backend;
+	p.n_threads = 2;
+	r->ret = mmhal_model_load(path, &p, &m, r->err, sizeof(r->err));
+	if (r->ret)
+		return;
+	mmhal_model_info(m, &r->info);
+	r->n_vocab = r->info.n_vocab;
+	if (r->n_vocab > 512 ||
+	    mmhal_model_eval(m, prompt, 5, r->logits[0]) ||
+	    mmhal_model_eval(m, &next, 1, r->logits[1]))
+		r->ret = -EIO;
+	mmhal_model_free(m);
+}
+
+struct fallback_case {
+	const char *name;
+	const char *lib;	/* NULL: the fake */
+	const char *mode;
+	const char *why;	/* in the note / the refusal */
+	int err;		/* of backend cuda */
+};
+
+static void test_fallback(const char *model, const char *fake,
+			  const char *part)
+{
+	const struct fallback_case cases[] = {
+		{ "no driver library", "/nonexistent/libcuda.so.1", NULL,
+		  "cannot load the driver", -ENOENT },
+		{ "entry points missing", part, NULL, " has no cu", -ENOSYS },
+		{ "cuInit CUDA_ERROR_NO_DEVICE", fake, "nodev",
+		  "cuInit: CUDA_ERROR_NO_DEVICE", -ENODEV },
+	};
+	const struct fallback_case nobuild = {
+		"built without CUDA", fake, NULL, "built without CUDA",
+		-ENOTSUP
+	};
+	static struct run cpu, r;
+	const int nc = MM_TEST_BUILT ? 3 : 1;
+
+	unsetenv("MMHAL_FAKE_CUDA");
+	run_model(model, MMHAL_BACKEND_CPU, &cpu);
+	if (!tap_ok(cpu.ret == 0 && !strcmp(cpu.info.backend, "cpu") &&
+		    !strcmp(cpu.info.backend_note, "backend cpu requested"),
+		    "backend cpu: loads, info says cpu (%d %s: %s)", cpu.ret,
+		    cpu.info.backend, cpu.ret ? cpu.err : cpu.info.backend_note))
+		return;
+	for (int i = 0; i < nc; i++) {
+		const struct fallback_case *c = MM_TEST_BUILT ? &cases[i] :
+			&nobuild;
+
+		setenv("MMHAL_CUDA_LIB", c->lib, 1);
+		if (c->mode)
+			setenv("MMHAL_FAKE_CUDA", c->mode, 1);
+		else
+			unsetenv("MMHAL_FAKE_CUDA");
+		run_model(model, MMHAL_BACKEND_AUTO, &r);
+		tap_ok(r.ret == 0 && !strcmp(r.info.backend, "cpu") &&
+		       strstr(r.info.backend_note, c->why),
+		       "%s: backend auto runs the cpu, info says why (%s)",
+		       c->name, r.info.backend_note);
+		tap_ok(r.ret == 0 && r.n_vocab == cpu.n_vocab &&
+		       !memcmp(r.logits, cpu.logits, sizeof(r.logits)),
+		       "%s: logits identical to backend cpu (prefill, decode)",
+		       c->name);
+		run_model(model, MMHAL_BACKEND_CUDA, &r);
+		tap_ok(r.ret == c->err && !strncmp(r.err, "cuda: ", 6) &&
+		       strstr(r.err, c->why) &&
+		       strstr(r.err, "(backend cuda requested)"),
+		       "%s: backend cuda refuses the load: %d %s", c->name,
+		       r.ret, r.err);
+	}
+	run_model(model, 7, &r);
+	tap_ok(r.ret == -EINVAL && strstr(r.err, "backend 7"),
+	       "an unknown backend is refused: %s", r.err);
+}
+
+static void test_fence(void)
+{
+	int fds[2];
+	char msg[128];
+
+	tap_ok(mm_cuda_fence_wait(-1, 0, msg, sizeof(msg)) == 0,
+	       "no fence: no wait");
+	if (pipe(fds))
+		return;
+	tap_ok(mm_cuda_fence_wait(fds[0], 20, msg, sizeof(msg)) == -ETIME &&
+	       strstr(msg, "did not signal in 20 ms"),
+	       "a fence not signalled: -ETIME after the timeout");
+	tap_ok(write(fds[1], "x", 1) == 1 &&
+	       mm_cuda_fence_wait(fds[0], 20, msg, sizeof(msg)) == 0,
+	       "a signalled fence (readable fd): 0");
+	close(fds[0]);
+	close(fds[1]);
+}
+
+int main(int argc, char **argv)
+{
+	const char *fake = NULL, *part = NULL, *dir = NULL;
+	char model[] = "/tmp/mmhal-cuda-test-XXXXXX", path[600], err[256];
+	struct mm_gen_params gp = { .shape = "micro", .tokenizer = "gpt2",
+				    .type = 1, .seed = 5 };
+	int opt;
+
+	while ((opt = getopt(argc, argv, "f:p:w:")) != -1) {
+		if (opt == 'f')
+			fake = optarg;
+		else if (opt == 'p')
+			part = optarg;
+		else if (opt == 'w')
+			dir = optarg;
+		else
+			return 2;
+	}
+	if (!fake || !part) {
+		fprintf(stderr, "usage: cuda_test -f FAKE.so -p PARTIAL.so [-w DIR]\n");
+		return 2;
+	}
+	test_ptx(dir);
+	test_loader(fake, part);
+	test_fence();
+	if (!mkdtemp(model)) {
+		tap_ok(0, "temporary directory: %s", strerror(errno));
+		return tap_done("cuda");
+	}
+	snprintf(path, sizeof(path), "%s/micro.gguf", model);
+	if (tap_ok(mm_gen_model(&gp, path, err, sizeof(err)) == 0,
+		   "test model generated (%s)", err))
+		test_fallback(path, fake, part);
+	unlink(path);
+	rmdir(model);
+	return tap_done("cuda");
+}
