@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The model runtime's tests (libhal/model): GGUF reader/writer, tokenizer,
-# fuzzing, quantized kernels (x86 and arm64 under qemu-user), decoder.
+# fuzzing, quantized kernels (x86 and arm64 under qemu-user), decoder,
+# signed files and the model store, calibration, the CUDA loader.
 # Each fragment prints "RESULT <name> <passed> <failed>"; this prints
 # their sum as "RESULT model <passed> <failed> <skipped>".
 set -uo pipefail
@@ -15,7 +16,7 @@ rc=${PIPESTATUS[0]}
 awk '$1 == "RESULT" && ($2 == "gguf" || $2 == "quant" || $2 == "llama" ||
 			$2 == "prefetch" || $2 == "quant-arm64" ||
 			$2 == "llama-arm64" || $2 == "sign" ||
-			$2 == "store") {
+			$2 == "store" || $2 == "calib" || $2 == "cuda") {
 	p += $3; f += $4 }
      /^ok .*# SKIP/ { s++ }
      END { printf "RESULT model %d %d %d\n", p, f + 0, s + 0 }' "$log" |
