@@ -177,6 +177,8 @@ static void mmedge_chan_finish(struct mmedge_chan *ch)
 
 	cancel_work_sync(&ch->rearm_work);
 	hrtimer_cancel(&ch->timer);
+	/* Its segments still with the DMA engine land first. */
+	mmedge_engine_dma_drain(eng, ch);
 	mutex_lock(&eng->lock);
 	mmedge_chan_cancel_jobs(ch, &jobs);
 	atomic_inc(&ch->mf->done_events);

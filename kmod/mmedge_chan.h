@@ -392,6 +392,8 @@ enum hrtimer_restart mmedge_chan_timer(struct hrtimer *t);
 void mmedge_chan_info_fill(const struct mmedge_chan *ch,
 			   struct mmedge_chan_info *ci);
 void mmedge_engine_kick(struct mmedge_engine *eng);
+void mmedge_engine_dma_drain(struct mmedge_engine *eng,
+			     struct mmedge_chan *ch);
 u64 mmedge_counter_read(const struct mmedge_engine *eng);
 
 /* mmedge_chan.c, for the engine and the fence code */

@@ -8,36 +8,73 @@
  * are produced into a coherent bounce buffer and the DMA engine copies
  * them into the queued buffer, mapped for the DMA controller through a
  * dma-buf attachment. The arbiter in front is the same; the bus is real,
- * so the soft engine's bandwidth model is not applied. One segment is in
- * flight at a time, which is what the arbiter's bounds assume.
+ * so the soft engine's bandwidth model is not applied.
+ *
+ * Segments are asynchronous: the engine thread submits a segment into
+ * one of MMEDGE_DMAENG_SLOTS slots (a ring, in submission order) and
+ * moves on. The DMA callback, in the controller's completion context,
+ * only stamps the slot with the counter, marks it done under @lock and
+ * wakes the engine, which hands the done slots back in ring order
+ * (mmedge_dmaeng_reap()) and completes the job of a job's last segment
+ * through the soft engine's completion path, fences included. The
+ * callback never takes the engine's lock and nobody waits while holding
+ * @lock, so nothing the callback needs is held across a wait.
  */
 
 #include <linux/dma-mapping.h>
 #include <linux/dmaengine.h>
+#include <linux/ktime.h>
 #include <linux/scatterlist.h>
 
 #include "mmedge_dmaeng.h"
 #include "mmedge_uapi.h"
 
-#define MMEDGE_DMAENG_TIMEOUT_MS	1000
+static struct mmedge_dmaeng_slot *mmedge_dmaeng_at(struct mmedge_dmaeng *de,
+						   unsigned int i)
+{
+	return &de->slot[(de->head + i) % MMEDGE_DMAENG_SLOTS];
+}
+
+static void mmedge_dmaeng_free_bounces(struct mmedge_dmaeng *de)
+{
+	unsigned int i;
+
+	for (i = 0; i < MMEDGE_DMAENG_SLOTS; i++) {
+		struct mmedge_dmaeng_slot *s = &de->slot[i];
+
+		if (s->bounce)
+			dma_free_coherent(de->chan->device->dev, de->bounce_size,
+					  s->bounce, s->bounce_dma);
+		s->bounce = NULL;
+	}
+}
 
 /**
  * mmedge_dmaeng_init() - find the instance's memcpy DMA channel
  * @de: filled in
  * @dev: the mmedge platform device
- * @bounce_size: bytes of the bounce buffer (the largest segment)
+ * @bounce_size: bytes of each bounce buffer (the largest segment)
+ * @stamp: reads the counter completions are stamped with (any context)
+ * @notify: called after a segment completed (any context)
+ * @arg: for @stamp and @notify
  *
  * Return: 0 with @de->chan set, 0 with @de->chan NULL when the device
  * has no usable channel (the soft engine is used), -EPROBE_DEFER while
  * the DMA controller is not there yet, or -ENOMEM.
  */
 int mmedge_dmaeng_init(struct mmedge_dmaeng *de, struct device *dev,
-		       size_t bounce_size)
+		       size_t bounce_size, u64 (*stamp)(void *arg),
+		       void (*notify)(void *arg), void *arg)
 {
 	struct dma_chan *chan;
+	unsigned int i;
 
-	de->chan = NULL;
-	init_completion(&de->done);
+	memset(de, 0, sizeof(*de));
+	spin_lock_init(&de->lock);
+	init_waitqueue_head(&de->wq);
+	de->stamp = stamp;
+	de->notify = notify;
+	de->arg = arg;
 	if (!dev->of_node)
 		return 0;
 
@@ -52,25 +89,36 @@ int mmedge_dmaeng_init(struct mmedge_dmaeng *de, struct device *dev,
 		dma_release_channel(chan);
 		return 0;
 	}
-	de->bounce = dma_alloc_coherent(chan->device->dev, bounce_size,
-					&de->bounce_dma, GFP_KERNEL);
-	if (!de->bounce) {
-		dma_release_channel(chan);
-		return -ENOMEM;
-	}
-	de->bounce_size = bounce_size;
 	de->chan = chan;
-	dev_info(dev, "DMA engine: %s\n", dma_chan_name(chan));
+	de->bounce_size = bounce_size;
+	for (i = 0; i < MMEDGE_DMAENG_SLOTS; i++) {
+		struct mmedge_dmaeng_slot *s = &de->slot[i];
+
+		s->de = de;
+		s->bounce = dma_alloc_coherent(chan->device->dev, bounce_size,
+					       &s->bounce_dma, GFP_KERNEL);
+		if (!s->bounce) {
+			mmedge_dmaeng_free_bounces(de);
+			dma_release_channel(chan);
+			de->chan = NULL;
+			return -ENOMEM;
+		}
+	}
+	dev_info(dev, "DMA engine: %s, %u segments in flight\n",
+		 dma_chan_name(chan), MMEDGE_DMAENG_SLOTS);
 	return 0;
 }
 
+/**
+ * mmedge_dmaeng_fini() - stop the channel and release it
+ * @de: the back end; every slot has been handed back or abandoned
+ */
 void mmedge_dmaeng_fini(struct mmedge_dmaeng *de)
 {
 	if (!de->chan)
 		return;
 	dmaengine_terminate_sync(de->chan);
-	dma_free_coherent(de->chan->device->dev, de->bounce_size, de->bounce,
-			  de->bounce_dma);
+	mmedge_dmaeng_free_bounces(de);
 	dma_release_channel(de->chan);
 	de->chan = NULL;
 }
@@ -81,40 +129,120 @@ struct device *mmedge_dmaeng_dev(struct mmedge_dmaeng *de)
 	return de->chan ? de->chan->device->dev : NULL;
 }
 
-static void mmedge_dmaeng_callback(void *arg)
+/* Slot @s completed (its last descriptor, or an abort). */
+static void mmedge_dmaeng_slot_done(struct mmedge_dmaeng *de,
+				    struct mmedge_dmaeng_slot *s, u64 raw)
 {
-	struct mmedge_dmaeng *de = arg;
+	lockdep_assert_held(&de->lock);
+	s->state = MMEDGE_DMAENG_DONE;
+	s->done_raw = raw;
+	de->inflight--;
+	de->starved = false;
+	if (s->error) {
+		de->errors++;
+	} else {
+		de->segments++;
+		de->bytes += s->len;
+	}
+}
 
-	if (atomic_dec_and_test(&de->pending))
-		complete(&de->done);
+/*
+ * The controller's completion context (a tasklet or an interrupt): stamp,
+ * mark done, wake. No waiting and no lock but @de->lock.
+ */
+static void mmedge_dmaeng_callback(void *arg,
+				   const struct dmaengine_result *res)
+{
+	struct mmedge_dmaeng_slot *s = arg;
+	struct mmedge_dmaeng *de = s->de;
+	u64 raw = de->stamp(de->arg);
+	unsigned long flags;
+	bool done = false;
+
+	spin_lock_irqsave(&de->lock, flags);
+	if (s->state == MMEDGE_DMAENG_BUSY) {
+		if (res && res->result != DMA_TRANS_NOERROR && !s->error)
+			s->error = -EIO;
+		if (!--s->pending) {
+			mmedge_dmaeng_slot_done(de, s, raw);
+			done = true;
+		}
+	}
+	spin_unlock_irqrestore(&de->lock, flags);
+	if (done) {
+		wake_up(&de->wq);
+		de->notify(de->arg);
+	}
 }
 
 /**
- * mmedge_dmaeng_copy() - DMA @len bytes from the bounce buffer
+ * mmedge_dmaeng_slot_next() - the slot the next segment goes into
  * @de: the back end
+ *
+ * Return: a free slot whose bounce buffer the caller fills before
+ * mmedge_dmaeng_submit(), or NULL while MMEDGE_DMAENG_SLOTS segments
+ * are not handed back or the channel is out of descriptors.
+ */
+struct mmedge_dmaeng_slot *mmedge_dmaeng_slot_next(struct mmedge_dmaeng *de)
+{
+	struct mmedge_dmaeng_slot *s = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&de->lock, flags);
+	if (de->count < MMEDGE_DMAENG_SLOTS && !de->starved)
+		s = mmedge_dmaeng_at(de, de->count);
+	spin_unlock_irqrestore(&de->lock, flags);
+	return s;
+}
+
+/**
+ * mmedge_dmaeng_submit() - start moving a segment from a slot's bounce
+ * @de: the back end
+ * @s: from mmedge_dmaeng_slot_next(), its bounce buffer filled
  * @dst: the destination, DMA-mapped for the channel's device
  * @dst_off: byte offset in @dst
  * @len: bytes, at most the bounce buffer's size
+ * @ctx: the engine's channel, handed back with the slot
+ * @job: the engine's job, handed back with the slot
+ * @last: the segment completes @job
  *
  * Splits the copy at the destination's DMA segments, submits one
- * descriptor per piece and waits until all have completed.
+ * descriptor per piece, issues them and returns without waiting.
  *
- * Return: 0, -EINVAL for a range outside @dst, -ENOMEM if a descriptor
- * cannot be prepared, -EIO if submission fails, -ETIMEDOUT.
+ * Return: 0: submitted. -EAGAIN: the channel has no descriptor now and
+ * segments are in flight; the slot was not used, try again after one
+ * completes. Any other error: the slot was used and completes with that
+ * error as @job's last segment (pieces already submitted finish first);
+ * the caller submits nothing more for @job.
  */
-int mmedge_dmaeng_copy(struct mmedge_dmaeng *de, struct sg_table *dst,
-		       u64 dst_off, u32 len)
+int mmedge_dmaeng_submit(struct mmedge_dmaeng *de,
+			 struct mmedge_dmaeng_slot *s, struct sg_table *dst,
+			 u64 dst_off, u32 len, void *ctx, void *job, bool last)
 {
 	struct dma_async_tx_descriptor *tx;
 	struct scatterlist *sg;
 	u64 seg_start = 0, done = 0;
+	unsigned long flags;
 	unsigned int i;
 	int ret = 0;
 
 	if (len > de->bounce_size)
 		return -EINVAL;
-	reinit_completion(&de->done);
-	atomic_set(&de->pending, 1);	/* a bias, dropped after submitting */
+
+	spin_lock_irqsave(&de->lock, flags);
+	s->ctx = ctx;
+	s->job = job;
+	s->last = last;
+	s->len = len;
+	s->pending = 1;		/* a bias, dropped after submitting */
+	s->error = 0;
+	s->submit_ns = ktime_get_ns();
+	s->state = MMEDGE_DMAENG_BUSY;
+	de->count++;
+	de->inflight++;
+	de->inflight_max = max(de->inflight_max, de->inflight);
+	spin_unlock_irqrestore(&de->lock, flags);
+
 	for_each_sgtable_dma_sg(dst, sg, i) {
 		struct mmedge_range r;
 
@@ -124,17 +252,21 @@ int mmedge_dmaeng_copy(struct mmedge_dmaeng *de, struct sg_table *dst,
 			continue;
 		tx = dmaengine_prep_dma_memcpy(de->chan,
 					       sg_dma_address(sg) + r.off,
-					       de->bounce_dma + done, r.len,
+					       s->bounce_dma + done, r.len,
 					       DMA_PREP_INTERRUPT | DMA_CTRL_ACK);
 		if (!tx) {
 			ret = -ENOMEM;
 			break;
 		}
-		tx->callback = mmedge_dmaeng_callback;
-		tx->callback_param = de;
-		atomic_inc(&de->pending);
+		tx->callback_result = mmedge_dmaeng_callback;
+		tx->callback_param = s;
+		spin_lock_irqsave(&de->lock, flags);
+		s->pending++;
+		spin_unlock_irqrestore(&de->lock, flags);
 		if (dma_submit_error(dmaengine_submit(tx))) {
-			atomic_dec(&de->pending);
+			spin_lock_irqsave(&de->lock, flags);
+			s->pending--;
+			spin_unlock_irqrestore(&de->lock, flags);
 			ret = -EIO;
 			break;
 		}
@@ -142,18 +274,210 @@ int mmedge_dmaeng_copy(struct mmedge_dmaeng *de, struct sg_table *dst,
 	}
 	if (!ret && done != len)
 		ret = -EINVAL;
-	if (ret) {
-		dmaengine_terminate_sync(de->chan);
-		return ret;
-	}
 
-	dma_async_issue_pending(de->chan);
-	if (atomic_dec_and_test(&de->pending))
-		complete(&de->done);
-	if (!wait_for_completion_timeout(&de->done,
-					 msecs_to_jiffies(MMEDGE_DMAENG_TIMEOUT_MS))) {
-		dmaengine_terminate_sync(de->chan);
-		return -ETIMEDOUT;
+	spin_lock_irqsave(&de->lock, flags);
+	if (ret == -ENOMEM && !done && de->inflight > 1) {
+		/* Out of descriptors: retry once a segment in flight is done. */
+		s->state = MMEDGE_DMAENG_FREE;
+		de->count--;
+		de->inflight--;
+		de->starved = true;
+		spin_unlock_irqrestore(&de->lock, flags);
+		return -EAGAIN;
 	}
-	return 0;
+	if (ret) {
+		s->error = ret;
+		s->last = true;
+	}
+	if (!--s->pending)
+		mmedge_dmaeng_slot_done(de, s, de->stamp(de->arg));
+	spin_unlock_irqrestore(&de->lock, flags);
+	if (done)
+		dma_async_issue_pending(de->chan);
+	return ret;
+}
+
+/**
+ * mmedge_dmaeng_reap() - hand back the oldest slot if it is done
+ * @de: the back end
+ * @d: filled in with what the slot moved and how
+ *
+ * Slots come back in submission order, so a job's segments come back in
+ * order and its last one after all the others.
+ *
+ * Return: true if a slot was handed back.
+ */
+bool mmedge_dmaeng_reap(struct mmedge_dmaeng *de, struct mmedge_dmaeng_done *d)
+{
+	struct mmedge_dmaeng_slot *s;
+	unsigned long flags;
+	bool ret = false;
+
+	spin_lock_irqsave(&de->lock, flags);
+	s = mmedge_dmaeng_at(de, 0);
+	if (de->count && s->state == MMEDGE_DMAENG_DONE) {
+		d->ctx = s->ctx;
+		d->job = s->job;
+		d->last = s->last;
+		d->error = s->error;
+		d->done_raw = s->done_raw;
+		s->state = MMEDGE_DMAENG_FREE;
+		s->ctx = NULL;
+		s->job = NULL;
+		de->head = (de->head + 1) % MMEDGE_DMAENG_SLOTS;
+		de->count--;
+		ret = true;
+	}
+	spin_unlock_irqrestore(&de->lock, flags);
+	return ret;
+}
+
+/**
+ * mmedge_dmaeng_fail_job() - a segment of @job failed
+ * @de: the back end
+ * @job: the job
+ * @error: why
+ *
+ * Every slot of @job not handed back yet fails with @error and the
+ * newest of them becomes @job's last, so the job completes (with the
+ * error) once the pieces in flight have finished.
+ *
+ * Return: false if no slot of @job is left: the caller completes it.
+ */
+bool mmedge_dmaeng_fail_job(struct mmedge_dmaeng *de, void *job, int error)
+{
+	struct mmedge_dmaeng_slot *s, *newest = NULL;
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&de->lock, flags);
+	for (i = 0; i < de->count; i++) {
+		s = mmedge_dmaeng_at(de, i);
+		if (s->job != job)
+			continue;
+		if (!s->error)
+			s->error = error;
+		newest = s;
+	}
+	if (newest)
+		newest->last = true;
+	spin_unlock_irqrestore(&de->lock, flags);
+	return newest;
+}
+
+/**
+ * mmedge_dmaeng_busy() - does @job have a slot not handed back?
+ * @de: the back end
+ * @job: the job
+ *
+ * Return: true if so: its buffer must stay mapped.
+ */
+bool mmedge_dmaeng_busy(struct mmedge_dmaeng *de, void *job)
+{
+	unsigned long flags;
+	unsigned int i;
+	bool ret = false;
+
+	spin_lock_irqsave(&de->lock, flags);
+	for (i = 0; i < de->count && !ret; i++)
+		ret = mmedge_dmaeng_at(de, i)->job == job;
+	spin_unlock_irqrestore(&de->lock, flags);
+	return ret;
+}
+
+/**
+ * mmedge_dmaeng_settled() - can every slot of @ctx be handed back now?
+ * @de: the back end
+ * @ctx: a channel that submits nothing more
+ *
+ * Return: true if every slot up to the newest of @ctx is done, so that
+ * mmedge_dmaeng_reap() hands back all of @ctx's slots.
+ */
+bool mmedge_dmaeng_settled(struct mmedge_dmaeng *de, void *ctx)
+{
+	unsigned long flags;
+	unsigned int i, upto = 0;
+	bool ret = true;
+
+	spin_lock_irqsave(&de->lock, flags);
+	for (i = 0; i < de->count; i++)
+		if (mmedge_dmaeng_at(de, i)->ctx == ctx)
+			upto = i + 1;
+	for (i = 0; i < upto && ret; i++)
+		ret = mmedge_dmaeng_at(de, i)->state == MMEDGE_DMAENG_DONE;
+	spin_unlock_irqrestore(&de->lock, flags);
+	return ret;
+}
+
+/**
+ * mmedge_dmaeng_timed_out() - has a segment been in flight too long?
+ * @de: the back end
+ * @now: CLOCK_MONOTONIC, ns
+ *
+ * Return: true if a submitted slot has not completed within
+ * MMEDGE_DMAENG_TIMEOUT_MS.
+ */
+bool mmedge_dmaeng_timed_out(struct mmedge_dmaeng *de, u64 now)
+{
+	u64 limit = (u64)MMEDGE_DMAENG_TIMEOUT_MS * NSEC_PER_MSEC;
+	struct mmedge_dmaeng_slot *s;
+	unsigned long flags;
+	unsigned int i;
+	bool ret = false;
+
+	spin_lock_irqsave(&de->lock, flags);
+	for (i = 0; i < de->count && !ret; i++) {
+		s = mmedge_dmaeng_at(de, i);
+		ret = s->state == MMEDGE_DMAENG_BUSY &&
+		      (s64)(now - s->submit_ns) > (s64)limit;
+	}
+	spin_unlock_irqrestore(&de->lock, flags);
+	return ret;
+}
+
+/**
+ * mmedge_dmaeng_abort() - stop the channel; what is in flight fails
+ * @de: the back end
+ * @error: the error the slots in flight complete with
+ *
+ * Terminates the channel and waits for its callbacks to finish (so the
+ * caller must hold nothing the callback takes: only @de->lock, which it
+ * cannot hold here), then completes every slot still in flight with
+ * @error. They are handed back by mmedge_dmaeng_reap() as usual.
+ */
+void mmedge_dmaeng_abort(struct mmedge_dmaeng *de, int error)
+{
+	struct mmedge_dmaeng_slot *s;
+	u64 raw = de->stamp(de->arg);
+	unsigned long flags;
+	unsigned int i;
+
+	dmaengine_terminate_sync(de->chan);
+	spin_lock_irqsave(&de->lock, flags);
+	for (i = 0; i < de->count; i++) {
+		s = mmedge_dmaeng_at(de, i);
+		if (s->state != MMEDGE_DMAENG_BUSY)
+			continue;
+		s->error = error;
+		mmedge_dmaeng_slot_done(de, s, raw);
+	}
+	spin_unlock_irqrestore(&de->lock, flags);
+	wake_up(&de->wq);
+}
+
+/**
+ * mmedge_dmaeng_stats() - the back end's counters
+ * @de: the back end
+ * @segments: segments moved without error
+ * @inflight_max: the most segments that were in flight together
+ */
+void mmedge_dmaeng_stats(struct mmedge_dmaeng *de, u64 *segments,
+			 unsigned int *inflight_max)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&de->lock, flags);
+	*segments = de->segments;
+	*inflight_max = de->inflight_max;
+	spin_unlock_irqrestore(&de->lock, flags);
 }

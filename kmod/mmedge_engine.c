@@ -326,14 +326,15 @@ static void mmedge_chan_job_done(struct mmedge_chan *ch, struct mmedge_qb *qb,
 
 /*
  * @ch's current frame is complete (@flags MMEDGE_FRAME_*; with
- * MMEDGE_FRAME_ERROR the fence's error is @error).
+ * MMEDGE_FRAME_ERROR the fence's error is @error), its end stamped with
+ * counter value @eof_raw.
  */
-static void mmedge_chan_complete(struct mmedge_chan *ch, u32 flags, int error)
+static void mmedge_chan_complete_at(struct mmedge_chan *ch, u32 flags,
+				    int error, u64 eof_raw)
 {
 	struct mmedge_engine *eng = ch->eng;
 	struct mmedge_qb *qb = ch->cur;
 	struct mmedge_frame_meta *meta;
-	u64 eof_raw = mmedge_counter_read(eng);
 	u64 meta_off;
 
 	lockdep_assert_held(&eng->lock);
@@ -391,6 +392,12 @@ done:
 				     (error ? error : -EIO) : 0);
 }
 
+/* @ch's current frame is complete now (see mmedge_chan_complete_at()). */
+static void mmedge_chan_complete(struct mmedge_chan *ch, u32 flags, int error)
+{
+	mmedge_chan_complete_at(ch, flags, error, mmedge_counter_read(ch->eng));
+}
+
 /*
  * A queued job that never got its frame or its turn completes with
  * @error: MMEDGE_FRAME_ERROR, no data.
@@ -423,6 +430,10 @@ static void mmedge_chan_watchdog(struct mmedge_chan *ch, u64 now)
 
 	if (now - ch->progress_ns <= MMEDGE_JOB_TIMEOUT_NS + ch->period_ns ||
 	    (s64)(now - ch->progress_ns) < 0)
+		return;
+	/* Segments in flight: the dmaengine back end's timeout ends them. */
+	if (ch->cur && ch->cur->dsgt &&
+	    mmedge_dmaeng_busy(&ch->eng->dmaeng, ch->cur))
 		return;
 	if (ch->cur) {
 		mmedge_chan_complete(ch, MMEDGE_FRAME_ERROR, -ETIMEDOUT);
@@ -483,6 +494,21 @@ static void mmedge_chan_give_buffer(struct mmedge_chan *ch, u64 now)
 	}
 }
 
+/* Bytes of @ch's current frame or job. */
+static u64 mmedge_chan_cur_len(const struct mmedge_chan *ch)
+{
+	return ch->dir == MMEDGE_CHAN_CAPTURE ? ch->frame_bytes : ch->cur->len;
+}
+
+/*
+ * @ch has a segment to move: a current frame not all handed to the bus
+ * (the dmaengine back end's last segments may still be in flight).
+ */
+static bool mmedge_chan_wants_bus(const struct mmedge_chan *ch)
+{
+	return ch->cur && ch->cur_off < mmedge_chan_cur_len(ch);
+}
+
 /*
  * Take frames the timers made due, give each pending frame a buffer,
  * time out stuck jobs and collect the drop events.
@@ -501,7 +527,8 @@ static void mmedge_engine_absorb(struct mmedge_engine *eng, u64 now)
 		mmedge_chan_watchdog(ch, now);
 		if (ch->dir != MMEDGE_CHAN_CAPTURE) {
 			mmedge_chan_take_job(ch, now);
-			mmedge_arb_set_backlogged(&eng->arb, &ch->arb, ch->cur);
+			mmedge_arb_set_backlogged(&eng->arb, &ch->arb,
+						  mmedge_chan_wants_bus(ch));
 			mmedge_chan_stats_bw(ch, now);
 			continue;
 		}
@@ -537,7 +564,8 @@ static void mmedge_engine_absorb(struct mmedge_engine *eng, u64 now)
 
 		if (ch->frame_pending && !ch->cur)
 			mmedge_chan_give_buffer(ch, now);
-		mmedge_arb_set_backlogged(&eng->arb, &ch->arb, ch->cur);
+		mmedge_arb_set_backlogged(&eng->arb, &ch->arb,
+					  mmedge_chan_wants_bus(ch));
 		mmedge_chan_stats_bw(ch, now);
 
 		if (ch->dropped != ch->drops_reported &&
@@ -623,19 +651,12 @@ static void mmedge_engine_send_events(struct mmedge_engine *eng)
 	ev->n_changed = 0;
 }
 
-/* Bytes of @ch's current frame or job. */
-static u64 mmedge_chan_cur_len(const struct mmedge_chan *ch)
-{
-	return ch->dir == MMEDGE_CHAN_CAPTURE ? ch->frame_bytes : ch->cur->len;
-}
-
 /*
  * Feed, copy: move one segment out of memory: to the virtual sink, which
  * reads it and folds it into the job's CRC-32, or into the destination.
- * Return: MMEDGE_FRAME_ERROR if the dmaengine back end failed, else 0.
  */
-static u32 mmedge_engine_move(struct mmedge_engine *eng, struct mmedge_chan *ch,
-			      u64 len)
+static void mmedge_engine_move(struct mmedge_engine *eng,
+			       struct mmedge_chan *ch, u64 len)
 {
 	struct mmedge_qb *qb = ch->cur;
 	u64 off = ch->cur_off;
@@ -646,15 +667,143 @@ static u32 mmedge_engine_move(struct mmedge_engine *eng, struct mmedge_chan *ch,
 		ch->cur_sof_raw = mmedge_counter_read(eng);
 	if (ch->dir == MMEDGE_CHAN_FEED) {
 		qb->crc = crc32_le(qb->crc, qb->map.vaddr + off, len);
-		return 0;
-	}
-	if (qb->dsgt) {
-		memcpy(eng->dmaeng.bounce, qb->src_map.vaddr + off, len);
-		return mmedge_dmaeng_copy(&eng->dmaeng, qb->dsgt, off, len) ?
-		       MMEDGE_FRAME_ERROR : 0;
+		return;
 	}
 	memcpy(qb->map.vaddr + off, qb->src_map.vaddr + off, len);
-	return 0;
+}
+
+/*
+ * The last segment of @ch's current frame landed at counter value
+ * @eof_raw: complete it (with the fault injection of the tests).
+ */
+static void mmedge_chan_frame_end(struct mmedge_chan *ch, u64 eof_raw)
+{
+	u64 total = mmedge_chan_cur_len(ch);
+
+	/* A feed's buffer is the user's data: the device never writes it. */
+	if (ch->dir != MMEDGE_CHAN_FEED &&
+	    mmedge_inject(READ_ONCE(inject_corrupt_every), ch->cur_seq))
+		memset(ch->cur->map.vaddr, 0xa5, min_t(u64, total, 64));
+	mmedge_chan_complete_at(ch, mmedge_inject(READ_ONCE(inject_error_every),
+						  ch->cur_seq) ?
+				MMEDGE_FRAME_ERROR : 0, -EIO, eof_raw);
+}
+
+/*
+ * dmaengine back end: produce @len bytes of @ch's current frame (capture:
+ * the source; copy: the source buffer) into a free slot's bounce buffer
+ * and submit it. The engine does not wait: the DMA callback stamps the
+ * segment and mmedge_engine_dma_reap() completes the frame.
+ * Return: as mmedge_dmaeng_submit().
+ */
+static int mmedge_engine_dma_segment(struct mmedge_engine *eng,
+				     struct mmedge_chan *ch, u64 len,
+				     u64 total)
+{
+	struct mmedge_dmaeng_slot *s = mmedge_dmaeng_slot_next(&eng->dmaeng);
+	struct mmedge_qb *qb = ch->cur;
+	u64 off = ch->cur_off;
+
+	lockdep_assert_held(&eng->lock);
+
+	if (!s)
+		return -EAGAIN;
+	if (ch->dir == MMEDGE_CHAN_COPY) {
+		if (!off)
+			ch->cur_sof_raw = mmedge_counter_read(eng);
+		memcpy(s->bounce, qb->src_map.vaddr + off, len);
+	} else {
+		mmedge_src_fill(&ch->src, ch->cur_seq, off, s->bounce, len);
+	}
+	return mmedge_dmaeng_submit(&eng->dmaeng, s, qb->dsgt, off, len, ch, qb,
+				    off + len == total);
+}
+
+/*
+ * dmaengine back end: take back the segments the DMA callbacks completed,
+ * in submission order, and complete the frames whose last segment they
+ * were, stamped when the callback ran. A segment in flight too long
+ * resets the channel and fails. Runs in the fence signalling section
+ * (engine thread, channel destroy); the callback takes no lock of ours
+ * but the back end's spinlock, so terminating the channel here waits for
+ * nothing it needs.
+ */
+static void mmedge_engine_dma_reap(struct mmedge_engine *eng, u64 now)
+{
+	struct mmedge_dmaeng *de = &eng->dmaeng;
+	struct mmedge_dmaeng_done d;
+
+	lockdep_assert_held(&eng->lock);
+
+	if (!de->chan)
+		return;
+	if (mmedge_dmaeng_timed_out(de, now)) {
+		dev_warn_ratelimited(&eng->mdev->dev,
+				     "DMA engine: a segment took over %u ms; resetting the channel\n",
+				     MMEDGE_DMAENG_TIMEOUT_MS);
+		mmedge_dmaeng_abort(de, -ETIMEDOUT);
+	}
+	while (mmedge_dmaeng_reap(de, &d)) {
+		struct mmedge_chan *ch = d.ctx;
+
+		if (ch->cur != d.job)
+			continue;
+		ch->progress_ns = now;
+		if (d.error && !d.last) {
+			/* Nothing more of this frame goes to the bus. */
+			ch->cur_off = mmedge_chan_cur_len(ch);
+			if (mmedge_dmaeng_fail_job(de, d.job, d.error))
+				continue;
+			d.last = true;
+		}
+		if (!d.last)
+			continue;
+		dma_sync_sgtable_for_cpu(mmedge_dmaeng_dev(de), ch->cur->dsgt,
+					 DMA_BIDIRECTIONAL);
+		if (d.error)
+			mmedge_chan_complete_at(ch, MMEDGE_FRAME_ERROR, d.error,
+						d.done_raw);
+		else
+			mmedge_chan_frame_end(ch, d.done_raw);
+	}
+}
+
+/*
+ * Can the engine hand a segment to the bus? The dmaengine back end takes
+ * one while it has a free slot.
+ */
+static bool mmedge_engine_bus_room(struct mmedge_engine *eng)
+{
+	return !eng->dmaeng.chan || mmedge_dmaeng_slot_next(&eng->dmaeng);
+}
+
+/**
+ * mmedge_engine_dma_drain() - a destroyed channel's segments come back
+ * @eng: the engine
+ * @ch: the channel, unlinked: the engine submits nothing more for it
+ *
+ * Called without the engine lock before the channel's jobs are released:
+ * waits until the DMA callbacks have completed every segment of @ch
+ * (bounded by MMEDGE_DMAENG_TIMEOUT_MS, then the channel is reset) and
+ * takes them back, so no buffer is unmapped while the DMA engine writes
+ * it.
+ */
+void mmedge_engine_dma_drain(struct mmedge_engine *eng, struct mmedge_chan *ch)
+{
+	struct mmedge_dmaeng *de = &eng->dmaeng;
+	bool settled, cookie;
+
+	if (!de->chan)
+		return;
+	settled = wait_event_timeout(de->wq, mmedge_dmaeng_settled(de, ch),
+				     msecs_to_jiffies(MMEDGE_DMAENG_TIMEOUT_MS));
+	cookie = dma_fence_begin_signalling();
+	mutex_lock(&eng->lock);
+	if (!settled && !mmedge_dmaeng_settled(de, ch))
+		mmedge_dmaeng_abort(de, -ETIMEDOUT);
+	mmedge_engine_dma_reap(eng, ktime_get_ns());
+	mutex_unlock(&eng->lock);
+	dma_fence_end_signalling(cookie);
 }
 
 /* Move one segment of @ch's current frame. */
@@ -675,22 +824,19 @@ static void mmedge_engine_serve(struct mmedge_engine *eng,
 	    now - eng->bus_free_ns <= MMEDGE_PACE_CATCHUP_NS)
 		start = clamp(ch->seg_ready_ns, eng->bus_free_ns, now);
 
-	u32 error = 0;
+	bool dma = ch->cur->dsgt;
+	int ret = 0;
 
 	lockdep_assert_held(&eng->lock);
 
-	if (ch->dir != MMEDGE_CHAN_CAPTURE) {
-		error = mmedge_engine_move(eng, ch, len);
-		if (ch->cur->dsgt)
-			eng->bus_free_ns = ktime_get_ns();
-	} else if (ch->cur->dsgt) {
-		/* dmaengine back end: produce, then let the DMA engine move it. */
-		mmedge_src_fill(&ch->src, ch->cur_seq, ch->cur_off,
-				eng->dmaeng.bounce, len);
-		if (mmedge_dmaeng_copy(&eng->dmaeng, ch->cur->dsgt, ch->cur_off,
-				       len))
-			error = MMEDGE_FRAME_ERROR;
+	if (dma) {
+		/* dmaengine back end: produce, submit, move on. */
+		ret = mmedge_engine_dma_segment(eng, ch, len, total);
+		if (ret == -EAGAIN)
+			return;
 		eng->bus_free_ns = ktime_get_ns();
+	} else if (ch->dir != MMEDGE_CHAN_CAPTURE) {
+		mmedge_engine_move(eng, ch, len);
 	} else {
 		mmedge_src_fill(&ch->src, ch->cur_seq, ch->cur_off,
 				ch->cur->map.vaddr + ch->cur_off, len);
@@ -701,25 +847,23 @@ static void mmedge_engine_serve(struct mmedge_engine *eng,
 	mmedge_chan_stats_segment(ch, len, start > ch->seg_ready_ns ?
 				  start - ch->seg_ready_ns : 0, now);
 
-	if (!ch->cur->dsgt)
+	if (!dma)
 		eng->bus_free_ns = start + div64_u64(len * NSEC_PER_SEC,
 						     eng->bandwidth);
 	ch->seg_ready_ns = eng->bus_free_ns;
 	ch->cur_off += len;
 	ch->progress_ns = now;
-	if (error) {
-		mmedge_chan_complete(ch, error, -EIO);
+	if (dma) {
+		/* A failed segment is the frame's last; it completes it. */
+		if (ret)
+			ch->cur_off = total;
+		if (ch->cur_off >= total)
+			mmedge_arb_set_backlogged(&eng->arb, &ch->arb, false);
 		return;
 	}
 	if (ch->cur_off < total)
 		return;
-	/* A feed's buffer is the user's data: the device never writes it. */
-	if (ch->dir != MMEDGE_CHAN_FEED &&
-	    mmedge_inject(READ_ONCE(inject_corrupt_every), ch->cur_seq))
-		memset(ch->cur->map.vaddr, 0xa5, min_t(u64, total, 64));
-	mmedge_chan_complete(ch, mmedge_inject(READ_ONCE(inject_error_every),
-					       ch->cur_seq) ?
-			     MMEDGE_FRAME_ERROR : 0, -EIO);
+	mmedge_chan_frame_end(ch, mmedge_counter_read(eng));
 }
 
 /**
@@ -817,9 +961,12 @@ static int mmedge_engine_thread(void *data)
 			mmedge_engine_adapt(eng);
 			last_adapt = now;
 		}
+		mmedge_engine_dma_reap(eng, now);
 		mmedge_engine_absorb(eng, now);
 		t0 = ktime_get_ns();
-		ac = mmedge_arb_pick(&eng->arb, now, &wait);
+		/* The dmaengine back end's callbacks kick when a slot frees. */
+		ac = mmedge_engine_bus_room(eng) ?
+		     mmedge_arb_pick(&eng->arb, now, &wait) : NULL;
 		if (ac) {
 			/* The arbiter's own cost: pick and charge. */
 			eng->arb_ns += ktime_get_ns() - t0;
@@ -867,6 +1014,17 @@ static int mmedge_engine_thread(void *data)
 	return 0;
 }
 
+/* The dmaengine back end's completion stamp and wake-up (any context). */
+static u64 mmedge_engine_dma_stamp(void *arg)
+{
+	return mmedge_counter_read(arg);
+}
+
+static void mmedge_engine_dma_notify(void *arg)
+{
+	mmedge_engine_kick(arg);
+}
+
 int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev)
 {
 	int ret;
@@ -890,7 +1048,8 @@ int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev)
 	mutex_unlock(&eng->lock);
 
 	ret = mmedge_dmaeng_init(&eng->dmaeng, mdev->dma_dev,
-				 MMEDGE_SEGMENT_MAX);
+				 MMEDGE_SEGMENT_MAX, mmedge_engine_dma_stamp,
+				 mmedge_engine_dma_notify, eng);
 	if (ret)
 		goto err_free;
 
@@ -953,6 +1112,11 @@ void mmedge_engine_fini(struct mmedge_engine *eng)
 
 	mutex_lock(&eng->lock);
 	eng->dead = true;
+	/* The DMA engine stops before any buffer it writes is released. */
+	if (eng->dmaeng.chan) {
+		mmedge_dmaeng_abort(&eng->dmaeng, -ENODEV);
+		mmedge_engine_dma_reap(eng, ktime_get_ns());
+	}
 	mutex_unlock(&eng->lock);
 	for (;;) {
 		mutex_lock(&eng->lock);

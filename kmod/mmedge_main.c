@@ -230,9 +230,39 @@ static ssize_t arb_ns_per_segment_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(arb_ns_per_segment);
 
+/*
+ * The dmaengine back end: segments its DMA channel moved, and the most
+ * that were in flight together (0 and 0 on the soft engine).
+ */
+static ssize_t dma_segments_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	unsigned int inflight_max;
+	u64 segments;
+
+	mmedge_dmaeng_stats(&to_mmedge_dev(dev)->eng.dmaeng, &segments,
+			    &inflight_max);
+	return sysfs_emit(buf, "%llu\n", segments);
+}
+static DEVICE_ATTR_RO(dma_segments);
+
+static ssize_t dma_inflight_max_show(struct device *dev,
+				     struct device_attribute *attr, char *buf)
+{
+	unsigned int inflight_max;
+	u64 segments;
+
+	mmedge_dmaeng_stats(&to_mmedge_dev(dev)->eng.dmaeng, &segments,
+			    &inflight_max);
+	return sysfs_emit(buf, "%u\n", inflight_max);
+}
+static DEVICE_ATTR_RO(dma_inflight_max);
+
 /* /sys/class/mmedge/mmedgeN/stats/: live counters of this instance. */
 static struct attribute *mmedge_stats_attrs[] = {
 	&dev_attr_arb_ns_per_segment.attr,
+	&dev_attr_dma_inflight_max.attr,
+	&dev_attr_dma_segments.attr,
 	&dev_attr_buffers.attr,
 	&dev_attr_buffer_bytes.attr,
 	&dev_attr_imports.attr,
