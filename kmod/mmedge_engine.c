@@ -746,7 +746,8 @@ static void mmedge_engine_dma_reap(struct mmedge_engine *eng, u64 now)
 	while (mmedge_dmaeng_reap(de, &d)) {
 		struct mmedge_chan *ch = d.ctx;
 
-		if (ch->cur != d.job)
+		/* A destroyed channel's frame is cancelled, not completed. */
+		if (ch->dead || ch->cur != d.job)
 			continue;
 		ch->progress_ns = now;
 		if (d.error && !d.last) {

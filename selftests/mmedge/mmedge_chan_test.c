@@ -2136,7 +2136,7 @@ TEST_F(chan_bad, unprivileged)
 TEST_F(chan, destroy_busy)
 {
 	struct mmedge_src_config src = camera(MMEDGE_FMT_GREY, 640, 480, 10);
-	long long buffers0, imports0, buffers1, imports1;
+	long long buffers0, imports0, buffers1, imports1, dma_segs = 0;
 	struct mmedge_chan_create c;
 	struct mmedge_chan_stats st;
 	int fences[3], implicit[3], status, id, i;
@@ -2165,6 +2165,14 @@ TEST_F(chan, destroy_busy)
 		sleep_ms(10);
 	} while (now_ns() < t_end);
 	ASSERT_LT(0, st.segments);
+	/*
+	 * A DMA controller (the dmaengine back end) follows no modelled bus:
+	 * it may land the whole frame before the stats are read, and then
+	 * no frame is in flight to destroy.
+	 */
+	if (st.frames && !read_ll(STATS_DIR "dma_segments", &dma_segs) &&
+	    dma_segs)
+		SKIP(return, "the DMA engine moved the frame before the destroy");
 	ASSERT_EQ(0, st.frames);
 	for (i = 0; i < 3; i++)
 		EXPECT_EQ(0, poll_in(fences[i], 0));
