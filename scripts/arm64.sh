@@ -88,6 +88,44 @@ machine_virt_guest() {
 	echo "$ROOT/scripts/guest-arm64.sh"
 }
 
+# QEMU's xlnx-zcu102 (ZynqMP): its GDMA (ZDMA) is a real dmaengine
+# controller, so the hub gets "dmas" and the dmaengine back end runs.
+# Debian's arm64 kernel has CONFIG_XILINX_ZYNQMP_DMA off: the driver is
+# built out of tree from the kernel source (drivers/dma/xilinx/
+# zynqmp_dma.c, with drivers/dma/dmaengine.h beside it) against the same
+# headers as mmedge.ko, into arm64/zcu102/zdma/zynqmp_dma.ko, and the guest
+# loads it from /opt/mmedge (ZDMA_KO).
+machine_zcu102_qemu() {
+	echo "-M xlnx-zcu102 -smp 2 -m 1024"
+}
+
+machine_zcu102_dtb() {
+	dtc -q -I dts -O dtb -o "$1" "$ROOT/dts/qemu-zcu102-mmedge.dts"
+}
+
+machine_zcu102_console() {
+	echo ttyPS0
+}
+
+machine_zcu102_guest() {
+	echo "$ROOT/scripts/guest-dmaeng.sh"
+}
+
+# Files for /opt/mmedge (called by make_initramfs, printed one a line).
+machine_zcu102_files() {
+	local z="$A64/zcu102/zdma" s="$OUT/linux-source/drivers/dma"
+
+	if [ ! -f "$z/zynqmp_dma.ko" ] || [ "$KDIR/.config" -nt "$z/zynqmp_dma.ko" ]; then
+		"$ROOT/scripts/linux-src.sh" || return 1
+		mkdir -p "$z/xilinx"
+		cp "$s/dmaengine.h" "$z/" && cp "$s/xilinx/zynqmp_dma.c" "$z/xilinx/" &&
+		echo 'obj-m += zynqmp_dma.o' > "$z/xilinx/Kbuild" &&
+		make -s -C "$KDIR" M="$z/xilinx" ARCH=arm64 CROSS_COMPILE=$CROSS \
+			modules >&2 && cp "$z/xilinx/zynqmp_dma.ko" "$z/" || return 1
+	fi
+	echo "$z/zynqmp_dma.ko"
+}
+
 # ---- downloads --------------------------------------------------------
 
 # apt with a private state: arm64 lists and cache under arm64/apt, no
@@ -241,14 +279,14 @@ overlay_dtb() {
 	fdtoverlay -i "$base" -o "$out" "$out.dtbo"
 }
 
-# make_dtb MACHINE: arm64/MACHINE/machine.dtb (remade when the overlay or
-# this script changes).
+# make_dtb MACHINE: arm64/MACHINE/machine.dtb (remade when a source in
+# dts/ or this script changes).
 make_dtb() {
 	local m=$1 dtb="$A64/$1/machine.dtb"
 
 	mkdir -p "$A64/$m"
 	if [ -f "$dtb" ] && [ "$dtb" -nt "$0" ] &&
-	   [ "$dtb" -nt "$ROOT/dts/mmedge-overlay.dts" ]; then
+	   [ -z "$(find "$ROOT/dts" -name '*.dts' -newer "$dtb")" ]; then
 		return 0
 	fi
 	rm -f "$dtb"
