@@ -50,6 +50,8 @@ stage vm-debug scripts/vm.sh debug
 # and arm64 in qemu-system-aarch64 -M virt with an mmedge,hub DT node.
 stage vm-6.12 scripts/vm.sh check-6.12
 stage vm-arm64 scripts/arm64.sh check
+# The dmaengine back end on QEMU's ZynqMP ZDMA controller (xlnx-zcu102).
+stage vm-arm64-zcu102 scripts/arm64.sh check zcu102
 
 echo "== summary ($(( $(date +%s) - t0 )) s)"
 cat "$summary"
