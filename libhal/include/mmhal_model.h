@@ -629,7 +629,12 @@ struct mmhal_mmproj_params {
 	 * when the model was loaded with one, else no check. */
 	const unsigned char *trusted_key;
 	uint64_t min_version;
-	uint32_t reserved[4];	/* zero */
+	/* enum mmhal_backend: where the encoders' weight matrix products
+	 * run, as mmhal_model_params.backend (auto: CUDA when usable, cpu,
+	 * cuda: refuse the load without it); mmhal_mmproj_info() says
+	 * which runs (Documentation/cuda.rst) */
+	int backend;
+	uint32_t reserved[3];	/* zero */
 };
 
 MMHAL_API struct mmhal_mmproj_params mmhal_mmproj_default_params(void);
@@ -665,6 +670,13 @@ struct mmhal_mmproj_info {
 	int n_embd;		/* projectors' output = the model's width */
 	uint64_t file_bytes;
 	uint32_t reserved[8];
+	/* (after reserved: a caller's smaller struct gets what fits) */
+	char backend[8];	/* the encoders': "cpu" or "cuda" */
+	/* cuda: the device and what runs there; cpu: why CUDA does not */
+	char backend_note[192];
+	/* weight products the device ran, and those it failed (run on the
+	 * CPU instead; the last failure ends backend_note) */
+	uint64_t cuda_products, cuda_failed;
 };
 
 MMHAL_API int mmhal_mmproj_info(const struct mmhal_mmproj *proj,

@@ -324,6 +324,15 @@ int mm_audio_encode_cal(const struct mm_mmproj *p, struct mm_calib *cal,
 			float *out, size_t n_out, int n_threads, char *err,
 			size_t errlen)
 {
+	return mm_audio_encode_dev(p, cal, mode, NULL, mel, n_frames, out,
+				   n_out, n_threads, err, errlen);
+}
+
+int mm_audio_encode_dev(const struct mm_mmproj *p, struct mm_calib *cal,
+			int mode, const struct mm_enc_dev *dev,
+			const float *mel, size_t n_frames, float *out,
+			size_t n_out, int n_threads, char *err, size_t errlen)
+{
 	const struct mm_mmproj_audio *a = au_get(p);
 	struct mm_enc s = { 0 };
 	struct mm_enc_bufs bufs;
@@ -363,6 +372,7 @@ int mm_audio_encode_cal(const struct mm_mmproj *p, struct mm_calib *cal,
 		return ret;
 	s.cal = cal;
 	s.cal_mode = mode;
+	s.dev = mode ? NULL : dev;
 	col = malloc((size_t)ncol * sizeof(float));
 	c1 = malloc((size_t)(T * e) * sizeof(float));
 	x = calloc((size_t)(G * sf * e), sizeof(float));

@@ -91,6 +91,11 @@ int mm_cuda_type_ok(enum mm_type t)
 	return t == MM_TYPE_Q8_0 || t == MM_TYPE_Q4_0 || t == MM_TYPE_Q4_K;
 }
 
+int mm_cuda_ftype_ok(enum mm_type t)
+{
+	return t == MM_TYPE_F16 || t == MM_TYPE_F32;
+}
+
 /* Waits for a sync_file (or any pollable fd) to signal. */
 int mm_cuda_fence_wait(int fd, int timeout_ms, char *err, size_t errlen)
 {
@@ -295,6 +300,7 @@ int mm_cuda_host_unregister(struct mm_cuda *cu, void *addr, char *err,
 	X(quant_q8_0) X(quant_q8_k)					\
 	X(gemv_q8_0) X(gemv_q4_0) X(gemv_q4_k)				\
 	X(gemm_q8_0) X(gemm_q4_0) X(gemm_q4_k)				\
+	X(gemm_f16) X(gemm_f32)						\
 	X(rmsnorm) X(rope) X(softmax) X(attn_dec)
 
 struct mm_cu_api {
@@ -635,10 +641,11 @@ static int mm_cu_launch(struct mm_cuda *cu, CUfunction f, const char *name,
 	return mm_cu_fail(cu, call, r, err, errlen);
 }
 
-/* The activation form of a weight type: 0 Q8_0 mode, 1 Q8_K mode. */
+/* The activation form of a weight type: 0 Q8_0 mode, 1 Q8_K mode, 2
+ * f32 (F16/F32 weights: not quantized). */
 static int mm_cu_actmode(enum mm_type t)
 {
-	return t == MM_TYPE_Q4_K;
+	return mm_cuda_ftype_ok(t) ? 2 : t == MM_TYPE_Q4_K;
 }
 
 /* Quantizes n rows of k floats in cu->x into cu->q/d/s (mode as above). */
@@ -667,6 +674,19 @@ static int mm_cu_product(struct mm_cuda *cu, enum mm_type t, CUdeviceptr W,
 	CUfunction f;
 	const char *name;
 
+	if (mm_cuda_ftype_ok(t)) {
+		/* f32 products read the activations as copied up */
+		CUdeviceptr x = cu->x.p;
+		int ik = (int)k;
+		void *args[] = { &W, &x, &y, &im, &in, &ik };
+
+		return mm_cu_launch(cu, t == MM_TYPE_F16 ? cu->k.gemm_f16 :
+				    cu->k.gemm_f32, t == MM_TYPE_F16 ?
+				    "mm_gemm_f16" : "mm_gemm_f32",
+				    (unsigned)((m + 63) / 64),
+				    (unsigned)((n + 63) / 64), 256, 0, args,
+				    err, errlen);
+	}
 	if (n == 1) {
 		void *args[] = { &W, &rs, &q, &d, &s, &y, &im, &nsb };
 
@@ -717,14 +737,15 @@ static int mm_cu_matmul_locked(struct mm_cuda *cu,
 		ret = mm_cu_put_locked(cu, cu->x.p, X, n * k * sizeof(float),
 				       err, errlen);
 	/* each activation form once, then its matrices */
-	for (int mode = 0; mode < 2 && !ret; mode++) {
+	for (int mode = 0; mode < 3 && !ret; mode++) {
 		int any = 0;
 
 		for (int i = 0; i < nmat; i++)
 			any |= mm_cu_actmode(mats[i].t) == mode;
 		if (!any)
 			continue;
-		ret = mm_cu_quant(cu, mode, k, n, err, errlen);
+		if (mode < 2)
+			ret = mm_cu_quant(cu, mode, k, n, err, errlen);
 		for (int i = 0; i < nmat && !ret; i++)
 			if (mm_cu_actmode(mats[i].t) == mode)
 				ret = mm_cu_product(cu, mats[i].t, mats[i].dev,
@@ -747,13 +768,20 @@ int mm_cuda_matmul_n(struct mm_cuda *cu, const struct mm_cuda_mat *mats,
 {
 	int ret;
 
-	if (nmat < 1 || nmat > 4 || n < 1 || k < 32 || k % 32)
+	int quant = 0;
+
+	for (int i = 0; i < nmat && i < 4; i++)
+		quant |= !mm_cuda_ftype_ok(mats[i].t);
+	if (nmat < 1 || nmat > 4 || n < 1 || n > INT32_MAX || k < 1 ||
+	    k > INT32_MAX || (quant && (k < 32 || k % 32)))
 		return mm_errf(-EINVAL, err, errlen,
 			       "cuda: bad product (%d matrices, k %lld, n %lld)",
 			       nmat, (long long)k, (long long)n);
 	for (int i = 0; i < nmat; i++)
-		if (!mm_cuda_type_ok(mats[i].t) || !mats[i].dev ||
-		    mats[i].m < 1 || (mm_cu_actmode(mats[i].t) && k % 256))
+		if ((!mm_cuda_type_ok(mats[i].t) &&
+		     !mm_cuda_ftype_ok(mats[i].t)) || !mats[i].dev ||
+		    mats[i].m < 1 || mats[i].m > INT32_MAX ||
+		    (mm_cu_actmode(mats[i].t) == 1 && k % 256))
 			return mm_errf(-EINVAL, err, errlen,
 				       "cuda: no kernel for a %s matrix of %lld x %lld",
 				       mm_type_name(mats[i].t),
@@ -909,7 +937,8 @@ int mm_cuda_bench_gemm(struct mm_cuda *cu, enum mm_type t, uint64_t W,
 	int ret;
 
 	*ms = 0;
-	if (!mm_cuda_type_ok(t) || k % 256 || n < 1 || iters < 1)
+	if ((!mm_cuda_type_ok(t) && !mm_cuda_ftype_ok(t)) ||
+	    (mm_cuda_type_ok(t) && k % 256) || n < 1 || iters < 1)
 		return mm_errf(-EINVAL, err, errlen, "cuda: bad benchmark shape");
 	pthread_mutex_lock(&cu->lock);
 	ret = mm_cu_enter(cu, err, errlen);
@@ -924,7 +953,7 @@ int mm_cuda_bench_gemm(struct mm_cuda *cu, enum mm_type t, uint64_t W,
 	if (!ret)
 		ret = mm_cu_reserve(cu, &cu->y, m * n * 4, err, errlen);
 	/* activations: whatever the scratch holds, quantized as usual */
-	if (!ret)
+	if (!ret && mm_cu_actmode(t) < 2)
 		ret = mm_cu_quant(cu, mm_cu_actmode(t), k, n, err, errlen);
 	if (!ret)
 		ret = mm_cu_product(cu, t, W, m, k, n, cu->y.p, err, errlen);

@@ -31,7 +31,7 @@ CUDA_PTXAS ?= $(firstword $(wildcard $(CUDA_HOME)/bin/ptxas) \
 CUDA_HAVE := $(and $(CUDA_NVCC),$(wildcard $(CUDA_HOME)/include/cuda.h))
 CUDA_WARN := -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wundef
 
-CUDA_SRCS := cuda.c cuda_llama.c
+CUDA_SRCS := cuda.c cuda_llama.c cuda_enc.c
 MODEL_SRCS += $(CUDA_SRCS)
 
 ifneq ($(CUDA_HAVE),)
@@ -44,6 +44,7 @@ endif
 # compiled by llama.mk's rules, with these per-file flags
 QUANT_ISA_CFLAGS_cuda := $(CUDA_WARN) $(CUDA_DEFS)
 QUANT_ISA_CFLAGS_cuda_llama := $(CUDA_WARN)
+QUANT_ISA_CFLAGS_cuda_enc := $(CUDA_WARN)
 
 CUDA_OPT := $(CUDA_SRCS:%.c=$(LLAMA_O)/opt/%.o)
 CUDA_SAN := $(CUDA_SRCS:%.c=$(LLAMA_O)/san/%.o)
@@ -84,25 +85,26 @@ $(CUDA_NO_OBJ): $(CUDA_DIR)/cuda.c $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LLAMA_CFLAGS) $(CUDA_WARN) -O1 $(SAN) -c $< -o $@
 
-$(CUDA_TEST): $(CUDA_DIR)/tests/cuda_test.c $$(LLAMA_SAN_OBJS) $(LLAMA_HDRS)
+# (the mmproj API too, for the encoders' fallback: mm.mk's MM_SAN_DEPS)
+$(CUDA_TEST): $(CUDA_DIR)/tests/cuda_test.c $$(MM_SAN_DEPS) $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CUDA_TEST_CFLAGS) -DMM_TEST_BUILT=$(if $(CUDA_HAVE),1,0) $< \
-		$(LLAMA_SAN_OBJS) -o $@ -lsodium -lm
+		$(MM_SAN_DEPS) -o $@ -lfftw3f -lsodium -lm
 
-$(CUDA_TEST_NO): $(CUDA_DIR)/tests/cuda_test.c $$(LLAMA_SAN_OBJS) \
+$(CUDA_TEST_NO): $(CUDA_DIR)/tests/cuda_test.c $$(MM_SAN_DEPS) \
 		 $(CUDA_NO_OBJ) $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CUDA_TEST_CFLAGS) -DMM_TEST_BUILT=0 $< \
-		$(filter-out %/san/cuda.o,$(LLAMA_SAN_OBJS)) $(CUDA_NO_OBJ) \
-		-o $@ -lsodium -lm
+		$(filter-out %/san/cuda.o,$(MM_SAN_DEPS)) $(CUDA_NO_OBJ) \
+		-o $@ -lfftw3f -lsodium -lm
 
 # The GPU test and bench: optimised, no sanitizers (ASan's shadow
 # mapping and the driver's address reservations do not mix).
 CUDA_GPU := $(CUDA_O)/opt/cuda_gpu
-$(CUDA_GPU): $(CUDA_DIR)/tests/cuda_gpu.c $$(LLAMA_OPT_OBJS) $(LLAMA_HDRS)
+$(CUDA_GPU): $(CUDA_DIR)/tests/cuda_gpu.c $$(MM_BENCH_DEPS) $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LLAMA_CFLAGS) $(CUDA_WARN) $(OPT) $< $(LLAMA_OPT_OBJS) \
-		-o $@ -lsodium -lm
+	$(CC) $(LLAMA_CFLAGS) $(CUDA_WARN) $(OPT) $< $(MM_BENCH_DEPS) \
+		-o $@ -lfftw3f -lsodium -lm
 
 cuda-all: $(CUDA_TEST) $(CUDA_TEST_NO) $(CUDA_GPU) $(CUDA_FAKE) $(CUDA_PART)
 

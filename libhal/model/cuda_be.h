@@ -59,8 +59,10 @@ const char *mm_cuda_describe(const struct mm_cuda *cu);
 /* compute capability major * 10 + minor */
 int mm_cuda_cc(const struct mm_cuda *cu);
 
-/* Weight types the device kernels multiply (Q8_0, Q4_0, Q4_K). */
+/* Weight types the int8 kernels multiply (Q8_0, Q4_0, Q4_K). */
 int mm_cuda_type_ok(enum mm_type t);
+/* Weight types the f32 GEMM multiplies (F16, F32: the encoders'). */
+int mm_cuda_ftype_ok(enum mm_type t);
 
 /* Device memory. */
 int mm_cuda_alloc(struct mm_cuda *cu, size_t bytes, uint64_t *dev,
@@ -82,8 +84,11 @@ struct mm_cuda_mat {
 /*
  * Y_i[n][m_i] = X[n][k] . W_i[m_i][k]^T for nmat (1..4) matrices of the
  * same k with one input (decode: n == 1, the matrix-vector kernels; else
- * the int8 tiled GEMM with dp4a). X is copied to the device, quantized
- * there once per activation format, and each Y_i copied back.
+ * the int8 tiled GEMM with dp4a; F16/F32 weights: the f32 tiled GEMM,
+ * any k, one fmaf chain per output in k order). X is copied to the
+ * device, quantized there once per activation format (not for F16/F32),
+ * and each Y_i copied back. k must be a multiple of 32 (256 for Q4_K)
+ * when an int8 type is among the matrices.
  */
 int mm_cuda_matmul_n(struct mm_cuda *cu, const struct mm_cuda_mat *mats,
 		     int nmat, const float *X, int64_t k, int64_t n,
@@ -109,7 +114,8 @@ int mm_cuda_attn(struct mm_cuda *cu, const float *q, const uint16_t *kh,
 		 const uint16_t *vh, float *out, int n_head, int n_head_kv,
 		 int hd, int npos, char *err, size_t errlen);
 
-/* Times `iters` launches of the GEMM kernel of type t (m x k weights
+/* Times `iters` launches of the GEMM kernel of type t (int8 types or
+ * F16/F32; m x k weights
  * already on the device, n tokens) with device events; ms per launch. */
 int mm_cuda_bench_gemm(struct mm_cuda *cu, enum mm_type t, uint64_t W,
 		       int64_t m, int64_t k, int64_t n, int iters,

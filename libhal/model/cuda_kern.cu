@@ -340,6 +340,89 @@ GEMM(mm_gemm_q8_0, T_Q8_0)
 GEMM(mm_gemm_q4_0, T_Q4_0)
 GEMM(mm_gemm_q4_k, T_Q4_K)
 
+/* ---- f32 matrix-matrix for F16 / F32 weights (the encoders) -------------
+ * Y[n][m] = X[n][k] . W[m][k]^T in f32 (F16 weights converted exactly to
+ * f32): 64 weight rows x 64 tokens per block of 256 threads, 4 x 4
+ * outputs per thread, k in steps of 16 through shared memory, each
+ * output one fmaf chain in k order. Any m, n, k (edges padded with 0).
+ */
+#define FK 16
+
+__device__ __forceinline__ float ldw(const uint16_t *W, size_t i)
+{
+	return __half2float(__ushort_as_half(W[i]));
+}
+
+__device__ __forceinline__ float ldw(const float *W, size_t i)
+{
+	return W[i];
+}
+
+template <typename WT>
+__device__ __forceinline__ void gemm_f(const WT *W, const float *X, float *Y,
+				       int m, int n, int k)
+{
+	/* [kk][row]: a thread's 4 rows are adjacent (+1 pad per line) */
+	__shared__ float ws[FK][TM + 4], xs[FK][TN + 4];
+	const int t = threadIdx.x;
+	const int m0 = blockIdx.x * TM, n0 = blockIdx.y * TN;
+	const int ty = t / 16, tx = t % 16;
+	float acc[4][4] = { { 0 } };
+
+	for (int k0 = 0; k0 < k; k0 += FK) {
+		/* 64 x 16 of each: 1024 elements, 4 per thread; 16
+		 * consecutive threads read 16 consecutive k of one row */
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			const int e = t + 256 * i, r = e / FK, c = e % FK;
+			const int kc = k0 + c;
+
+			ws[c][r] = m0 + r < m && kc < k ?
+				   ldw(W, (size_t)(m0 + r) * k + kc) : 0.0f;
+			xs[c][r] = n0 + r < n && kc < k ?
+				   X[(size_t)(n0 + r) * k + kc] : 0.0f;
+		}
+		__syncthreads();
+#pragma unroll
+		for (int kk = 0; kk < FK; kk++) {
+			float a[4], b[4];
+
+#pragma unroll
+			for (int i = 0; i < 4; i++) {
+				a[i] = xs[kk][ty * 4 + i];
+				b[i] = ws[kk][tx * 4 + i];
+			}
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+		}
+		__syncthreads();
+	}
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			const int c = n0 + ty * 4 + i, r = m0 + tx * 4 + j;
+
+			if (r < m && c < n)
+				Y[(size_t)c * m + r] = acc[i][j];
+		}
+}
+
+extern "C" __global__ void mm_gemm_f16(const uint16_t *W, const float *X,
+				       float *Y, int m, int n, int k)
+{
+	gemm_f<uint16_t>(W, X, Y, m, n, k);
+}
+
+extern "C" __global__ void mm_gemm_f32(const float *W, const float *X,
+				       float *Y, int m, int n, int k)
+{
+	gemm_f<float>(W, X, Y, m, n, k);
+}
+
 /* ---- row operations --------------------------------------------------- */
 
 /* RMSNorm: a block of 256 per row; the sum of squares in double, as the

@@ -264,6 +264,12 @@ void mm_enc_matmul_w(struct mm_enc *s, const struct mm_mmproj_w *w,
 			s->cal_err = ret;
 		return;
 	}
+	if (s->dev) {
+		const struct mm_mv mv = { (enum mm_type)w->type, w->data, Y, m };
+
+		if (s->dev->matmul_n(s->dev, &mv, 1, X, k, n))
+			return;
+	}
 	mm_enc_matmul(s, (enum mm_type)w->type, w->data, X, Y, m, k, n);
 }
 
@@ -935,7 +941,8 @@ int mm_enc_block(struct mm_enc *s, const struct mm_mmproj_block *b, float *x,
 			{ (enum mm_type)b->v_w.type, b->v_w.data, w->v, e },
 		};
 
-		mm_matmul_n(s->ctx, mv, 3, w->big, e, n);
+		if (!s->dev || !s->dev->matmul_n(s->dev, mv, 3, w->big, e, n))
+			mm_matmul_n(s->ctx, mv, 3, w->big, e, n);
 		mm_enc_bias(s, &b->q_b, w->q, n, e);
 		mm_enc_bias(s, &b->k_b, w->k, n, e);
 		mm_enc_bias(s, &b->v_b, w->v, n, e);

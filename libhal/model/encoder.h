@@ -56,6 +56,19 @@ extern "C" {
 struct mm_ctx;
 struct mm_calib;
 
+/*
+ * A device the weight products of the dynamic mode may run on (the CUDA
+ * back end, cuda_enc.c). matmul_n: Y_i[n][m_i] = X[n][k] . W_i^T for
+ * mv[0..nmv) (the host weights of the file, looked up by address): 1 when
+ * the device computed every Y_i, 0 when the caller runs them on the CPU
+ * (a weight not on the device, or the device failed). Attention's
+ * products, the calibration modes, norms and activations stay on the CPU.
+ */
+struct mm_enc_dev {
+	int (*matmul_n)(const struct mm_enc_dev *d, const struct mm_mv *mv,
+			int nmv, const float *X, int64_t k, int64_t n);
+};
+
 struct mm_enc {
 	struct mm_ctx *ctx;
 	float *tmp;	/* 2 * wide floats: bias / norm vectors */
@@ -72,6 +85,7 @@ struct mm_enc {
 	char cal_blk[48];	/* the running block's name prefix ("v.blk.3.") */
 	float *cal_fw;		/* a dequantized weight (FLOAT, OBSERVE) */
 	size_t cal_fw_n;
+	const struct mm_enc_dev *dev;	/* NULL: the CPU only */
 };
 
 /*

@@ -47,6 +47,7 @@
 #include "mmhal_model.h"
 #include "audio.h"
 #include "calib.h"
+#include "cuda_enc.h"
 #include "gguf.h"
 #include "imgproc.h"
 #include "llama.h"
@@ -65,6 +66,8 @@ struct mmhal_mmproj {
 	uint64_t file_bytes;
 	/* idefics3 markers */
 	int32_t tok_fake, tok_global;
+	/* the encoders' back end (cuda_enc.h) */
+	struct mm_cuda_enc *cuda;
 	int32_t nl[8], nlnl[8];	/* "\n", "\n\n" in the model's vocab */
 	int n_nl, n_nlnl;
 	/* static int8 calibration (calib.h), NULL: dynamic */
@@ -225,6 +228,9 @@ MMHAL_API int mmhal_mmproj_load(const char *path,
 	if (ret)
 		goto fail;
 	ret = mm_mmproj_check_llm(mp->p, (uint32_t)mi.n_embd, err, errlen);
+	if (!ret)
+		ret = mm_cuda_enc_setup(&mp->cuda, mp->p, mp->params.backend,
+					err, errlen);
 	if (ret)
 		goto fail;
 	mp->path = strdup(path);
@@ -260,6 +266,7 @@ MMHAL_API int mmhal_mmproj_load(const char *path,
 	*out = mp;
 	return 0;
 fail:
+	mm_cuda_enc_free(mp->cuda);
 	mm_mmproj_free(mp->p);
 	free(mp->path);
 	free(mp);
@@ -271,6 +278,7 @@ MMHAL_API void mmhal_mmproj_free(struct mmhal_mmproj *proj)
 	if (!proj)
 		return;
 	mm_cal_free(proj->cal);
+	mm_cuda_enc_free(proj->cuda);
 	mm_mmproj_free(proj->p);
 	free(proj->path);
 	free(proj);
@@ -318,6 +326,10 @@ MMHAL_API int mmhal_mmproj_info(const struct mmhal_mmproj *proj,
 	}
 	i.n_embd = proj->n_embd;
 	i.file_bytes = proj->file_bytes;
+	snprintf(i.backend, sizeof(i.backend), "%s",
+		 mm_cuda_enc_backend(proj->cuda));
+	mm_cuda_enc_note(proj->cuda, i.backend_note, sizeof(i.backend_note));
+	mm_cuda_enc_counts(proj->cuda, &i.cuda_products, &i.cuda_failed);
 	return mm_info_out(out, &i, sizeof(i));
 }
 
@@ -615,8 +627,9 @@ MMHAL_API int mmhal_encode_image(const struct mmhal_mmproj *mp,
 		if (ret)
 			goto fail;
 		t0 = mm_api_ms();
-		ret = mm_vision_encode_cal(mp->p, mp->cal, mp->cal ?
-					   MM_CAL_STATIC : MM_CAL_DYNAMIC, px,
+		ret = mm_vision_encode_dev(mp->p, mp->cal, mp->cal ?
+					   MM_CAL_STATIC : MM_CAL_DYNAMIC,
+					   mm_cuda_enc_dev(mp->cuda), px,
 					   n_px, rows, n_out,
 					   mp->params.n_threads, err, errlen);
 		c->encode_ms += mm_api_ms() - t0;
@@ -716,8 +729,9 @@ MMHAL_API int mmhal_encode_audio(const struct mmhal_mmproj *mp,
 			goto out;
 		}
 		t0 = mm_api_ms();
-		ret = mm_audio_encode_cal(mp->p, mp->cal, mp->cal ?
-					  MM_CAL_STATIC : MM_CAL_DYNAMIC, win,
+		ret = mm_audio_encode_dev(mp->p, mp->cal, mp->cal ?
+					  MM_CAL_STATIC : MM_CAL_DYNAMIC,
+					  mm_cuda_enc_dev(mp->cuda), win,
 					  nf, rows,
 					  nt * mm_audio_n_embd_out(mp->p),
 					  mp->params.n_threads, err, errlen);

@@ -53,6 +53,15 @@ int mm_vision_encode_cal(const struct mm_mmproj *p, struct mm_calib *cal,
 			 float *out, size_t n_out, int n_threads, char *err,
 			 size_t errlen)
 {
+	return mm_vision_encode_dev(p, cal, mode, NULL, pixels, n_pixels, out,
+				    n_out, n_threads, err, errlen);
+}
+
+int mm_vision_encode_dev(const struct mm_mmproj *p, struct mm_calib *cal,
+			 int mode, const struct mm_enc_dev *dev,
+			 const float *pixels, size_t n_pixels, float *out,
+			 size_t n_out, int n_threads, char *err, size_t errlen)
+{
 	const struct mm_mmproj_vision *v = p ? mm_mmproj_vision(p) : NULL;
 	struct mm_enc s = { 0 };
 	int ret = 0;
@@ -107,6 +116,7 @@ int mm_vision_encode_cal(const struct mm_mmproj *p, struct mm_calib *cal,
 		return ret;
 	s.cal = cal;
 	s.cal_mode = mode;
+	s.dev = mode ? NULL : dev;
 	x = malloc((size_t)n * e * sizeof(float));
 	h = malloc((size_t)n * e * sizeof(float));
 	q = malloc((size_t)n * e * sizeof(float));

@@ -58,6 +58,16 @@ MM_MODEL_API int mm_vision_encode_cal(const struct mm_mmproj *p,
 				      const float *pixels, size_t n_pixels,
 				      float *out, size_t n_out, int n_threads,
 				      char *err, size_t errlen);
+/* mm_vision_encode_cal() with the weight products of the dynamic mode
+ * offered to a device first (encoder.h's struct mm_enc_dev; NULL: the
+ * CPU): the CUDA back end of mmhal_mmproj_load(). */
+struct mm_enc_dev;
+MM_MODEL_API int mm_vision_encode_dev(const struct mm_mmproj *p,
+				      struct mm_calib *cal, int mode,
+				      const struct mm_enc_dev *dev,
+				      const float *pixels, size_t n_pixels,
+				      float *out, size_t n_out, int n_threads,
+				      char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,7 @@ static const char *const kernels[] = {
 	"mm_quant_q8_0", "mm_quant_q8_k", "mm_gemv_q8_0", "mm_gemv_q4_0",
 	"mm_gemv_q4_k", "mm_gemm_q8_0", "mm_gemm_q4_0", "mm_gemm_q4_k",
 	"mm_rmsnorm", "mm_rope", "mm_softmax", "mm_attn_dec",
+	"mm_gemm_f16", "mm_gemm_f32",
 };
 
 static void test_ptx(const char *dir)
@@ -258,6 +259,183 @@ static void test_fallback(const char *model, const char *fake,
 	       "an unknown backend is refused: %s", r.err);
 }
 
+/* ---- the encoders (mmproj) ------------------------------------------- */
+
+struct prun {
+	int ret;
+	char err[256];
+	struct mmhal_mmproj_info info;
+	float *img, *aud;	/* the chunks' embedding rows */
+	size_t n_img, n_aud;	/* floats */
+};
+
+static void prun_free(struct prun *r)
+{
+	free(r->img);
+	free(r->aud);
+	memset(r, 0, sizeof(*r));
+}
+
+static float *chunk_rows(struct mmhal_chunk *c, size_t *n)
+{
+	struct mmhal_chunk_info ci = { .size = sizeof(ci) };
+	const float *e;
+	float *out;
+
+	*n = 0;
+	if (!c || mmhal_chunk_info(c, &ci) || !(e = mmhal_chunk_embd(c)))
+		return NULL;
+	*n = (size_t)ci.n_embd_rows * (size_t)ci.n_embd;
+	out = malloc(*n * sizeof(float) + 1);
+	if (out)
+		memcpy(out, e, *n * sizeof(float));
+	return out;
+}
+
+/* Loads proj for llm with the backend, encodes an RGB image and 1 s of
+ * audio. */
+static void run_proj(const struct mmhal_model *llm, const char *proj,
+		     int backend, struct prun *r)
+{
+	struct mmhal_mmproj_params pp = mmhal_mmproj_default_params();
+	struct mmhal_mmproj *p = NULL;
+	struct mmhal_chunk *c = NULL;
+	static uint8_t rgb[48 * 40 * 3];
+	static int16_t pcm[16000];
+	struct mmhal_image im = { .format = MMHAL_IMAGE_RGB24, .width = 48,
+				  .height = 40, .plane = { rgb },
+				  .stride = { 48 * 3 } };
+	struct mmhal_audio au = { .samples = pcm, .n_samples = 16000,
+				  .rate = 16000 };
+
+	memset(r, 0, sizeof(*r));
+	for (size_t i = 0; i < sizeof(rgb); i++)
+		rgb[i] = (uint8_t)(i * 37 + i / 97);
+	for (size_t i = 0; i < 16000; i++)
+		pcm[i] = (int16_t)(((i * 7919) % 20011) - 10005);
+	pp.n_threads = 2;
+	pp.audio_exact = 0;
+	pp.backend = backend;
+	r->ret = mmhal_mmproj_load(proj, llm, &pp, &p, r->err, sizeof(r->err));
+	if (r->ret)
+		return;
+	r->info.size = sizeof(r->info);
+	mmhal_mmproj_info(p, &r->info);
+	r->ret = mmhal_encode_image(p, &im, &c, r->err, sizeof(r->err));
+	r->img = chunk_rows(c, &r->n_img);
+	mmhal_chunk_free(c);
+	c = NULL;
+	if (!r->ret)
+		r->ret = mmhal_encode_audio(p, &au, &c, r->err, sizeof(r->err));
+	r->aud = chunk_rows(c, &r->n_aud);
+	mmhal_chunk_free(c);
+	if (!r->ret && (!r->img || !r->aud || !r->n_img || !r->n_aud))
+		r->ret = -EIO;
+	mmhal_mmproj_free(p);
+}
+
+static int same_rows(const struct prun *a, const struct prun *b)
+{
+	return a->n_img == b->n_img && a->n_aud == b->n_aud &&
+	       !memcmp(a->img, b->img, a->n_img * sizeof(float)) &&
+	       !memcmp(a->aud, b->aud, a->n_aud * sizeof(float));
+}
+
+/* The encoders' back end: params.backend auto falls back to the CPU with
+ * embeddings identical to backend cpu (F16 and Q8_0 weights: the f32 and
+ * int8 GEMM paths), cuda refuses the load, an unknown one is -EINVAL. */
+static void test_proj(const char *dir, const char *fake, const char *part)
+{
+	const struct fallback_case cases[] = {
+		{ "no driver library", "/nonexistent/libcuda.so.1", NULL,
+		  "cannot load the driver", -ENOENT },
+		{ "entry points missing", part, NULL, " has no cu", -ENOSYS },
+		{ "cuInit CUDA_ERROR_NO_DEVICE", fake, "nodev",
+		  "cuInit: CUDA_ERROR_NO_DEVICE", -ENODEV },
+		{ "a device below sm_80", fake, "old", "need sm_80", -ENODEV },
+	};
+	const struct fallback_case nobuild = {
+		"built without CUDA", fake, NULL, "built without CUDA",
+		-ENOTSUP
+	};
+	const int nc = MM_TEST_BUILT ? 4 : 1;
+	const uint32_t types[2] = { 1 /* F16 */, 8 /* Q8_0 */ };
+	struct mm_gen_params gp = { .shape = "tiny", .tokenizer = "smolvlm",
+				    .type = 0, .seed = 3 };
+	struct mm_gen_mmproj_params mp = { .vision = "tiny", .audio = "tiny",
+					   .seed = 4 };
+	struct mmhal_model *llm = NULL;
+	char llm_path[600], proj[600], err[256] = "";
+	static struct prun cpu, r;
+	int ret;
+
+	snprintf(llm_path, sizeof(llm_path), "%s/tiny-smolvlm.gguf", dir);
+	ret = mm_gen_model(&gp, llm_path, err, sizeof(err));
+	if (!ret)
+		ret = mmhal_model_load(llm_path, NULL, &llm, err, sizeof(err));
+	if (!tap_ok(!ret, "tiny LLM (smolvlm vocabulary) for the mmproj%s%s",
+		    ret ? ": " : "", ret ? err : ""))
+		goto out;
+	for (int t = 0; t < 2; t++) {
+		const char *tn = types[t] == 1 ? "f16" : "q8_0";
+
+		snprintf(proj, sizeof(proj), "%s/mmproj-%s.gguf", dir, tn);
+		mp.type = types[t];
+		ret = mm_gen_mmproj(&mp, proj, err, sizeof(err));
+		if (!tap_ok(!ret, "tiny vision+audio mmproj at %s%s%s", tn,
+			    ret ? ": " : "", ret ? err : ""))
+			continue;
+		unsetenv("MMHAL_FAKE_CUDA");
+		run_proj(llm, proj, MMHAL_BACKEND_CPU, &cpu);
+		tap_ok(cpu.ret == 0 && !strcmp(cpu.info.backend, "cpu") &&
+		       !strcmp(cpu.info.backend_note, "backend cpu requested") &&
+		       cpu.info.cuda_products == 0,
+		       "%s: mmproj backend cpu: encodes, info says cpu (%d %s: %s)",
+		       tn, cpu.ret, cpu.info.backend,
+		       cpu.ret ? cpu.err : cpu.info.backend_note);
+		for (int i = 0; i < nc && !cpu.ret; i++) {
+			const struct fallback_case *c = MM_TEST_BUILT ?
+				&cases[i] : &nobuild;
+
+			setenv("MMHAL_CUDA_LIB", c->lib, 1);
+			if (c->mode)
+				setenv("MMHAL_FAKE_CUDA", c->mode, 1);
+			else
+				unsetenv("MMHAL_FAKE_CUDA");
+			run_proj(llm, proj, MMHAL_BACKEND_AUTO, &r);
+			tap_ok(r.ret == 0 && !strcmp(r.info.backend, "cpu") &&
+			       strstr(r.info.backend_note, c->why) &&
+			       r.info.cuda_products == 0,
+			       "%s, %s: mmproj backend auto runs the cpu, info says why (%s)",
+			       tn, c->name, r.ret ? r.err : r.info.backend_note);
+			tap_ok(r.ret == 0 && same_rows(&r, &cpu),
+			       "%s, %s: image and audio embeddings identical to backend cpu (%zu + %zu floats)",
+			       tn, c->name, r.n_img, r.n_aud);
+			prun_free(&r);
+			run_proj(llm, proj, MMHAL_BACKEND_CUDA, &r);
+			tap_ok(r.ret == c->err && !strncmp(r.err, "cuda: ", 6) &&
+			       strstr(r.err, c->why) &&
+			       strstr(r.err, "(backend cuda requested)"),
+			       "%s, %s: mmproj backend cuda refuses the load: %d %s",
+			       tn, c->name, r.ret, r.err);
+			prun_free(&r);
+		}
+		prun_free(&cpu);
+		if (t == 0) {
+			run_proj(llm, proj, 3, &r);
+			tap_ok(r.ret == -EINVAL &&
+			       strstr(r.err, "params.backend 3"),
+			       "mmproj: an unknown backend is refused: %s",
+			       r.err);
+			prun_free(&r);
+		}
+		unlink(proj);
+	}
+out:
+	mmhal_model_free(llm);
+	unlink(llm_path);
+}
+
 static void test_fence(void)
 {
 	int fds[2];
@@ -311,6 +489,7 @@ int main(int argc, char **argv)
 		   "test model generated (%s)", err))
 		test_fallback(path, fake, part);
 	unlink(path);
+	test_proj(model, fake, part);
 	rmdir(model);
 	return tap_done("cuda");
 }
