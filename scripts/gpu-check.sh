@@ -12,7 +12,8 @@
 #   scripts/gpu-check.sh [OUTDIR]      (default build/gpu)
 #
 # Environment: CUDA_HOME (/usr/local/cuda), PEAK_TOPS and PEAK_GBS (the
-# GPU's dense int8 tensor peak and memory bandwidth; known for H100/H200).
+# GPU's dense int8 tensor peak and memory bandwidth; known for H100/H200),
+# PEAK_F16 (dense F16 tensor TFLOP/s, default 989: H100/H200 SXM).
 # Exit: 0 passed, 1 failed, 77 no usable GPU here (nothing run).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,9 +38,9 @@ ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' ||
 
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 case "$name" in
-*H200*) tops=${PEAK_TOPS:-1979}; gbs=${PEAK_GBS:-4800} ;;
-*H100*) tops=${PEAK_TOPS:-1979}; gbs=${PEAK_GBS:-3350} ;;
-*) tops=${PEAK_TOPS:-}; gbs=${PEAK_GBS:-} ;;
+*H200*) tops=${PEAK_TOPS:-1979}; gbs=${PEAK_GBS:-4800}; f16=${PEAK_F16:-989} ;;
+*H100*) tops=${PEAK_TOPS:-1979}; gbs=${PEAK_GBS:-3350}; f16=${PEAK_F16:-989} ;;
+*) tops=${PEAK_TOPS:-}; gbs=${PEAK_GBS:-}; f16=${PEAK_F16:-989} ;;
 esac
 echo "# gpu: ${name:-unknown} (int8 peak ${tops:-?} TOPS, ${gbs:-?} GB/s)"
 if [ -z "$tops" ] || [ -z "$gbs" ]; then
@@ -73,7 +74,7 @@ for q in q8_0 q4_k; do
 	log=$OUT/cuda_gpu.$q.log
 	echo "# cuda_gpu with the $q model"
 	timeout 300 "$M/cuda/opt/cuda_gpu" -m "$OUT/models/smollm2-$q.gguf" \
-		-P "$tops" -B "$gbs" > "$log" 2>&1
+		-P "$tops" -B "$gbs" -F "$f16" > "$log" 2>&1
 	rc=$?
 	[ $rc = 77 ] && { cat "$log"; refuse "the back end found no usable device"; }
 	grep -E '^(not ok|# |BENCH)' "$log"

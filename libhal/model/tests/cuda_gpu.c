@@ -15,12 +15,21 @@
  *   rope             absolute 1e-4 (angles up to pos * 1 rad)
  *   attention        |gpu - ref| <= 1e-4 * max|ref| (double reference)
  *   decoder logits   |cuda - cpu| <= 2e-2 of the logits' range
+ *   f16/f32 gemm     as the matrix products (f32 fmaf chains in another
+ *                    order than the CPU's; k 1000 and 1152, edges of the
+ *                    64 x 64 tiles)
+ *   encoders         mmproj backend cuda vs cpu (tiny vision + audio,
+ *                    F16 and Q8_0 weights): image and audio embeddings
+ *                    |cuda - cpu| <= 1e-3 (F16) / 2e-2 (Q8_0) of max|cpu|
  * Bench: the int8 GEMM (Q8_0 weights x Q8_0 activations, dp4a) in TOPS
  * as a fraction of PEAK_TOPS (default: 1979, the H100/H200 SXM dense int8
  * tensor peak), cuBLASLt's int8 GEMM (dlopen libcublasLt.so) on the same
  * shape when present, and decode tokens/s of MODEL (backend cuda) against
  * the roofline weight_bytes_per_token / PEAK_GBS (default 4800, H200
- * HBM3e). -n: the kernel tests only.
+ * HBM3e). The encoders' f32 GEMM (F16 weights, 4304 x 1152 x 1024,
+ * SigLIP's FFN) in TFLOP/s as a fraction of PEAK_F16 (-F, default 989,
+ * the H100/H200 SXM dense F16 tensor peak: the kernel uses f32 FMA, not
+ * the tensor cores). -n: the kernel tests only.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -32,6 +41,7 @@
 #include <unistd.h>
 
 #include "cuda_be.h"
+#include "gen.h"
 #include "mmhal_model.h"
 #include "quant.h"
 #include "tap.h"
@@ -367,17 +377,171 @@ static void bench_gemm(struct mm_cuda *cu, double peak_tops)
 	free(W), free(row);
 }
 
+/* ---- the encoders --------------------------------------------------- */
+
+struct enc_run {
+	int ret;
+	char err[256];
+	struct mmhal_mmproj_info info;
+	float *e[2];	/* image, audio embedding rows */
+	size_t n[2];
+};
+
+static float *rows_of(struct mmhal_chunk *c, size_t *n)
+{
+	struct mmhal_chunk_info ci = { .size = sizeof(ci) };
+	const float *e;
+	float *o;
+
+	*n = 0;
+	if (!c || mmhal_chunk_info(c, &ci) || !(e = mmhal_chunk_embd(c)))
+		return NULL;
+	*n = (size_t)ci.n_embd_rows * ci.n_embd;
+	o = malloc(*n * sizeof(float) + 1);
+	if (o)
+		memcpy(o, e, *n * sizeof(float));
+	return o;
+}
+
+static void enc_run(const struct mmhal_model *llm, const char *proj,
+		    int backend, struct enc_run *r)
+{
+	struct mmhal_mmproj_params pp = mmhal_mmproj_default_params();
+	static uint8_t rgb[64 * 48 * 3];
+	static int16_t pcm[32000];
+	struct mmhal_image im = { .format = MMHAL_IMAGE_RGB24, .width = 64,
+				  .height = 48, .plane = { rgb },
+				  .stride = { 64 * 3 } };
+	struct mmhal_audio au = { .samples = pcm, .n_samples = 32000,
+				  .rate = 16000 };
+	struct mmhal_mmproj *p = NULL;
+	struct mmhal_chunk *c = NULL;
+
+	memset(r, 0, sizeof(*r));
+	for (size_t i = 0; i < sizeof(rgb); i++)
+		rgb[i] = (uint8_t)(i * 37 + i / 97);
+	for (size_t i = 0; i < 32000; i++)
+		pcm[i] = (int16_t)(((i * 7919) % 20011) - 10005);
+	pp.backend = backend;
+	r->ret = mmhal_mmproj_load(proj, llm, &pp, &p, r->err, sizeof(r->err));
+	if (r->ret)
+		return;
+	r->ret = mmhal_encode_image(p, &im, &c, r->err, sizeof(r->err));
+	r->e[0] = rows_of(c, &r->n[0]);
+	mmhal_chunk_free(c);
+	c = NULL;
+	if (!r->ret)
+		r->ret = mmhal_encode_audio(p, &au, &c, r->err, sizeof(r->err));
+	r->e[1] = rows_of(c, &r->n[1]);
+	mmhal_chunk_free(c);
+	r->info.size = sizeof(r->info);
+	mmhal_mmproj_info(p, &r->info);
+	mmhal_mmproj_free(p);
+}
+
+static void test_encoders(void)
+{
+	char dir[] = "/tmp/mmhal-cuda-gpu-XXXXXX", lp[600], pp[600];
+	char err[256] = "";
+	struct mm_gen_params gp = { .shape = "tiny", .tokenizer = "smolvlm",
+				    .type = 0, .seed = 3 };
+	struct mm_gen_mmproj_params mp = { .vision = "tiny", .audio = "tiny",
+					   .seed = 4 };
+	static const uint32_t types[2] = { MM_TYPE_F16, MM_TYPE_Q8_0 };
+	struct mmhal_model *llm = NULL;
+	static struct enc_run cpu, gpu;
+	int ret;
+
+	if (!mkdtemp(dir))
+		return;
+	snprintf(lp, sizeof(lp), "%s/llm.gguf", dir);
+	ret = mm_gen_model(&gp, lp, err, sizeof(err));
+	if (!ret)
+		ret = mmhal_model_load(lp, NULL, &llm, err, sizeof(err));
+	if (!tap_ok(!ret, "encoders: tiny LLM %s", err))
+		goto out;
+	for (int t = 0; t < 2; t++) {
+		const double tol = types[t] == MM_TYPE_F16 ? 1e-3 : 2e-2;
+
+		snprintf(pp, sizeof(pp), "%s/mmproj-%d.gguf", dir, t);
+		mp.type = types[t];
+		if (!tap_ok(!mm_gen_mmproj(&mp, pp, err, sizeof(err)),
+			    "encoders: tiny mmproj %s %s",
+			    mm_type_name(types[t]), err))
+			continue;
+		enc_run(llm, pp, MMHAL_BACKEND_CPU, &cpu);
+		enc_run(llm, pp, MMHAL_BACKEND_CUDA, &gpu);
+		tap_ok(!gpu.ret && !strcmp(gpu.info.backend, "cuda") &&
+		       gpu.info.cuda_products > 0 && !gpu.info.cuda_failed,
+		       "encoders %s: backend cuda: %s (%llu products on the device, %llu failed) %s",
+		       mm_type_name(types[t]), gpu.info.backend_note,
+		       (unsigned long long)gpu.info.cuda_products,
+		       (unsigned long long)gpu.info.cuda_failed, gpu.err);
+		for (int j = 0; j < 2; j++) {
+			double mx = 0, md = 0;
+			int ok = !cpu.ret && !gpu.ret && cpu.e[j] && gpu.e[j] &&
+				 cpu.n[j] == gpu.n[j] && cpu.n[j];
+
+			for (size_t i = 0; ok && i < cpu.n[j]; i++) {
+				mx = fmax(mx, fabs(cpu.e[j][i]));
+				md = fmax(md, fabs((double)gpu.e[j][i] - cpu.e[j][i]));
+			}
+			tap_ok(ok && md <= tol * mx,
+			       "encoders %s %s: max |cuda - cpu| %.3g of max %.3g (limit %.0e of it)",
+			       mm_type_name(types[t]), j ? "audio" : "image",
+			       md, mx, tol);
+		}
+		for (int j = 0; j < 2; j++) {
+			free(cpu.e[j]);
+			free(gpu.e[j]);
+		}
+		unlink(pp);
+	}
+out:
+	mmhal_model_free(llm);
+	unlink(lp);
+	rmdir(dir);
+}
+
+static void bench_fgemm(struct mm_cuda *cu, double peak_f16)
+{
+	const int64_t m = 4304, k = 1152, n = 1024;
+	uint16_t *W = malloc(m * k * sizeof(uint16_t));
+	uint64_t dev = 0;
+	char err[256] = "";
+	double ms;
+
+	for (int64_t i = 0; i < m * k; i++)
+		W[i] = mm_f32_to_f16(frand());
+	if (mm_cuda_alloc(cu, m * k * 2, &dev, err, sizeof(err)) ||
+	    mm_cuda_put(cu, dev, W, m * k * 2, err, sizeof(err)) ||
+	    mm_cuda_bench_gemm(cu, MM_TYPE_F16, dev, m, k, n, 20, &ms, err,
+			       sizeof(err))) {
+		printf("# bench f16: %s\n", err);
+	} else {
+		const double tf = 2.0 * m * n * k / (ms * 1e-3) / 1e12;
+
+		printf("BENCH encoder gemm f16 weights %lldx%lldx%lld (f32 fma): %.3f ms, %.2f TFLOP/s = %.2f%% of %.0f TFLOP/s f16 peak\n",
+		       (long long)m, (long long)k, (long long)n, ms, tf,
+		       100 * tf / peak_f16, peak_f16);
+	}
+	mm_cuda_free(cu, dev);
+	free(W);
+}
+
 int main(int argc, char **argv)
 {
 	const char *model = NULL;
-	double peak_tops = 1979, peak_gbs = 4800;
+	double peak_tops = 1979, peak_gbs = 4800, peak_f16 = 989;
 	int kernels_only = 0, opt, ret;
 	struct mm_cuda *cu = NULL;
 	struct mm_ctx *mm = NULL;
 	char err[256] = "";
 
-	while ((opt = getopt(argc, argv, "m:P:B:n")) != -1) {
-		if (opt == 'm')
+	while ((opt = getopt(argc, argv, "m:P:B:F:n")) != -1) {
+		if (opt == 'F')
+			peak_f16 = atof(optarg);
+		else if (opt == 'm')
 			model = optarg;
 		else if (opt == 'P')
 			peak_tops = atof(optarg);
@@ -406,10 +570,17 @@ int main(int argc, char **argv)
 			test_matmul(cu, mm, ts[i], 1031, 2048, 77);
 			test_matmul(cu, mm, ts[i], 576, 1536, 512);
 		}
+		/* the encoders' f32 GEMM: any k, tile edges */
+		test_matmul(cu, mm, MM_TYPE_F16, 1031, 1000, 77);
+		test_matmul(cu, mm, MM_TYPE_F16, 768, 1152, 729);
+		test_matmul(cu, mm, MM_TYPE_F32, 1031, 1000, 77);
+		test_matmul(cu, mm, MM_TYPE_F32, 64, 1152, 2);
 	}
 	test_rows(cu);
+	test_encoders();
 	if (!kernels_only) {
 		bench_gemm(cu, peak_tops);
+		bench_fgemm(cu, peak_f16);
 		if (model)
 			test_model(model, peak_gbs);
 	}

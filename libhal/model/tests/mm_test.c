@@ -566,9 +566,9 @@ static void test_info_params(void)
 	tap_ok(ret == -EINVAL && !p && strstr(err, "size"),
 	       "params: size 2 rejected: \"%s\"", err);
 	pp = mmhal_mmproj_default_params();
-	pp.reserved[3] = 1;
+	pp.reserved[2] = 1;
 	ret = mmhal_mmproj_load(proj_path[0], m, &pp, &p, err, sizeof(err));
-	tap_ok(ret == -EINVAL && !p && strstr(err, "reserved[3]"),
+	tap_ok(ret == -EINVAL && !p && strstr(err, "reserved[2]"),
 	       "params: non-zero reserved field rejected: \"%s\"", err);
 	pp = mmhal_mmproj_default_params();
 	pp.size += 4;
