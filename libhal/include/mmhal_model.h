@@ -784,6 +784,26 @@ struct mmhal_audio {
 };
 
 /**
+ * mmhal_mmproj_map_frames() / mmhal_mmproj_unmap_frames() - frames live in
+ * a mapping
+ * @addr, @bytes: a mapping (an mmedge buffer's mmhal_buf_map()) whose
+ *   frames mmhal_encode_image() is given, and which stays mapped until
+ *   unmap_frames() is called for it (before the buffer is freed).
+ *
+ * With the CUDA back end, the mapping is registered with the driver once
+ * and the GPU reads those frames in place (preprocessing and the patch
+ * embedding of the overview image on the device); the CPU back end keeps
+ * nothing. The caller orders the frame's writes before the encode (a
+ * dequeued frame, mmhal_buf_begin_cpu()).
+ *
+ * Return: 0, -EINVAL, -ENOSPC (32 mappings already declared).
+ */
+MMHAL_API int mmhal_mmproj_map_frames(const struct mmhal_mmproj *proj,
+				      const void *addr, size_t bytes);
+MMHAL_API void mmhal_mmproj_unmap_frames(const struct mmhal_mmproj *proj,
+					 const void *addr, size_t bytes);
+
+/**
  * mmhal_encode_image() / mmhal_encode_audio() - encode media into a chunk
  *
  * The input is read in place (no copy of the frame or the PCM), converted

@@ -249,6 +249,14 @@ int mm_cuda_host_unregister(struct mm_cuda *cu, void *addr, char *err,
 	return mm_cuda_off(err, errlen);
 }
 
+int mm_cuda_image(struct mm_cuda *cu, const struct mm_cuda_frame *f,
+		  float *pixels, float *unfold, const struct mm_cuda_mat *patch,
+		  char *err, size_t errlen)
+{
+	(void)cu; (void)f; (void)pixels; (void)unfold; (void)patch;
+	return mm_cuda_off(err, errlen);
+}
+
 #else /* MM_CUDA_ON */
 
 #include <cuda.h>	/* types and enums only */
@@ -301,7 +309,8 @@ int mm_cuda_host_unregister(struct mm_cuda *cu, void *addr, char *err,
 	X(gemv_q8_0) X(gemv_q4_0) X(gemv_q4_k)				\
 	X(gemm_q8_0) X(gemm_q4_0) X(gemm_q4_k)				\
 	X(gemm_f16) X(gemm_f32)						\
-	X(rmsnorm) X(rope) X(softmax) X(attn_dec)
+	X(rmsnorm) X(rope) X(softmax) X(attn_dec)			\
+	X(pre_overview) X(im2col)
 
 struct mm_cu_api {
 #define MM_CU_FIELD(f, sym, args) CUresult (*f) args;
@@ -329,7 +338,7 @@ struct mm_cuda {
 #undef MM_CU_KFIELD
 	} k;
 	pthread_mutex_t lock;
-	struct mm_cu_buf x, q, d, s, y;
+	struct mm_cu_buf x, q, d, s, y, px;
 	char desc[160];
 };
 
@@ -503,6 +512,7 @@ void mm_cuda_close(struct mm_cuda *cu)
 		mm_cu_buf_free(cu, &cu->d);
 		mm_cu_buf_free(cu, &cu->s);
 		mm_cu_buf_free(cu, &cu->y);
+		mm_cu_buf_free(cu, &cu->px);
 		if (cu->st)
 			cu->f.StreamDestroy(cu->st);
 		if (cu->mod)
@@ -733,7 +743,8 @@ static int mm_cu_matmul_locked(struct mm_cuda *cu,
 				    errlen);
 	if (!ret)
 		ret = mm_cu_reserve(cu, &cu->y, ytot, err, errlen);
-	if (!ret)
+	/* X NULL: cu->x already holds the input (mm_cuda_image()) */
+	if (!ret && X)
 		ret = mm_cu_put_locked(cu, cu->x.p, X, n * k * sizeof(float),
 				       err, errlen);
 	/* each activation form once, then its matrices */
@@ -1026,6 +1037,99 @@ int mm_cuda_host_unregister(struct mm_cuda *cu, void *addr, char *err,
 			ret = mm_cu_fail(cu, "cuMemHostUnregister", r, err,
 					 errlen);
 	}
+	pthread_mutex_unlock(&cu->lock);
+	return ret;
+}
+
+
+/* Checks a frame description against the geometry the kernels assume. */
+static int mm_cu_frame_ok(const struct mm_cuda_frame *f, char *err,
+			  size_t errlen)
+{
+	const uint32_t s = f->s;
+
+	if (f->fmt < 0 || f->fmt > 2 || !f->plane[0] ||
+	    (f->fmt == 2 && !f->plane[1]) || !f->w || !f->h ||
+	    f->w > 65536 || f->h > 65536 || !s || s > 8192 ||
+	    f->stride[0] < (uint64_t)f->w * (f->fmt == 1 ? 3 : 1) ||
+	    f->stride[0] > INT32_MAX ||
+	    (f->fmt == 2 && (f->stride[1] < f->w || f->stride[1] > INT32_MAX ||
+			     ((f->w | f->h) & 1))) ||
+	    (f->same && (f->w != s || f->h != s)) ||
+	    (!f->same && (!f->cw || !f->ch || f->cx + f->cw > s ||
+			  f->cy + f->ch > s)) ||
+	    !f->P || s % f->P || !(f->std[0] > 0) || !(f->std[1] > 0) ||
+	    !(f->std[2] > 0))
+		return mm_errf(-EINVAL, err, errlen,
+			       "cuda: bad frame (format %d, %ux%u, image %u, patch %u)",
+			       f->fmt, f->w, f->h, s, f->P);
+	return 0;
+}
+
+int mm_cuda_image(struct mm_cuda *cu, const struct mm_cuda_frame *f,
+		  float *pixels, float *unfold, const struct mm_cuda_mat *patch,
+		  char *err, size_t errlen)
+{
+	const int64_t s = f->s, P = f->P ? f->P : 1, side = s / P;
+	const int64_t np = side * side, kp = 3 * P * P;
+	const size_t npx = 3 * (size_t)s * s;
+	int ret = mm_cu_frame_ok(f, err, errlen);
+
+	if (ret)
+		return ret;
+	if (patch && (!mm_cuda_ftype_ok(patch->t) || !patch->dev ||
+		      patch->m < 1 || patch->m > INT32_MAX))
+		return mm_errf(-EINVAL, err, errlen,
+			       "cuda: no f32 kernel for a %s patch embedding",
+			       mm_type_name(patch->t));
+	pthread_mutex_lock(&cu->lock);
+	ret = mm_cu_enter(cu, err, errlen);
+	if (!ret)
+		ret = mm_cu_reserve(cu, &cu->px, npx * sizeof(float), err,
+				    errlen);
+	if (!ret) {
+		CUdeviceptr p0 = f->plane[0], p1 = f->plane[1], o = cu->px.p;
+		long long st0 = (long long)f->stride[0];
+		long long st1 = (long long)f->stride[1];
+		int fmt = f->fmt, w = (int)f->w, h = (int)f->h, is = (int)s;
+		int same = f->same, cx = (int)f->cx, cy = (int)f->cy;
+		int cw = (int)f->cw, ch = (int)f->ch;
+		int pad = f->pad[0] | f->pad[1] << 8 | f->pad[2] << 16;
+		float xr = f->xr, yr = f->yr;
+		float m0 = f->mean[0], m1 = f->mean[1], m2 = f->mean[2];
+		float d0 = f->std[0], d1 = f->std[1], d2 = f->std[2];
+		void *args[] = { &p0, &p1, &st0, &st1, &fmt, &w, &h, &is,
+				 &same, &cx, &cy, &cw, &ch, &xr, &yr, &m0,
+				 &m1, &m2, &d0, &d1, &d2, &pad, &o };
+
+		ret = mm_cu_launch(cu, cu->k.pre_overview, "mm_pre_overview",
+				   (unsigned)((s * s + 255) / 256), 1, 256, 0,
+				   args, err, errlen);
+	}
+	if (!ret && pixels)
+		ret = mm_cu_get_locked(cu, pixels, cu->px.p,
+				       npx * sizeof(float), err, errlen);
+	if (!ret && (unfold || patch)) {
+		ret = mm_cu_reserve(cu, &cu->x, np * kp * sizeof(float), err,
+				    errlen);
+		if (!ret) {
+			CUdeviceptr px = cu->px.p, u = cu->x.p;
+			int is = (int)s, ip = (int)P;
+			void *args[] = { &px, &u, &is, &ip };
+
+			ret = mm_cu_launch(cu, cu->k.im2col, "mm_im2col",
+					   (unsigned)((np * kp + 255) / 256),
+					   1, 256, 0, args, err, errlen);
+		}
+	}
+	if (!ret && unfold)
+		ret = mm_cu_get_locked(cu, unfold, cu->x.p,
+				       np * kp * sizeof(float), err, errlen);
+	if (!ret && patch)	/* the GEMM reads cu->x in place */
+		ret = mm_cu_matmul_locked(cu, patch, 1, NULL, kp, np, err,
+					  errlen);
+	else if (!ret)
+		ret = mm_cu_sync(cu, err, errlen);
 	pthread_mutex_unlock(&cu->lock);
 	return ret;
 }

@@ -139,4 +139,39 @@ int mm_cuda_host_unregister(struct mm_cuda *cu, void *addr, char *err,
 int mm_cuda_fence_wait(int fence_fd, int timeout_ms, char *err,
 		       size_t errlen);
 
+/*
+ * A frame for the device preprocessing: its planes' device addresses
+ * (mm_cuda_host_register() of the frame's mapping), the overview's
+ * geometry as imgproc.c's mm_image_plan() gives it, and the mmproj's
+ * normalization. fmt: 0 GREY, 1 RGB24, 2 NV12 (BT.601 limited range).
+ */
+struct mm_cuda_frame {
+	int fmt;
+	uint32_t w, h;
+	uint64_t plane[2];
+	uint64_t stride[2];
+	uint32_t s;		/* image_size: the output is 3 x s x s */
+	uint32_t P;		/* patch_size (im2col) */
+	int same;		/* the frame is s x s: taken as is */
+	uint32_t cx, cy, cw, ch;	/* content box (bilinear) */
+	float xr, yr;		/* (w - 1) / cw, (h - 1) / ch, in float */
+	uint8_t pad[3];		/* pad colour (LLaVA) */
+	float mean[3], std[3];
+};
+
+/*
+ * mm_cuda_image() - the overview image of a frame on the device
+ * (imgproc.c's per-pixel conversion and bilinear rule, same rounding),
+ * optionally its im2col and the patch embedding's product:
+ * @pixels: NULL, or 3 x s x s floats, the normalized image (host);
+ * @unfold: NULL, or (s/P)^2 x 3P^2 floats, the im2col (host);
+ * @patch: NULL, or the patch weight (F16/F32, m rows of 3P^2): Y =
+ *   unfold . W^T into patch->y ((s/P)^2 x m), the GEMM reading the
+ *   device im2col in place.
+ * Return: 0, -EINVAL a bad frame or weight, the driver's error.
+ */
+int mm_cuda_image(struct mm_cuda *cu, const struct mm_cuda_frame *f,
+		  float *pixels, float *unfold, const struct mm_cuda_mat *patch,
+		  char *err, size_t errlen);
+
 #endif /* MM_CUDA_BE_H */

@@ -25,6 +25,7 @@
 #include "cuda_enc.h"
 #include "encoder.h"
 #include "gguf.h"
+#include "imgproc.h"
 #include "mmhal_model.h"
 #include "mmproj.h"
 
@@ -36,8 +37,22 @@ struct mm_ce_w {
 	uint64_t dev;
 };
 
+/* A frame mapping (mmhal_mmproj_map_frames()): registered with the
+ * driver at its first frame (reg 1; -1 the registration failed, not
+ * retried), unregistered at mmhal_mmproj_unmap_frames() or the free. */
+struct mm_ce_map {
+	uintptr_t addr;
+	size_t bytes;
+	uint64_t dev;
+	int reg;
+};
+
+#define MM_CE_MAPS 32
+
 struct mm_cuda_enc {
 	struct mm_enc_dev dev;	/* first: container of the callback's arg */
+	struct mm_ce_map maps[MM_CE_MAPS];	/* under lock */
+	int n_maps;
 	struct mm_cuda *cu;	/* NULL: the CPU */
 	struct mm_ce_w *w;	/* sorted by host */
 	int n, cap;
@@ -257,6 +272,7 @@ void mm_cuda_enc_free(struct mm_cuda_enc *ce)
 {
 	if (!ce)
 		return;
+	mm_cuda_enc_unmap(ce, NULL, SIZE_MAX);
 	mm_ce_release(ce);
 	pthread_mutex_destroy(&ce->lock);
 	free(ce);
@@ -292,4 +308,161 @@ void mm_cuda_enc_counts(const struct mm_cuda_enc *ce, uint64_t *dev,
 {
 	*dev = ce ? __atomic_load_n(&ce->n_dev, __ATOMIC_RELAXED) : 0;
 	*failed = ce ? __atomic_load_n(&ce->n_failed, __ATOMIC_RELAXED) : 0;
+}
+
+/* ---- frames read in place ---------------------------------------------- */
+
+static void mm_ce_fail(struct mm_cuda_enc *ce, const char *msg)
+{
+	__atomic_add_fetch(&ce->n_failed, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&ce->lock);
+	snprintf(ce->last_err, sizeof(ce->last_err), "%s", msg);
+	pthread_mutex_unlock(&ce->lock);
+}
+
+int mm_cuda_enc_map(struct mm_cuda_enc *ce, const void *addr, size_t bytes)
+{
+	const uintptr_t a = (uintptr_t)addr;
+	int ret = 0;
+
+	if (!ce || !ce->cu)
+		return 0;
+	if (!addr || !bytes || a + bytes < a)
+		return -EINVAL;
+	pthread_mutex_lock(&ce->lock);
+	for (int i = 0; i < ce->n_maps; i++)
+		if (ce->maps[i].addr == a && ce->maps[i].bytes == bytes)
+			goto out;
+	if (ce->n_maps == MM_CE_MAPS) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	ce->maps[ce->n_maps++] = (struct mm_ce_map){ .addr = a,
+						     .bytes = bytes };
+out:
+	pthread_mutex_unlock(&ce->lock);
+	return ret;
+}
+
+void mm_cuda_enc_unmap(struct mm_cuda_enc *ce, const void *addr,
+		       size_t bytes)
+{
+	const uintptr_t a = (uintptr_t)addr;
+	const uintptr_t e = a + bytes < a ? UINTPTR_MAX : a + bytes;
+	char msg[160];
+
+	if (!ce)
+		return;
+	pthread_mutex_lock(&ce->lock);
+	for (int i = 0; i < ce->n_maps;) {
+		struct mm_ce_map *m = &ce->maps[i];
+
+		/* any mapping overlapping [addr, addr + bytes) */
+		if (m->addr >= e || m->addr + m->bytes <= a) {
+			i++;
+			continue;
+		}
+		if (m->reg == 1 && ce->cu &&
+		    mm_cuda_host_unregister(ce->cu, (void *)m->addr, msg,
+					    sizeof(msg)))
+			snprintf(ce->last_err, sizeof(ce->last_err), "%s", msg);
+		*m = ce->maps[--ce->n_maps];
+	}
+	pthread_mutex_unlock(&ce->lock);
+}
+
+/* The device address of host address lo, [lo, hi) lying in a declared
+ * mapping, registered at its first use; 0: in none, or not registered. */
+static uint64_t mm_ce_devaddr(struct mm_cuda_enc *ce, uintptr_t lo,
+			      uintptr_t hi)
+{
+	char msg[160];
+	uint64_t dev = 0;
+
+	pthread_mutex_lock(&ce->lock);
+	for (int i = 0; i < ce->n_maps; i++) {
+		struct mm_ce_map *m = &ce->maps[i];
+
+		if (lo < m->addr || hi > m->addr + m->bytes)
+			continue;
+		if (!m->reg) {
+			m->reg = mm_cuda_host_register(ce->cu, (void *)m->addr,
+						       m->bytes, &m->dev, msg,
+						       sizeof(msg)) ? -1 : 1;
+			if (m->reg < 0) {
+				__atomic_add_fetch(&ce->n_failed, 1,
+						   __ATOMIC_RELAXED);
+				snprintf(ce->last_err, sizeof(ce->last_err),
+					 "%s", msg);
+			}
+		}
+		if (m->reg == 1)
+			dev = m->dev + (lo - m->addr);
+		break;
+	}
+	pthread_mutex_unlock(&ce->lock);
+	return dev;
+}
+
+int mm_cuda_enc_image(struct mm_cuda_enc *ce, const struct mm_mmproj *p,
+		      const struct mm_image *im,
+		      const struct mm_image_plan *pl, float *y)
+{
+	const struct mm_mmproj_vision *v = p ? mm_mmproj_vision(p) : NULL;
+	const struct mm_ce_w *pw;
+	struct mm_cuda_frame f = { 0 };
+	struct mm_cuda_mat mat;
+	uintptr_t lo, hi, a;
+	uint64_t dev;
+	char msg[160];
+
+	if (!ce || !ce->cu || !v || !im || !pl || !y ||
+	    !v->patch_size || v->image_size % v->patch_size)
+		return 0;
+	pw = mm_ce_find(ce, v->patch_w.data);
+	if (!pw || !mm_cuda_ftype_ok(pw->t) || pw->m != v->n_embd ||
+	    pw->k != 3 * (int64_t)v->patch_size * v->patch_size)
+		return 0;
+	/* the bytes the conversion reads, within one declared mapping */
+	f.fmt = im->format == MM_IMAGE_GREY ? 0 :
+		im->format == MM_IMAGE_RGB24 ? 1 : 2;
+	lo = (uintptr_t)im->plane[0];
+	hi = lo + (im->height - 1) * im->stride[0] +
+	     (size_t)im->width * (f.fmt == 1 ? 3 : 1);
+	if (f.fmt == 2) {
+		a = (uintptr_t)im->plane[1];
+		lo = a < lo ? a : lo;
+		a += (im->height / 2 - 1) * im->stride[1] + im->width;
+		hi = a > hi ? a : hi;
+	}
+	dev = mm_ce_devaddr(ce, lo, hi);
+	if (!dev)
+		return 0;
+	f.plane[0] = dev + ((uintptr_t)im->plane[0] - lo);
+	f.plane[1] = f.fmt == 2 ? dev + ((uintptr_t)im->plane[1] - lo) : 0;
+	f.stride[0] = im->stride[0];
+	f.stride[1] = f.fmt == 2 ? im->stride[1] : 0;
+	f.w = im->width;
+	f.h = im->height;
+	f.s = v->image_size;
+	f.P = v->patch_size;
+	f.same = im->width == f.s && im->height == f.s;
+	f.cx = pl->content_x;
+	f.cy = pl->content_y;
+	f.cw = pl->content_w;
+	f.ch = pl->content_h;
+	/* imgproc.c's overview(): the same float expressions */
+	f.xr = (float)(im->width - 1) / (float)pl->content_w;
+	f.yr = (float)(im->height - 1) / (float)pl->content_h;
+	memcpy(f.pad, pl->pad_rgb, 3);
+	memcpy(f.mean, v->mean, sizeof(f.mean));
+	memcpy(f.std, v->std, sizeof(f.std));
+	mat = (struct mm_cuda_mat){ .t = pw->t, .dev = pw->dev, .m = pw->m,
+				    .y = y };
+	if (mm_cuda_image(ce->cu, &f, NULL, NULL, &mat, msg, sizeof(msg))) {
+		mm_ce_fail(ce, msg);
+		return 0;
+	}
+	__atomic_add_fetch(&ce->n_dev, 1, __ATOMIC_RELAXED);
+	return 1;
 }

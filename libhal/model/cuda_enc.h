@@ -38,4 +38,33 @@ void mm_cuda_enc_note(struct mm_cuda_enc *ce, char *note, size_t len);
 void mm_cuda_enc_counts(const struct mm_cuda_enc *ce, uint64_t *dev,
 			uint64_t *failed);
 
+/*
+ * Frames read in place: [addr, addr + bytes) is a mapping that holds
+ * frames (an mmedge buffer's mmhal_buf_map()) until mm_cuda_enc_unmap().
+ * It is registered with the driver (cuMemHostRegister DEVICEMAP |
+ * READ_ONLY) at the first frame mm_cuda_enc_image() finds in it, once;
+ * unmap (also at mm_cuda_enc_free(); NULL, SIZE_MAX: all) unregisters
+ * every declared mapping overlapping the range. A failed registration
+ * is counted once and not retried (the CPU preprocesses those frames).
+ * map: 0 (also on the CPU: nothing kept), -EINVAL, -ENOSPC (32 kept).
+ */
+int mm_cuda_enc_map(struct mm_cuda_enc *ce, const void *addr, size_t bytes);
+void mm_cuda_enc_unmap(struct mm_cuda_enc *ce, const void *addr,
+		       size_t bytes);
+
+struct mm_image;
+struct mm_image_plan;
+/*
+ * The overview of a frame lying in a declared mapping on the device: the
+ * conversion and bilinear resize of imgproc.c read from the registered
+ * mapping, im2col, and the patch embedding's product (F16/F32 patch
+ * weight on the device) into y (n_patches x n_embd, host, no bias).
+ * Return: 1 done; 0 not on the device (the CPU back end, a tiled plan,
+ * a frame outside the declared mappings, a patch weight the f32 GEMM
+ * does not take, or a device error, counted as failed).
+ */
+int mm_cuda_enc_image(struct mm_cuda_enc *ce, const struct mm_mmproj *p,
+		      const struct mm_image *im,
+		      const struct mm_image_plan *pl, float *y);
+
 #endif /* MM_CUDA_ENC_H */

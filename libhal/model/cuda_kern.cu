@@ -571,3 +571,122 @@ extern "C" __global__ void mm_attn_dec(const float *q, const __half *kh,
 		out[(size_t)h * hd + i] = o / sum;
 	}
 }
+
+/* ---- frames: the vision encoder's input -------------------------------- */
+
+/* RGB of source pixel (x, y) of a frame read in place (imgproc.c's
+ * fetch()): fmt 0 GREY, 1 RGB24, 2 NV12 (BT.601 limited range). */
+__device__ static inline void pre_fetch(const unsigned char *p0,
+					const unsigned char *p1,
+					long long st0, long long st1, int fmt,
+					int x, int y, int rgb[3])
+{
+	if (fmt == 0) {
+		rgb[0] = rgb[1] = rgb[2] = p0[y * st0 + x];
+	} else if (fmt == 1) {
+		const unsigned char *s = p0 + y * st0 + 3LL * x;
+
+		rgb[0] = s[0];
+		rgb[1] = s[1];
+		rgb[2] = s[2];
+	} else {
+		const int c = (int)p0[y * st0 + x] - 16;
+		const unsigned char *s = p1 + (y / 2) * st1 + 2LL * (x / 2);
+		const int d = (int)s[0] - 128, e = (int)s[1] - 128;
+
+		rgb[0] = min(max((298 * c + 409 * e + 128) >> 8, 0), 255);
+		rgb[1] = min(max((298 * c - 100 * d - 208 * e + 128) >> 8, 0),
+			     255);
+		rgb[2] = min(max((298 * c + 516 * d + 128) >> 8, 0), 255);
+	}
+}
+
+/* imgproc.c's lerpf and norm, rounded as the host rounds (no fma) */
+__device__ static inline float pre_lerp(float s, float e, float t)
+{
+	return __fadd_rn(s, __fmul_rn(__fsub_rn(e, s), t));
+}
+
+__device__ static inline float pre_norm(float u, float mean, float sd)
+{
+	return __fdiv_rn(__fsub_rn(__fdiv_rn(u, 255.0f), mean), sd);
+}
+
+/*
+ * The overview image (imgproc.c's overview(), or copy_frame() when
+ * same): out[3][s][s], the frame bilinear-resized to cw x ch at (cx, cy)
+ * of an s x s field of the pad colour; nm = mean[3], std[3]. One thread
+ * per output pixel.
+ */
+extern "C" __global__ void mm_pre_overview(const unsigned char *p0,
+					   const unsigned char *p1,
+					   long long st0, long long st1,
+					   int fmt, int w, int h, int s,
+					   int same, int cx, int cy, int cw,
+					   int ch, float xr, float yr,
+					   float m0, float m1, float m2,
+					   float d0, float d1, float d2,
+					   int pad, float *out)
+{
+	const long long ps = (long long)s * s;
+	const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+	const float mean[3] = { m0, m1, m2 }, sd[3] = { d0, d1, d2 };
+	int x, y, a[3], b[3], c2[3], d[3];
+
+	if (o >= ps)
+		return;
+	y = (int)(o / s);
+	x = (int)(o % s);
+	if (same) {
+		pre_fetch(p0, p1, st0, st1, fmt, x, y, a);
+		for (int c = 0; c < 3; c++)
+			out[c * ps + o] = pre_norm((float)a[c], mean[c], sd[c]);
+		return;
+	}
+	if (y < cy || y - cy >= ch || x < cx || x - cx >= cw) {
+		for (int c = 0; c < 3; c++)
+			out[c * ps + o] = pre_norm((float)((pad >> (8 * c)) &
+							   0xff),
+						   mean[c], sd[c]);
+		return;
+	}
+	const float py = __fmul_rn(yr, (float)(y - cy));
+	const int y0 = (int)py, y1 = y0 + 1 < h ? y0 + 1 : y0;
+	const float ty = __fsub_rn(py, (float)y0);
+	const float px = __fmul_rn(xr, (float)(x - cx));
+	const int x0 = (int)px, x1 = x0 + 1 < w ? x0 + 1 : x0;
+	const float tx = __fsub_rn(px, (float)x0);
+
+	pre_fetch(p0, p1, st0, st1, fmt, x0, y0, a);
+	pre_fetch(p0, p1, st0, st1, fmt, x1, y0, b);
+	pre_fetch(p0, p1, st0, st1, fmt, x0, y1, c2);
+	pre_fetch(p0, p1, st0, st1, fmt, x1, y1, d);
+	for (int c = 0; c < 3; c++) {
+		const float top = pre_lerp((float)a[c], (float)b[c], tx);
+		const float bot = pre_lerp((float)c2[c], (float)d[c], tx);
+		const unsigned char u = (unsigned char)pre_lerp(top, bot, ty);
+
+		out[c * ps + o] = pre_norm((float)u, mean[c], sd[c]);
+	}
+}
+
+/*
+ * im2col of the patch embedding (vision.c's unfold): px[3][S][S] ->
+ * u[side*side][3*P*P], patch t row-major, each row (c, ky, kx).
+ */
+extern "C" __global__ void mm_im2col(const float *px, float *u, int S,
+				     int P)
+{
+	const int side = S / P, kp = 3 * P * P;
+	const long long n = (long long)side * side * kp;
+	const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= n)
+		return;
+	const int t = (int)(i / kp), r = (int)(i % kp);
+	const int c = r / (P * P), ky = (r / P) % P, kx = r % P;
+	const int py = t / side, pxx = t % side;
+
+	u[i] = px[(long long)c * S * S + (long long)(py * P + ky) * S +
+		  pxx * P + kx];
+}

@@ -538,6 +538,21 @@ static int mm_image_check(const struct mmhal_image *img, struct mm_image *im,
 	return 0;
 }
 
+MMHAL_API int mmhal_mmproj_map_frames(const struct mmhal_mmproj *proj,
+				      const void *addr, size_t bytes)
+{
+	if (!proj || !addr || !bytes)
+		return -EINVAL;
+	return mm_cuda_enc_map(proj->cuda, addr, bytes);
+}
+
+MMHAL_API void mmhal_mmproj_unmap_frames(const struct mmhal_mmproj *proj,
+					 const void *addr, size_t bytes)
+{
+	if (proj && addr && bytes)
+		mm_cuda_enc_unmap(proj->cuda, addr, bytes);
+}
+
 MMHAL_API int mmhal_encode_image(const struct mmhal_mmproj *mp,
 				 const struct mmhal_image *img,
 				 struct mmhal_chunk **out, char *err,
@@ -620,6 +635,33 @@ MMHAL_API int mmhal_encode_image(const struct mmhal_mmproj *mp,
 			ret = mm_errf(-ENOMEM, err, errlen, "out of memory");
 			goto fail;
 		}
+		/* the CUDA back end: the overview of a frame in a mapping
+		 * declared by mmhal_mmproj_map_frames() preprocessed and
+		 * patch-embedded on the device, the frame read in place;
+		 * anything the device does not do: the CPU below */
+		if (tile < 0 && !mp->cal && mm_cuda_enc_dev(mp->cuda)) {
+			size_t n_pe = (size_t)v->n_patches * v->n_embd;
+			float *pe = malloc(n_pe * sizeof(float));
+			int dev;
+
+			t0 = mm_api_ms();
+			dev = pe && mm_cuda_enc_image(mp->cuda, mp->p, &im,
+						      &plan, pe);
+			c->preprocess_ms += mm_api_ms() - t0;
+			if (dev) {
+				t0 = mm_api_ms();
+				ret = mm_vision_encode_pe(mp->p,
+					mm_cuda_enc_dev(mp->cuda), pe, rows,
+					n_out, mp->params.n_threads, err,
+					errlen);
+				c->encode_ms += mm_api_ms() - t0;
+			}
+			free(pe);
+			if (dev && ret)
+				goto fail;
+			if (dev)
+				goto encoded;
+		}
 		t0 = mm_api_ms();
 		ret = mm_image_preprocess_tile(mp->p, &im, &plan, tile, px, n_px,
 					       err, errlen);
@@ -633,6 +675,7 @@ MMHAL_API int mmhal_encode_image(const struct mmhal_mmproj *mp,
 					   n_px, rows, n_out,
 					   mp->params.n_threads, err, errlen);
 		c->encode_ms += mm_api_ms() - t0;
+encoded:
 		if (ret)
 			goto fail;
 		if (idefics && tile < 0)

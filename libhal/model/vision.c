@@ -57,10 +57,37 @@ int mm_vision_encode_cal(const struct mm_mmproj *p, struct mm_calib *cal,
 				    n_out, n_threads, err, errlen);
 }
 
+static int vision_encode(const struct mm_mmproj *p, struct mm_calib *cal,
+			 int mode, const struct mm_enc_dev *dev,
+			 const float *pixels, size_t n_pixels, const float *pe,
+			 float *out, size_t n_out, int n_threads, char *err,
+			 size_t errlen);
+
 int mm_vision_encode_dev(const struct mm_mmproj *p, struct mm_calib *cal,
 			 int mode, const struct mm_enc_dev *dev,
 			 const float *pixels, size_t n_pixels, float *out,
 			 size_t n_out, int n_threads, char *err, size_t errlen)
+{
+	return vision_encode(p, cal, mode, dev, pixels, n_pixels, NULL, out,
+			     n_out, n_threads, err, errlen);
+}
+
+int mm_vision_encode_pe(const struct mm_mmproj *p,
+			const struct mm_enc_dev *dev, const float *pe,
+			float *out, size_t n_out, int n_threads, char *err,
+			size_t errlen)
+{
+	return vision_encode(p, NULL, 0, dev, pe, mm_vision_n_pixels(p), pe,
+			     out, n_out, n_threads, err, errlen);
+}
+
+/* pe: NULL, or the patch embedding's product (n_patches x n_embd, no
+ * bias) computed by the caller in place of the unfold + GEMM of pixels */
+static int vision_encode(const struct mm_mmproj *p, struct mm_calib *cal,
+			 int mode, const struct mm_enc_dev *dev,
+			 const float *pixels, size_t n_pixels, const float *pe,
+			 float *out, size_t n_out, int n_threads, char *err,
+			 size_t errlen)
 {
 	const struct mm_mmproj_vision *v = p ? mm_mmproj_vision(p) : NULL;
 	struct mm_enc s = { 0 };
@@ -133,7 +160,7 @@ int mm_vision_encode_dev(const struct mm_mmproj *p, struct mm_calib *cal,
 
 	/* patch embedding: unfold each patch as the conv weight's row
 	 * (c, ky, kx), then one GEMM; patch t (row-major) is token cls + t */
-	for (int64_t py = 0; py < side; py++)
+	for (int64_t py = 0; py < side && !pe; py++)
 		for (int64_t px = 0; px < side; px++) {
 			float *u = big + (py * side + px) * kp;
 
@@ -144,7 +171,10 @@ int mm_vision_encode_dev(const struct mm_mmproj *p, struct mm_calib *cal,
 					       (py * P + ky) * S + px * P,
 					       (size_t)P * sizeof(float));
 		}
-	mm_enc_matmul_w(&s, &v->patch_w, big, x + cls * e, e, kp, np);
+	if (pe)
+		memcpy(x + cls * e, pe, (size_t)np * e * sizeof(float));
+	else
+		mm_enc_matmul_w(&s, &v->patch_w, big, x + cls * e, e, kp, np);
 	mm_enc_bias(&s, &v->patch_b, x + cls * e, np, e);
 	if (cls)
 		mm_enc_vec(&v->class_embd, x, e);

@@ -68,6 +68,14 @@ MM_MODEL_API int mm_vision_encode_dev(const struct mm_mmproj *p,
 				      const float *pixels, size_t n_pixels,
 				      float *out, size_t n_out, int n_threads,
 				      char *err, size_t errlen);
+/* The dynamic mode from the patch embedding's product pe (n_patches x
+ * n_embd, before its bias) computed elsewhere (the CUDA back end's
+ * device preprocessing, cuda_enc.h): the rest as mm_vision_encode_dev(). */
+MM_MODEL_API int mm_vision_encode_pe(const struct mm_mmproj *p,
+				     const struct mm_enc_dev *dev,
+				     const float *pe, float *out,
+				     size_t n_out, int n_threads, char *err,
+				     size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -534,6 +534,10 @@ void mmhal_session_destroy(struct mmhal_session *s)
 {
 	if (!s)
 		return;
+	for (uint32_t i = 0; s->cam.maps && i < s->cam.n_bufs; i++)
+		if (s->cam.maps[i])
+			mmhal_mmproj_unmap_frames(s->proj, s->cam.maps[i],
+						  mmhal_buf_size(s->cam.bufs[i]));
 	src_stop(&s->cam);
 	src_stop(&s->mic);
 	src_stop(&s->imu);
@@ -1171,6 +1175,10 @@ static int route_frame(struct mmhal_session *s, struct mmhal_chunk **chunk,
 	else
 		why = MMHAL_ROUTE_UNCHANGED;
 	if (why != MMHAL_ROUTE_UNCHANGED) {
+		/* the buffer's mapping, declared once (the CUDA back end
+		 * reads it in place; undeclared at destroy). The frame is
+		 * dequeued (written) and begun for reading: no fence left. */
+		mmhal_mmproj_map_frames(s->proj, base, mmhal_buf_size(fr->buf));
 		ret = mmhal_encode_image(s->proj, &img, &enc, e, sizeof(e));
 		if (ret)
 			SERR(s, ret, "image encoder: frame %llu: %s",

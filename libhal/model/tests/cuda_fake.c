@@ -10,6 +10,13 @@
  *   zero   no device (cuDeviceGetCount 0)
  *   old    one device of compute capability 7.5
  *   oom    an sm_90 device whose cuModuleLoadData runs out of memory
+ *   run    an sm_90 device whose module loads, memory is host memory
+ *          (malloc, memcpy), every kernel launch fails (no kernel runs:
+ *          the callers' CPU fallback), host registration succeeds (the
+ *          device address of a registered byte is its host address)
+ *   regfail  as run, cuMemHostRegister fails
+ * mmfake_host() counts the host registrations (calls, successes,
+ * unregistrations) and mmfake_launches(name) the launches of a kernel.
  * Built with MM_FAKE_PARTIAL, only the first entry points are there.
  * mmfake_ctx_refs() counts primary contexts retained and not released.
  */
@@ -153,28 +160,148 @@ API CUresult cuCtxSetCurrent(CUcontext c)
 	return c == &refs ? OK : INVALID_DEVICE;
 }
 
+static int running(void)
+{
+	return !strcmp(mode, "run") || !strcmp(mode, "regfail");
+}
+
 API CUresult cuModuleLoadData(CUmodule *m, const void *img)
 {
 	(void)img;
-	*m = NULL;
+	*m = running() ? (CUmodule)&inited : NULL;
+	if (running())
+		return OK;
 	return !strcmp(mode, "oom") ? OUT_OF_MEMORY : NOT_SUPPORTED;
 }
 
-/* Not reached by the tests (the module never loads); there so that the
- * lookup finds every entry point. */
-#define FAKE(name) API CUresult name(void) { return NOT_SUPPORTED; }
-FAKE(cuModuleUnload)
-FAKE(cuModuleGetFunction)
-FAKE(cuMemAlloc_v2)
-FAKE(cuMemFree_v2)
-FAKE(cuMemcpyHtoDAsync_v2)
-FAKE(cuMemcpyDtoHAsync_v2)
-FAKE(cuStreamCreate)
-FAKE(cuStreamDestroy_v2)
-FAKE(cuStreamSynchronize)
-FAKE(cuLaunchKernel)
-FAKE(cuMemHostRegister_v2)
-FAKE(cuMemHostUnregister)
-FAKE(cuMemHostGetDevicePointer_v2)
+/* ---- run / regfail ------------------------------------------------------ */
+
+typedef unsigned long long CUdeviceptr;
+typedef void *CUstream;
+
+static char kname[64][48];
+static int nk, klaunch[64], reg_calls, reg_ok, unreg;
+
+API void mmfake_host(int *calls, int *ok, int *un)
+{
+	*calls = reg_calls;
+	*ok = reg_ok;
+	*un = unreg;
+}
+
+API int mmfake_launches(const char *name)
+{
+	for (int i = 0; i < nk; i++)
+		if (!strcmp(kname[i], name))
+			return klaunch[i];
+	return 0;
+}
+
+API CUresult cuModuleUnload(CUmodule m)
+{
+	(void)m;
+	return OK;
+}
+
+API CUresult cuModuleGetFunction(void **f, CUmodule m, const char *name)
+{
+	(void)m;
+	for (int i = 0; i < nk; i++)
+		if (!strcmp(kname[i], name)) {
+			*f = kname[i];
+			return OK;
+		}
+	if (nk == 64 || strlen(name) >= sizeof(kname[0]))
+		return OUT_OF_MEMORY;
+	strcpy(kname[nk], name);
+	*f = kname[nk++];
+	return OK;
+}
+
+API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+	void *h = malloc(n);
+
+	*p = (CUdeviceptr)(size_t)h;
+	return h ? OK : OUT_OF_MEMORY;
+}
+
+API CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	free((void *)(size_t)p);
+	return OK;
+}
+
+API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n,
+				  CUstream s)
+{
+	(void)s;
+	memcpy((void *)(size_t)d, h, n);
+	return OK;
+}
+
+API CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n,
+				  CUstream s)
+{
+	(void)s;
+	memcpy(h, (const void *)(size_t)d, n);
+	return OK;
+}
+
+API CUresult cuStreamCreate(CUstream *s, unsigned flags)
+{
+	(void)flags;
+	*s = &nk;
+	return OK;
+}
+
+API CUresult cuStreamDestroy_v2(CUstream s)
+{
+	(void)s;
+	return OK;
+}
+
+API CUresult cuStreamSynchronize(CUstream s)
+{
+	(void)s;
+	return OK;
+}
+
+API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
+			    unsigned bx, unsigned by, unsigned bz,
+			    unsigned shmem, CUstream s, void **args,
+			    void **extra)
+{
+	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
+	(void)shmem; (void)s; (void)args; (void)extra;
+	if (f >= (void *)kname && f < (void *)(kname + nk))
+		klaunch[((char (*)[48])f) - kname]++;
+	return NOT_SUPPORTED;
+}
+
+API CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
+{
+	(void)p; (void)n;
+	reg_calls++;
+	if (flags != 0x2 + 0x8 || !strcmp(mode, "regfail"))
+		return NOT_SUPPORTED;	/* DEVICEMAP | READ_ONLY */
+	reg_ok++;
+	return OK;
+}
+
+API CUresult cuMemHostUnregister(void *p)
+{
+	(void)p;
+	unreg++;
+	return OK;
+}
+
+API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p,
+					  unsigned flags)
+{
+	(void)flags;
+	*d = (CUdeviceptr)(size_t)p;
+	return OK;
+}
 
 #endif /* MM_FAKE_PARTIAL */

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "cuda_be.h"
@@ -33,7 +34,7 @@ static const char *const kernels[] = {
 	"mm_quant_q8_0", "mm_quant_q8_k", "mm_gemv_q8_0", "mm_gemv_q4_0",
 	"mm_gemv_q4_k", "mm_gemm_q8_0", "mm_gemm_q4_0", "mm_gemm_q4_k",
 	"mm_rmsnorm", "mm_rope", "mm_softmax", "mm_attn_dec",
-	"mm_gemm_f16", "mm_gemm_f32",
+	"mm_gemm_f16", "mm_gemm_f32", "mm_pre_overview", "mm_im2col",
 };
 
 static void test_ptx(const char *dir)
@@ -341,6 +342,142 @@ static int same_rows(const struct prun *a, const struct prun *b)
 	       !memcmp(a->aud, b->aud, a->n_aud * sizeof(float));
 }
 
+/* ---- frames read in place (mmhal_mmproj_map_frames) -------------------- */
+
+/* An NV12 frame of 48 x 40 at byte 64 of a mapping of 3 pages, its
+ * content from seed. */
+static void nv12_frame(uint8_t *map, unsigned seed, struct mmhal_image *im)
+{
+	uint8_t *y = map + 64, *uv = y + 48 * 40;
+
+	for (size_t i = 0; i < 48 * 40; i++)
+		y[i] = (uint8_t)(16 + (i * 13 + seed * 71 + i / 48 * 5) % 220);
+	for (size_t i = 0; i < 48 * 20; i++)
+		uv[i] = (uint8_t)((i * 29 + seed * 17) % 256);
+	*im = (struct mmhal_image){ .format = MMHAL_IMAGE_NV12, .width = 48,
+				    .height = 40, .plane = { y, uv },
+				    .stride = { 48, 48 } };
+}
+
+static float *encode_rows(const struct mmhal_mmproj *p,
+			  const struct mmhal_image *im, size_t *n)
+{
+	struct mmhal_chunk *c = NULL;
+	char err[256];
+	float *r = NULL;
+
+	*n = 0;
+	if (!mmhal_encode_image(p, im, &c, err, sizeof(err)))
+		r = chunk_rows(c, n);
+	else
+		tap_diag("encode: %s", err);
+	mmhal_chunk_free(c);
+	return r;
+}
+
+/* On the fake driver (fake: "run": registration works, no kernel runs;
+ * "regfail": cuMemHostRegister fails): a declared mapping is registered
+ * once across frames, its frames go to the device preprocessing, the
+ * device's failure leaves the CPU's embeddings (bit-identical to
+ * backend cpu), unmap_frames and the free unregister. */
+static void test_frames(const struct mmhal_model *llm, const char *proj,
+			const char *fake, const char *fmode)
+{
+	struct mmhal_mmproj_params pp = mmhal_mmproj_default_params();
+	struct mmhal_mmproj *pc = NULL, *pd = NULL;
+	struct mmhal_mmproj_info info = { .size = sizeof(info) };
+	const int run = !strcmp(fmode, "run");
+	void (*host)(int *, int *, int *);
+	int (*launches)(const char *);
+	int calls, ok, un, same = 1, ret;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), na, nb;
+	void *lib = dlopen(fake, RTLD_NOW);
+	char err[256];
+	uint8_t *map;
+	struct mmhal_image im;
+
+	host = lib ? (void (*)(int *, int *, int *))dlsym(lib, "mmfake_host")
+		   : NULL;
+	launches = lib ? (int (*)(const char *))dlsym(lib, "mmfake_launches")
+		       : NULL;
+	map = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!tap_ok(host && launches && map != MAP_FAILED,
+		    "%s: fake driver counters and a frame mapping", fmode))
+		goto out;
+	pp.n_threads = 2;
+	pp.backend = MMHAL_BACKEND_CPU;
+	unsetenv("MMHAL_FAKE_CUDA");
+	ret = mmhal_mmproj_load(proj, llm, &pp, &pc, err, sizeof(err));
+	if (!ret) {
+		setenv("MMHAL_CUDA_LIB", fake, 1);
+		setenv("MMHAL_FAKE_CUDA", fmode, 1);
+		pp.backend = MMHAL_BACKEND_AUTO;
+		ret = mmhal_mmproj_load(proj, llm, &pp, &pd, err, sizeof(err));
+	}
+	if (!ret)
+		mmhal_mmproj_info(pd, &info);
+	if (!tap_ok(!ret && !strcmp(info.backend, "cuda"),
+		    "%s: mmproj on the fake device (%s)", fmode,
+		    ret ? err : info.backend_note))
+		goto out;
+	host(&calls, &ok, &un);
+	tap_ok(calls == 0 && mmhal_mmproj_map_frames(pd, map, 3 * pg) == 0 &&
+	       mmhal_mmproj_map_frames(pd, map, 3 * pg) == 0 &&
+	       mmhal_mmproj_map_frames(pc, map, 3 * pg) == 0 &&
+	       mmhal_mmproj_map_frames(pd, NULL, 1) == -EINVAL,
+	       "%s: map_frames declares (twice: once kept), NULL refused; no registration yet",
+	       fmode);
+	for (unsigned f = 0; f < 3; f++) {
+		float *a, *b;
+
+		nv12_frame(map, f, &im);
+		a = encode_rows(pd, &im, &na);
+		b = encode_rows(pc, &im, &nb);
+		same &= a && b && na == nb && na &&
+			!memcmp(a, b, na * sizeof(float));
+		free(a);
+		free(b);
+	}
+	host(&calls, &ok, &un);
+	info.size = sizeof(info);
+	mmhal_mmproj_info(pd, &info);
+	tap_ok(calls == 1 && ok == run && un == 0,
+	       "%s: 3 frames of one mapping: 1 registration (%d calls, %d ok, %d unregistered)",
+	       fmode, calls, ok, un);
+	tap_ok(launches("mm_pre_overview") == (run ? 3 : 0),
+	       "%s: the device preprocessing launched for each frame when registered (%d)",
+	       fmode, launches("mm_pre_overview"));
+	tap_ok(same && info.cuda_failed >= (run ? 3u : 1u),
+	       "%s: device failures fall back: embeddings identical to backend cpu (%zu floats), %llu failures counted",
+	       fmode, na, (unsigned long long)info.cuda_failed);
+	mmhal_mmproj_unmap_frames(pd, map + pg, 1);	/* overlaps */
+	host(&calls, &ok, &un);
+	tap_ok(un == run, "%s: unmap_frames unregisters (%d)", fmode, un);
+	nv12_frame(map, 7, &im);
+	free(encode_rows(pd, &im, &na));
+	host(&calls, &ok, &un);
+	tap_ok(calls == 1 && launches("mm_pre_overview") == (run ? 3 : 0),
+	       "%s: a frame outside the declared mappings: the CPU, no registration",
+	       fmode);
+	mmhal_mmproj_map_frames(pd, map, 3 * pg);
+	free(encode_rows(pd, &im, &na));
+	mmhal_mmproj_free(pd);
+	pd = NULL;
+	host(&calls, &ok, &un);
+	tap_ok(calls == 2 && ok == 2 * run && un == 2 * run,
+	       "%s: declared again, registered again; the free unregisters (%d calls, %d ok, %d unregistered)",
+	       fmode, calls, ok, un);
+out:
+	mmhal_mmproj_free(pd);
+	mmhal_mmproj_free(pc);
+	if (map != MAP_FAILED)
+		munmap(map, 3 * pg);
+	if (lib)
+		dlclose(lib);
+	unsetenv("MMHAL_FAKE_CUDA");
+}
+
 /* The encoders' back end: params.backend auto falls back to the CPU with
  * embeddings identical to backend cpu (F16 and Q8_0 weights: the f32 and
  * int8 GEMM paths), cuda refuses the load, an unknown one is -EINVAL. */
@@ -421,6 +558,10 @@ static void test_proj(const char *dir, const char *fake, const char *part)
 			prun_free(&r);
 		}
 		prun_free(&cpu);
+		if (MM_TEST_BUILT && t == 0) {
+			test_frames(llm, proj, fake, "run");
+			test_frames(llm, proj, fake, "regfail");
+		}
 		if (t == 0) {
 			run_proj(llm, proj, 3, &r);
 			tap_ok(r.ret == -EINVAL &&
