@@ -3,7 +3,8 @@
 #
 # The CUDA back end on a machine with an NVIDIA GPU (Documentation/cuda.rst):
 # builds libhal/model's GPU test with nvcc's kernels, runs each kernel
-# against the CPU back end on random data, the decoder with backend cuda
+# against the CPU back end on random data (the frame preprocessing and
+# im2col against imgproc.c/vision.c, frames read in place), the decoder with backend cuda
 # against backend cpu on generated SmolLM2-135M-shaped Q8_0 and Q4_K
 # models, and the bench (int8 GEMM TOPS as a fraction of the int8 peak and
 # against cuBLASLt, decode tokens/s against the bandwidth roofline); prints
@@ -77,7 +78,7 @@ for q in q8_0 q4_k; do
 		-P "$tops" -B "$gbs" -F "$f16" > "$log" 2>&1
 	rc=$?
 	[ $rc = 77 ] && { cat "$log"; refuse "the back end found no usable device"; }
-	grep -E '^(not ok|# |BENCH)' "$log"
+	grep -E '^(not ok|# |BENCH)|^ok .*(preprocess|im2col|declared mapping)' "$log"
 	r=$(grep '^RESULT cuda-gpu ' "$log" || echo "RESULT cuda-gpu 0 1")
 	set -- $r
 	pass=$((pass + $3)) fail=$((fail + $4))

@@ -11,9 +11,16 @@
  * projectors, for F16/F32 weights (the f32 GEMM) and Q8_0/Q4_0/Q4_K (the
  * int8 GEMM with the activations quantized on the device as the CPU
  * does). Each product copies its input up and its output back;
- * attention, norms, activations, biases, im2col and the calibration
- * modes run on the CPU. A product the device fails runs on the CPU and
- * is counted.
+ * attention, norms, activations, biases, the audio im2col and the
+ * calibration modes run on the CPU. A product the device fails runs on
+ * the CPU and is counted.
+ *
+ * Frames in a mapping declared with mmhal_mmproj_map_frames() are read
+ * in place: the mapping registered once (cuMemHostRegister), the
+ * overview image converted and resized on the device (mm_pre_overview),
+ * unfolded there (mm_im2col) and multiplied by the patch weight without
+ * a host copy (mm_cuda_enc_image()); the tiles (bicubic) and frames
+ * elsewhere are preprocessed on the CPU.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -404,59 +411,87 @@ static uint64_t mm_ce_devaddr(struct mm_cuda_enc *ce, uintptr_t lo,
 	return dev;
 }
 
+void mm_cuda_frame_span(const struct mm_image *im, uintptr_t *lo,
+			uintptr_t *hi)
+{
+	const int rgb = im->format == MM_IMAGE_RGB24;
+	uintptr_t a;
+
+	*lo = (uintptr_t)im->plane[0];
+	*hi = *lo + (im->height - 1) * im->stride[0] +
+	      (size_t)im->width * (rgb ? 3 : 1);
+	if (im->format == MM_IMAGE_NV12) {
+		a = (uintptr_t)im->plane[1];
+		*lo = a < *lo ? a : *lo;
+		a += (im->height / 2 - 1) * im->stride[1] + im->width;
+		*hi = a > *hi ? a : *hi;
+	}
+}
+
+int mm_cuda_frame_of(const struct mm_mmproj *p, const struct mm_image *im,
+		     const struct mm_image_plan *pl, uint64_t dev,
+		     struct mm_cuda_frame *f)
+{
+	const struct mm_mmproj_vision *v = p ? mm_mmproj_vision(p) : NULL;
+	uintptr_t lo, hi;
+
+	if (!v || (im->format != MM_IMAGE_GREY &&
+		   im->format != MM_IMAGE_RGB24 &&
+		   im->format != MM_IMAGE_NV12) ||
+	    pl->width != im->width || pl->height != im->height ||
+	    !pl->content_w || !pl->content_h)
+		return -EINVAL;
+	mm_cuda_frame_span(im, &lo, &hi);
+	memset(f, 0, sizeof(*f));
+	f->fmt = im->format == MM_IMAGE_GREY ? 0 :
+		 im->format == MM_IMAGE_RGB24 ? 1 : 2;
+	f->plane[0] = dev + ((uintptr_t)im->plane[0] - lo);
+	f->plane[1] = f->fmt == 2 ? dev + ((uintptr_t)im->plane[1] - lo) : 0;
+	f->stride[0] = im->stride[0];
+	f->stride[1] = f->fmt == 2 ? im->stride[1] : 0;
+	f->w = im->width;
+	f->h = im->height;
+	f->s = v->image_size;
+	f->P = v->patch_size;
+	f->same = im->width == f->s && im->height == f->s;
+	f->cx = pl->content_x;
+	f->cy = pl->content_y;
+	f->cw = pl->content_w;
+	f->ch = pl->content_h;
+	/* imgproc.c's overview(): the same float expressions */
+	f->xr = (float)(im->width - 1) / (float)pl->content_w;
+	f->yr = (float)(im->height - 1) / (float)pl->content_h;
+	memcpy(f->pad, pl->pad_rgb, 3);
+	memcpy(f->mean, v->mean, sizeof(f->mean));
+	memcpy(f->std, v->std, sizeof(f->std));
+	return 0;
+}
+
 int mm_cuda_enc_image(struct mm_cuda_enc *ce, const struct mm_mmproj *p,
 		      const struct mm_image *im,
 		      const struct mm_image_plan *pl, float *y)
 {
 	const struct mm_mmproj_vision *v = p ? mm_mmproj_vision(p) : NULL;
 	const struct mm_ce_w *pw;
-	struct mm_cuda_frame f = { 0 };
+	struct mm_cuda_frame f;
 	struct mm_cuda_mat mat;
-	uintptr_t lo, hi, a;
+	uintptr_t lo, hi;
 	uint64_t dev;
 	char msg[160];
 
 	if (!ce || !ce->cu || !v || !im || !pl || !y ||
-	    !v->patch_size || v->image_size % v->patch_size)
+	    !v->patch_size || v->image_size % v->patch_size ||
+	    v->n_patches != (v->image_size / v->patch_size) *
+			    (v->image_size / v->patch_size))
 		return 0;
 	pw = mm_ce_find(ce, v->patch_w.data);
 	if (!pw || !mm_cuda_ftype_ok(pw->t) || pw->m != v->n_embd ||
 	    pw->k != 3 * (int64_t)v->patch_size * v->patch_size)
 		return 0;
-	/* the bytes the conversion reads, within one declared mapping */
-	f.fmt = im->format == MM_IMAGE_GREY ? 0 :
-		im->format == MM_IMAGE_RGB24 ? 1 : 2;
-	lo = (uintptr_t)im->plane[0];
-	hi = lo + (im->height - 1) * im->stride[0] +
-	     (size_t)im->width * (f.fmt == 1 ? 3 : 1);
-	if (f.fmt == 2) {
-		a = (uintptr_t)im->plane[1];
-		lo = a < lo ? a : lo;
-		a += (im->height / 2 - 1) * im->stride[1] + im->width;
-		hi = a > hi ? a : hi;
-	}
+	mm_cuda_frame_span(im, &lo, &hi);
 	dev = mm_ce_devaddr(ce, lo, hi);
-	if (!dev)
+	if (!dev || mm_cuda_frame_of(p, im, pl, dev, &f))
 		return 0;
-	f.plane[0] = dev + ((uintptr_t)im->plane[0] - lo);
-	f.plane[1] = f.fmt == 2 ? dev + ((uintptr_t)im->plane[1] - lo) : 0;
-	f.stride[0] = im->stride[0];
-	f.stride[1] = f.fmt == 2 ? im->stride[1] : 0;
-	f.w = im->width;
-	f.h = im->height;
-	f.s = v->image_size;
-	f.P = v->patch_size;
-	f.same = im->width == f.s && im->height == f.s;
-	f.cx = pl->content_x;
-	f.cy = pl->content_y;
-	f.cw = pl->content_w;
-	f.ch = pl->content_h;
-	/* imgproc.c's overview(): the same float expressions */
-	f.xr = (float)(im->width - 1) / (float)pl->content_w;
-	f.yr = (float)(im->height - 1) / (float)pl->content_h;
-	memcpy(f.pad, pl->pad_rgb, 3);
-	memcpy(f.mean, v->mean, sizeof(f.mean));
-	memcpy(f.std, v->std, sizeof(f.std));
 	mat = (struct mm_cuda_mat){ .t = pw->t, .dev = pw->dev, .m = pw->m,
 				    .y = y };
 	if (mm_cuda_image(ce->cu, &f, NULL, NULL, &mat, msg, sizeof(msg))) {

@@ -54,6 +54,17 @@ void mm_cuda_enc_unmap(struct mm_cuda_enc *ce, const void *addr,
 
 struct mm_image;
 struct mm_image_plan;
+struct mm_cuda_frame;
+/* The bytes [*lo, *hi) of the frame's planes the conversion reads. */
+void mm_cuda_frame_span(const struct mm_image *im, uintptr_t *lo,
+			uintptr_t *hi);
+/* The device description of the frame's overview (plan pl of
+ * mm_image_plan()), dev the device address of host address *lo of
+ * mm_cuda_frame_span(). Return: 0, -EINVAL. */
+int mm_cuda_frame_of(const struct mm_mmproj *p, const struct mm_image *im,
+		     const struct mm_image_plan *pl, uint64_t dev,
+		     struct mm_cuda_frame *f);
+
 /*
  * The overview of a frame lying in a declared mapping on the device: the
  * conversion and bilinear resize of imgproc.c read from the registered

@@ -20,7 +20,22 @@
  *                    64 x 64 tiles)
  *   encoders         mmproj backend cuda vs cpu (tiny vision + audio,
  *                    F16 and Q8_0 weights): image and audio embeddings
- *                    |cuda - cpu| <= 1e-3 (F16) / 2e-2 (Q8_0) of max|cpu|
+ *                    |cuda - cpu| <= 1e-3 (F16) / 2e-2 (Q8_0) of max|cpu|;
+ *                    the image also from a mapping declared with
+ *                    mmhal_mmproj_map_frames() (the device preprocessing
+ *                    and patch embedding), same limit
+ *   preprocessing    mm_pre_overview on random NV12/GREY/RGB24 frames
+ *                    read through a registered mapping vs imgproc.c's
+ *                    mm_image_preprocess_tile(-1) (tiny: idefics3
+ *                    bilinear overview, tiny-mlp: LLaVA pad to square,
+ *                    and frames already S x S): the same integer
+ *                    conversion and float expressions, so a value may
+ *                    differ only where the host compiler contracted a
+ *                    lerp into an fma (arm64): at most one 8-bit level
+ *                    (1/255/std + 1e-6) on at most 0.5% of the values;
+ *                    on x86-64 0 values differ
+ *   im2col           mm_im2col vs the CPU's unfold (vision.c's loop) of
+ *                    the device's own image: bit-identical
  * Bench: the int8 GEMM (Q8_0 weights x Q8_0 activations, dp4a) in TOPS
  * as a fraction of PEAK_TOPS (default: 1979, the H100/H200 SXM dense int8
  * tensor peak), cuBLASLt's int8 GEMM (dlopen libcublasLt.so) on the same
@@ -37,11 +52,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cuda_be.h"
+#include "cuda_enc.h"
 #include "gen.h"
+#include "imgproc.h"
 #include "mmhal_model.h"
 #include "quant.h"
 #include "tap.h"
@@ -383,8 +401,9 @@ struct enc_run {
 	int ret;
 	char err[256];
 	struct mmhal_mmproj_info info;
-	float *e[2];	/* image, audio embedding rows */
-	size_t n[2];
+	float *e[3];	/* image, audio embedding rows; backend cuda: the
+			 * image from a declared mapping */
+	size_t n[3];
 };
 
 static float *rows_of(struct mmhal_chunk *c, size_t *n)
@@ -434,6 +453,27 @@ static void enc_run(const struct mmhal_model *llm, const char *proj,
 		r->ret = mmhal_encode_audio(p, &au, &c, r->err, sizeof(r->err));
 	r->e[1] = rows_of(c, &r->n[1]);
 	mmhal_chunk_free(c);
+	c = NULL;
+	if (!r->ret && backend == MMHAL_BACKEND_CUDA) {
+		/* the frame in a declared mapping: read in place */
+		const size_t len = 4 * (size_t)sysconf(_SC_PAGESIZE);
+		uint8_t *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		r->ret = map == MAP_FAILED ? -ENOMEM :
+			 mmhal_mmproj_map_frames(p, map, len);
+		if (!r->ret) {
+			memcpy(map + 64, rgb, sizeof(rgb));
+			im.plane[0] = map + 64;
+			r->ret = mmhal_encode_image(p, &im, &c, r->err,
+						    sizeof(r->err));
+			r->e[2] = rows_of(c, &r->n[2]);
+			mmhal_chunk_free(c);
+			mmhal_mmproj_unmap_frames(p, map, len);
+		}
+		if (map != MAP_FAILED)
+			munmap(map, len);
+	}
 	r->info.size = sizeof(r->info);
 	mmhal_mmproj_info(p, &r->info);
 	mmhal_mmproj_free(p);
@@ -477,21 +517,23 @@ static void test_encoders(void)
 		       mm_type_name(types[t]), gpu.info.backend_note,
 		       (unsigned long long)gpu.info.cuda_products,
 		       (unsigned long long)gpu.info.cuda_failed, gpu.err);
-		for (int j = 0; j < 2; j++) {
+		for (int j = 0; j < 3; j++) {
+			const int jc = j == 2 ? 0 : j;	/* cpu: the image */
 			double mx = 0, md = 0;
-			int ok = !cpu.ret && !gpu.ret && cpu.e[j] && gpu.e[j] &&
-				 cpu.n[j] == gpu.n[j] && cpu.n[j];
+			int ok = !cpu.ret && !gpu.ret && cpu.e[jc] &&
+				 gpu.e[j] && cpu.n[jc] == gpu.n[j] && cpu.n[jc];
 
-			for (size_t i = 0; ok && i < cpu.n[j]; i++) {
-				mx = fmax(mx, fabs(cpu.e[j][i]));
-				md = fmax(md, fabs((double)gpu.e[j][i] - cpu.e[j][i]));
+			for (size_t i = 0; ok && i < cpu.n[jc]; i++) {
+				mx = fmax(mx, fabs(cpu.e[jc][i]));
+				md = fmax(md, fabs((double)gpu.e[j][i] - cpu.e[jc][i]));
 			}
 			tap_ok(ok && md <= tol * mx,
 			       "encoders %s %s: max |cuda - cpu| %.3g of max %.3g (limit %.0e of it)",
-			       mm_type_name(types[t]), j ? "audio" : "image",
-			       md, mx, tol);
+			       mm_type_name(types[t]), j == 2 ?
+			       "image from a declared mapping (device preprocessing)" :
+			       j ? "audio" : "image", md, mx, tol);
 		}
-		for (int j = 0; j < 2; j++) {
+		for (int j = 0; j < 3; j++) {
 			free(cpu.e[j]);
 			free(gpu.e[j]);
 		}
@@ -501,6 +543,134 @@ out:
 	mmhal_model_free(llm);
 	unlink(lp);
 	rmdir(dir);
+}
+
+/* ---- frames: the device preprocessing and im2col ---------------------- */
+
+static void frame_case(struct mm_cuda *cu, const struct mm_mmproj *p,
+		       const char *shape, uint32_t fmt, uint32_t w,
+		       uint32_t h)
+{
+	const struct mm_mmproj_vision *v = mm_mmproj_vision(p);
+	const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	const uint32_t S = v->image_size, P = v->patch_size, side = S / P;
+	const size_t npx = 3 * (size_t)S * S, kp = 3 * (size_t)P * P;
+	const size_t np = (size_t)side * side;
+	const char *fn = fmt == MM_IMAGE_NV12 ? "NV12" :
+			 fmt == MM_IMAGE_GREY ? "GREY" : "RGB24";
+	size_t line = (size_t)w * (fmt == MM_IMAGE_RGB24 ? 3 : 1) + 24;
+	size_t bytes = line * h + (fmt == MM_IMAGE_NV12 ? line * h / 2 : 0);
+	size_t len = (bytes + 100 + pg - 1) / pg * pg;
+	float *cpu = malloc(npx * sizeof(float)), *gpu = malloc(npx * 4);
+	float *u = malloc(np * kp * sizeof(float));
+	struct mm_image im = { .format = fmt, .width = w, .height = h };
+	struct mm_image_plan pl;
+	struct mm_cuda_frame f;
+	uint8_t *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t lo, hi;
+	uint64_t dev = 0;
+	char err[256] = "";
+	size_t nd = 0, bad = 0;
+	double md = 0, lim;
+	int ret;
+
+	if (!cpu || !gpu || !u || map == MAP_FAILED) {
+		tap_ok(0, "frames: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < len; i++)
+		map[i] = (uint8_t)((rng = rng * 6364136223846793005ull +
+					  1442695040888963407ull) >> 56);
+	/* planes at an unaligned offset, strides longer than a line */
+	im.plane[0] = map + 100;
+	im.stride[0] = line;
+	if (fmt == MM_IMAGE_NV12) {
+		im.plane[1] = map + 100 + line * h;
+		im.stride[1] = line;
+	}
+	ret = mm_image_plan(p, w, h, 0, &pl, err, sizeof(err));
+	if (!ret)
+		ret = mm_image_preprocess_tile(p, &im, &pl, -1, cpu, npx, err,
+					       sizeof(err));
+	if (!ret)
+		ret = mm_cuda_host_register(cu, map, len, &dev, err,
+					    sizeof(err));
+	if (!ret) {
+		mm_cuda_frame_span(&im, &lo, &hi);
+		ret = mm_cuda_frame_of(p, &im, &pl, dev + (lo - (uintptr_t)map),
+				       &f);
+	}
+	if (!ret)
+		ret = mm_cuda_image(cu, &f, gpu, u, NULL, err, sizeof(err));
+	if (dev)
+		mm_cuda_host_unregister(cu, map, err, sizeof(err));
+	for (size_t i = 0; !ret && i < npx; i++) {
+		const double d = fabs((double)gpu[i] - cpu[i]);
+
+		lim = 1.0 / 255 / v->std[i / ((size_t)S * S)] + 1e-6;
+		md = fmax(md, d);
+		nd += d > 0;
+		bad += d > lim;
+	}
+	tap_ok(!ret && !bad && nd <= npx / 200,
+	       "preprocess %s %s %ux%u -> %u: %zu of %zu values differ (max %.3g, at most one level) %s",
+	       shape, fn, w, h, S, nd, npx, md, err);
+	/* the unfold of the device's own image, as vision.c does it */
+	for (size_t t = 0; !ret && t < np && !bad; t++) {
+		const size_t py = t / side, px = t % side;
+
+		for (size_t c = 0; c < 3; c++)
+			for (size_t ky = 0; ky < P; ky++)
+				for (size_t kx = 0; kx < P; kx++)
+					bad += memcmp(&u[t * kp + (c * P + ky) * P + kx],
+						      &gpu[c * S * S + (py * P + ky) * S + px * P + kx],
+						      sizeof(float)) != 0;
+	}
+	tap_ok(!ret && !bad, "im2col %s %s %ux%u: %zu x %zu bit-identical to the unfold",
+	       shape, fn, w, h, np, kp);
+out:
+	if (map != MAP_FAILED)
+		munmap(map, len);
+	free(cpu);
+	free(gpu);
+	free(u);
+}
+
+static void test_frames(struct mm_cuda *cu)
+{
+	static const char *const shapes[] = { "tiny", "tiny-mlp" };
+	static const uint32_t fmts[] = { MM_IMAGE_NV12, MM_IMAGE_GREY,
+					 MM_IMAGE_RGB24 };
+	char path[] = "/tmp/mmhal-cuda-frames-XXXXXX", err[256] = "";
+	int fd = mkstemp(path);
+
+	if (fd >= 0)
+		close(fd);
+	if (!tap_ok(fd >= 0, "frames: temporary file"))
+		return;
+	for (int s = 0; s < 2; s++) {
+		struct mm_gen_mmproj_params mp = { .vision = shapes[s],
+						   .type = MM_TYPE_F16,
+						   .seed = 9 };
+		struct mm_mmproj *p = NULL;
+		uint32_t S;
+
+		if (!tap_ok(!mm_gen_mmproj(&mp, path, err, sizeof(err)) &&
+			    !mm_mmproj_load(path, &p, err, sizeof(err)),
+			    "frames: %s mmproj %s", shapes[s], err))
+			continue;
+		S = mm_mmproj_vision(p)->image_size;
+		for (int i = 0; i < 3; i++) {
+			frame_case(cu, p, shapes[s], fmts[i], 640, 480);
+			frame_case(cu, p, shapes[s], fmts[i], 50, 122);
+			if (fmts[i] != MM_IMAGE_NV12 || !(S & 1))
+				frame_case(cu, p, shapes[s], fmts[i], S, S);
+			frame_case(cu, p, shapes[s], fmts[i], 2 * S + 6, S / 2 * 2);
+		}
+		mm_mmproj_free(p);
+	}
+	unlink(path);
 }
 
 static void bench_fgemm(struct mm_cuda *cu, double peak_f16)
@@ -577,6 +747,7 @@ int main(int argc, char **argv)
 		test_matmul(cu, mm, MM_TYPE_F32, 64, 1152, 2);
 	}
 	test_rows(cu);
+	test_frames(cu);
 	test_encoders();
 	if (!kernels_only) {
 		bench_gemm(cu, peak_tops);
