@@ -49,6 +49,11 @@ void mmedge_qb_free(struct mmedge_qb *qb, int error)
 						  DMA_BIDIRECTIONAL);
 	if (qb->att)
 		dma_buf_detach(qb->dmabuf, qb->att);
+	if (qb->src_sgt)
+		dma_buf_unmap_attachment_unlocked(qb->src_att, qb->src_sgt,
+						  DMA_TO_DEVICE);
+	if (qb->src_att)
+		dma_buf_detach(qb->src, qb->src_att);
 	if (qb->map.vaddr)
 		mmedge_dma_buf_vunmap(qb->dmabuf, &qb->map);
 	if (qb->src_map.vaddr)
@@ -874,6 +879,29 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 		if (IS_ERR(qb->dsgt)) {
 			ret = PTR_ERR(qb->dsgt);
 			qb->dsgt = NULL;
+			goto err_free;
+		}
+	}
+	/*
+	 * A copy's source is read by the DMA engine straight into the
+	 * destination. The exporter keeps the mapping in step with CPU
+	 * writes (end_cpu_access) and the engine reads it only after the
+	 * job is queued, that is after mmedge_fence_publish() has waited
+	 * for the source's write fences.
+	 */
+	if (qb->dsgt && has_src) {
+		qb->src_att = dma_buf_attach(qb->src,
+					     mmedge_dmaeng_dev(&eng->dmaeng));
+		if (IS_ERR(qb->src_att)) {
+			ret = PTR_ERR(qb->src_att);
+			qb->src_att = NULL;
+			goto err_free;
+		}
+		qb->src_sgt = dma_buf_map_attachment_unlocked(qb->src_att,
+							      DMA_TO_DEVICE);
+		if (IS_ERR(qb->src_sgt)) {
+			ret = PTR_ERR(qb->src_sgt);
+			qb->src_sgt = NULL;
 			goto err_free;
 		}
 	}

@@ -51,6 +51,7 @@
  * @id: channel id.
  * @name: channel name.
  * @src_type: MMEDGE_SRC_*.
+ * @dir: MMEDGE_CHAN_*.
  * @weight: weight.
  * @class: MMEDGE_CLASS_*.
  * @cap: rate cap, bytes/s.
@@ -240,6 +241,9 @@ __poll_t mmedge_chan_poll(struct mmedge_file *mf, struct file *file,
  * @att: attachment to the dmaengine back end's device, if there is one.
  * @dsgt: the buffer mapped for it (DMA_BIDIRECTIONAL: the CPU writes the
  *	in-band record, the DMA engine the data).
+ * @src_att: copy: the source's attachment to that device, if there is one.
+ * @src_sgt: copy: the source mapped for it (DMA_TO_DEVICE): the DMA
+ *	engine reads it straight into @dsgt.
  */
 struct mmedge_qb {
 	struct list_head node;
@@ -261,6 +265,8 @@ struct mmedge_qb {
 	u64 dropped;
 	struct dma_buf_attachment *att;
 	struct sg_table *dsgt;
+	struct dma_buf_attachment *src_att;
+	struct sg_table *src_sgt;
 };
 
 /**

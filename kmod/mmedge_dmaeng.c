@@ -4,11 +4,14 @@
  *
  * On a board whose mmedge node names a memory-to-memory DMA channel
  * ("dmas = <&dmac N>; dma-names = "memcpy";"), each segment the arbiter
- * picks is moved by that channel instead of the CPU: the source's bytes
- * are produced into a coherent bounce buffer and the DMA engine copies
- * them into the queued buffer, mapped for the DMA controller through a
- * dma-buf attachment. The arbiter in front is the same; the bus is real,
- * so the soft engine's bandwidth model is not applied.
+ * picks is moved by that channel instead of the CPU. The queued buffer is
+ * mapped for the DMA controller through a dma-buf attachment. A copy
+ * job's source buffer is mapped the same way and the DMA engine copies
+ * from it straight into the destination; a source the CPU generates (a
+ * capture channel's camera pattern or signal) is produced into a
+ * coherent bounce buffer, which the DMA engine copies from. The arbiter
+ * in front is the same; the bus is real, so the soft engine's bandwidth
+ * model is not applied.
  *
  * Segments are asynchronous: the engine thread submits a segment into
  * one of MMEDGE_DMAENG_SLOTS slots (a ring, in submission order) and
@@ -27,7 +30,6 @@
 #include <linux/scatterlist.h>
 
 #include "mmedge_dmaeng.h"
-#include "mmedge_uapi.h"
 
 static struct mmedge_dmaeng_slot *mmedge_dmaeng_at(struct mmedge_dmaeng *de,
 						   unsigned int i)
@@ -143,6 +145,8 @@ static void mmedge_dmaeng_slot_done(struct mmedge_dmaeng *de,
 	} else {
 		de->segments++;
 		de->bytes += s->len;
+		if (s->direct)
+			de->direct_segments++;
 	}
 }
 
@@ -196,18 +200,78 @@ struct mmedge_dmaeng_slot *mmedge_dmaeng_slot_next(struct mmedge_dmaeng *de)
 }
 
 /**
- * mmedge_dmaeng_submit() - start moving a segment from a slot's bounce
+ * struct mmedge_dmaeng_walk - a cursor over DMA-mapped memory
+ * @sg: the current DMA segment, or NULL for a contiguous range.
+ * @left_sg: DMA segments after @sg.
+ * @addr: the DMA address the cursor is at.
+ * @left: bytes from @addr to the end of the current segment.
+ */
+struct mmedge_dmaeng_walk {
+	struct scatterlist *sg;
+	unsigned int left_sg;
+	dma_addr_t addr;
+	u64 left;
+};
+
+/* Step over empty segments. */
+static void mmedge_dmaeng_walk_settle(struct mmedge_dmaeng_walk *w)
+{
+	while (!w->left && w->sg && w->left_sg) {
+		w->sg = sg_next(w->sg);
+		w->left_sg--;
+		w->addr = sg_dma_address(w->sg);
+		w->left = sg_dma_len(w->sg);
+	}
+}
+
+/* @w at byte @off of @sgt's DMA segments (at their end if it is past). */
+static void mmedge_dmaeng_walk_sgt(struct mmedge_dmaeng_walk *w,
+				   struct sg_table *sgt, u64 off)
+{
+	struct scatterlist *sg;
+	unsigned int i;
+
+	memset(w, 0, sizeof(*w));
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		w->sg = sg;
+		w->left_sg = sgt->nents - i - 1;
+		if (off < sg_dma_len(sg)) {
+			w->addr = sg_dma_address(sg) + off;
+			w->left = sg_dma_len(sg) - off;
+			break;
+		}
+		off -= sg_dma_len(sg);
+		w->left_sg = 0;
+	}
+	mmedge_dmaeng_walk_settle(w);
+}
+
+static void mmedge_dmaeng_walk_advance(struct mmedge_dmaeng_walk *w, u64 n)
+{
+	w->addr += n;
+	w->left -= n;
+	mmedge_dmaeng_walk_settle(w);
+}
+
+/**
+ * mmedge_dmaeng_submit() - start moving a segment
  * @de: the back end
- * @s: from mmedge_dmaeng_slot_next(), its bounce buffer filled
+ * @s: from mmedge_dmaeng_slot_next(); with @src NULL its bounce buffer
+ *	holds the segment's bytes
  * @dst: the destination, DMA-mapped for the channel's device
  * @dst_off: byte offset in @dst
- * @len: bytes, at most the bounce buffer's size
+ * @src: the source, DMA-mapped for the channel's device (the segment
+ *	goes straight from it to @dst, the slot's bounce unused), or NULL
+ *	(from the bounce buffer)
+ * @src_off: byte offset in @src
+ * @len: bytes; from the bounce buffer at most its size
  * @ctx: the engine's channel, handed back with the slot
  * @job: the engine's job, handed back with the slot
  * @last: the segment completes @job
  *
- * Splits the copy at the destination's DMA segments, submits one
- * descriptor per piece, issues them and returns without waiting.
+ * Splits the copy where a DMA segment of the destination or of the
+ * source ends, submits one descriptor per piece, issues them and returns
+ * without waiting.
  *
  * Return: 0: submitted. -EAGAIN: the channel has no descriptor now and
  * segments are in flight; the slot was not used, try again after one
@@ -217,22 +281,23 @@ struct mmedge_dmaeng_slot *mmedge_dmaeng_slot_next(struct mmedge_dmaeng *de)
  */
 int mmedge_dmaeng_submit(struct mmedge_dmaeng *de,
 			 struct mmedge_dmaeng_slot *s, struct sg_table *dst,
-			 u64 dst_off, u32 len, void *ctx, void *job, bool last)
+			 u64 dst_off, struct sg_table *src, u64 src_off,
+			 u32 len, void *ctx, void *job, bool last)
 {
+	struct mmedge_dmaeng_walk dw, sw;
 	struct dma_async_tx_descriptor *tx;
-	struct scatterlist *sg;
-	u64 seg_start = 0, done = 0;
 	unsigned long flags;
-	unsigned int i;
+	u64 done = 0;
 	int ret = 0;
 
-	if (len > de->bounce_size)
+	if (!src && len > de->bounce_size)
 		return -EINVAL;
 
 	spin_lock_irqsave(&de->lock, flags);
 	s->ctx = ctx;
 	s->job = job;
 	s->last = last;
+	s->direct = !!src;
 	s->len = len;
 	s->pending = 1;		/* a bias, dropped after submitting */
 	s->error = 0;
@@ -243,16 +308,23 @@ int mmedge_dmaeng_submit(struct mmedge_dmaeng *de,
 	de->inflight_max = max(de->inflight_max, de->inflight);
 	spin_unlock_irqrestore(&de->lock, flags);
 
-	for_each_sgtable_dma_sg(dst, sg, i) {
-		struct mmedge_range r;
+	mmedge_dmaeng_walk_sgt(&dw, dst, dst_off);
+	if (src) {
+		mmedge_dmaeng_walk_sgt(&sw, src, src_off);
+	} else {
+		memset(&sw, 0, sizeof(sw));
+		sw.addr = s->bounce_dma;
+		sw.left = len;
+	}
+	while (done < len) {
+		u64 n = min3((u64)len - done, dw.left, sw.left);
 
-		r = mmedge_range_clip(seg_start, sg_dma_len(sg), dst_off, len);
-		seg_start += sg_dma_len(sg);
-		if (!r.len)
-			continue;
-		tx = dmaengine_prep_dma_memcpy(de->chan,
-					       sg_dma_address(sg) + r.off,
-					       s->bounce_dma + done, r.len,
+		if (!n) {
+			/* A mapping ends before the segment does. */
+			ret = -EINVAL;
+			break;
+		}
+		tx = dmaengine_prep_dma_memcpy(de->chan, dw.addr, sw.addr, n,
 					       DMA_PREP_INTERRUPT | DMA_CTRL_ACK);
 		if (!tx) {
 			ret = -ENOMEM;
@@ -270,10 +342,10 @@ int mmedge_dmaeng_submit(struct mmedge_dmaeng *de,
 			ret = -EIO;
 			break;
 		}
-		done += r.len;
+		done += n;
+		mmedge_dmaeng_walk_advance(&dw, n);
+		mmedge_dmaeng_walk_advance(&sw, n);
 	}
-	if (!ret && done != len)
-		ret = -EINVAL;
 
 	spin_lock_irqsave(&de->lock, flags);
 	if (ret == -ENOMEM && !done && de->inflight > 1) {
@@ -469,15 +541,18 @@ void mmedge_dmaeng_abort(struct mmedge_dmaeng *de, int error)
  * mmedge_dmaeng_stats() - the back end's counters
  * @de: the back end
  * @segments: segments moved without error
+ * @direct_segments: those of them moved straight from a source buffer,
+ *	without a bounce
  * @inflight_max: the most segments that were in flight together
  */
 void mmedge_dmaeng_stats(struct mmedge_dmaeng *de, u64 *segments,
-			 unsigned int *inflight_max)
+			 u64 *direct_segments, unsigned int *inflight_max)
 {
 	unsigned long flags;
 
 	spin_lock_irqsave(&de->lock, flags);
 	*segments = de->segments;
+	*direct_segments = de->direct_segments;
 	*inflight_max = de->inflight_max;
 	spin_unlock_irqrestore(&de->lock, flags);
 }

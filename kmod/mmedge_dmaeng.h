@@ -10,7 +10,10 @@
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 
-/* Segments the back end keeps in flight at most (one bounce buffer each). */
+/*
+ * Segments the back end keeps in flight at most (one slot each, with a
+ * bounce buffer for the segments that need one).
+ */
 #define MMEDGE_DMAENG_SLOTS		4
 /* A segment not completed after this long fails, and the channel is reset. */
 #define MMEDGE_DMAENG_TIMEOUT_MS	1000
@@ -26,11 +29,14 @@ enum mmedge_dmaeng_state {
 /**
  * struct mmedge_dmaeng_slot - one segment in flight
  * @de: the back end.
- * @bounce: where the segment's bytes are produced (coherent).
+ * @bounce: where a segment's bytes are produced (coherent), unless it
+ *	is moved straight from a source buffer.
  * @bounce_dma: its DMA address for the channel.
  * @ctx: the engine's channel the segment belongs to.
  * @job: the engine's job (the destination buffer).
  * @last: the segment completes its job.
+ * @direct: the segment goes straight from a source buffer, not from
+ *	@bounce.
  * @len: bytes.
  * @pending: descriptors not completed, plus one while submitting.
  * @error: 0, or why the segment failed.
@@ -48,6 +54,7 @@ struct mmedge_dmaeng_slot {
 	void *ctx;
 	void *job;
 	bool last;
+	bool direct;
 	u32 len;
 	unsigned int pending;
 	int error;
@@ -87,6 +94,7 @@ struct mmedge_dmaeng_done {
  * @starved: the channel had no descriptor for a new segment; set until
  *	one in flight completes.
  * @segments: segments moved without error.
+ * @direct_segments: those of them moved straight from a source buffer.
  * @bytes: their bytes.
  * @errors: segments that failed.
  * @wq: woken when a slot completes.
@@ -106,6 +114,7 @@ struct mmedge_dmaeng {
 	unsigned int inflight_max;
 	bool starved;
 	u64 segments;
+	u64 direct_segments;
 	u64 bytes;
 	u64 errors;
 	wait_queue_head_t wq;
@@ -122,7 +131,8 @@ struct device *mmedge_dmaeng_dev(struct mmedge_dmaeng *de);
 struct mmedge_dmaeng_slot *mmedge_dmaeng_slot_next(struct mmedge_dmaeng *de);
 int mmedge_dmaeng_submit(struct mmedge_dmaeng *de,
 			 struct mmedge_dmaeng_slot *s, struct sg_table *dst,
-			 u64 dst_off, u32 len, void *ctx, void *job, bool last);
+			 u64 dst_off, struct sg_table *src, u64 src_off,
+			 u32 len, void *ctx, void *job, bool last);
 bool mmedge_dmaeng_reap(struct mmedge_dmaeng *de,
 			struct mmedge_dmaeng_done *d);
 bool mmedge_dmaeng_fail_job(struct mmedge_dmaeng *de, void *job, int error);
@@ -131,6 +141,6 @@ bool mmedge_dmaeng_settled(struct mmedge_dmaeng *de, void *ctx);
 bool mmedge_dmaeng_timed_out(struct mmedge_dmaeng *de, u64 now);
 void mmedge_dmaeng_abort(struct mmedge_dmaeng *de, int error);
 void mmedge_dmaeng_stats(struct mmedge_dmaeng *de, u64 *segments,
-			 unsigned int *inflight_max);
+			 u64 *direct_segments, unsigned int *inflight_max);
 
 #endif /* _MMEDGE_DMAENG_H */

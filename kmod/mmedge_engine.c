@@ -690,10 +690,13 @@ static void mmedge_chan_frame_end(struct mmedge_chan *ch, u64 eof_raw)
 }
 
 /*
- * dmaengine back end: produce @len bytes of @ch's current frame (capture:
- * the source; copy: the source buffer) into a free slot's bounce buffer
- * and submit it. The engine does not wait: the DMA callback stamps the
- * segment and mmedge_engine_dma_reap() completes the frame.
+ * dmaengine back end: submit @len bytes of @ch's current frame in a free
+ * slot. A copy job's segment goes straight from its source buffer
+ * (mapped for the controller at QBUF, after the source's writers'
+ * fences signalled) into the destination; a capture source's bytes are
+ * produced into the slot's bounce buffer first. The engine does not
+ * wait: the DMA callback stamps the segment and mmedge_engine_dma_reap()
+ * completes the frame.
  * Return: as mmedge_dmaeng_submit().
  */
 static int mmedge_engine_dma_segment(struct mmedge_engine *eng,
@@ -711,12 +714,13 @@ static int mmedge_engine_dma_segment(struct mmedge_engine *eng,
 	if (ch->dir == MMEDGE_CHAN_COPY) {
 		if (!off)
 			ch->cur_sof_raw = mmedge_counter_read(eng);
-		memcpy(s->bounce, qb->src_map.vaddr + off, len);
-	} else {
-		mmedge_src_fill(&ch->src, ch->cur_seq, off, s->bounce, len);
+		return mmedge_dmaeng_submit(&eng->dmaeng, s, qb->dsgt, off,
+					    qb->src_sgt, off, len, ch, qb,
+					    off + len == total);
 	}
-	return mmedge_dmaeng_submit(&eng->dmaeng, s, qb->dsgt, off, len, ch, qb,
-				    off + len == total);
+	mmedge_src_fill(&ch->src, ch->cur_seq, off, s->bounce, len);
+	return mmedge_dmaeng_submit(&eng->dmaeng, s, qb->dsgt, off, NULL, 0,
+				    len, ch, qb, off + len == total);
 }
 
 /*
@@ -831,7 +835,7 @@ static void mmedge_engine_serve(struct mmedge_engine *eng,
 	lockdep_assert_held(&eng->lock);
 
 	if (dma) {
-		/* dmaengine back end: produce, submit, move on. */
+		/* dmaengine back end: submit (a bounce filled first), move on. */
 		ret = mmedge_engine_dma_segment(eng, ch, len, total);
 		if (ret == -EAGAIN)
 			return;

@@ -231,29 +231,43 @@ static ssize_t arb_ns_per_segment_show(struct device *dev,
 static DEVICE_ATTR_RO(arb_ns_per_segment);
 
 /*
- * The dmaengine back end: segments its DMA channel moved, and the most
- * that were in flight together (0 and 0 on the soft engine).
+ * The dmaengine back end: segments its DMA channel moved, those of them
+ * moved straight from a copy job's source buffer (no bounce), and the
+ * most that were in flight together (all 0 on the soft engine).
  */
 static ssize_t dma_segments_show(struct device *dev,
 				 struct device_attribute *attr, char *buf)
 {
 	unsigned int inflight_max;
-	u64 segments;
+	u64 segments, direct;
 
 	mmedge_dmaeng_stats(&to_mmedge_dev(dev)->eng.dmaeng, &segments,
-			    &inflight_max);
+			    &direct, &inflight_max);
 	return sysfs_emit(buf, "%llu\n", segments);
 }
 static DEVICE_ATTR_RO(dma_segments);
+
+static ssize_t dma_direct_segments_show(struct device *dev,
+					struct device_attribute *attr,
+					char *buf)
+{
+	unsigned int inflight_max;
+	u64 segments, direct;
+
+	mmedge_dmaeng_stats(&to_mmedge_dev(dev)->eng.dmaeng, &segments,
+			    &direct, &inflight_max);
+	return sysfs_emit(buf, "%llu\n", direct);
+}
+static DEVICE_ATTR_RO(dma_direct_segments);
 
 static ssize_t dma_inflight_max_show(struct device *dev,
 				     struct device_attribute *attr, char *buf)
 {
 	unsigned int inflight_max;
-	u64 segments;
+	u64 segments, direct;
 
 	mmedge_dmaeng_stats(&to_mmedge_dev(dev)->eng.dmaeng, &segments,
-			    &inflight_max);
+			    &direct, &inflight_max);
 	return sysfs_emit(buf, "%u\n", inflight_max);
 }
 static DEVICE_ATTR_RO(dma_inflight_max);
@@ -261,6 +275,7 @@ static DEVICE_ATTR_RO(dma_inflight_max);
 /* /sys/class/mmedge/mmedgeN/stats/: live counters of this instance. */
 static struct attribute *mmedge_stats_attrs[] = {
 	&dev_attr_arb_ns_per_segment.attr,
+	&dev_attr_dma_direct_segments.attr,
 	&dev_attr_dma_inflight_max.attr,
 	&dev_attr_dma_segments.attr,
 	&dev_attr_buffers.attr,

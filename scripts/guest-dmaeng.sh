@@ -9,8 +9,12 @@
 # channel, runs the channel and direction kselftests on it (data pattern,
 # stamps, fences, destroy while in flight), and then that the controller
 # moved the segments: the hub's DMA segment count and the controller's
-# interrupts grew, and more than one segment was in flight at once. TAP in $RES/NAME.tap, as
-# scripts/guest-lib.sh writes it.
+# interrupts grew, and more than one segment was in flight at once. Copy
+# channels' segments go straight from the source buffer to the
+# destination: the hub's direct segment count grows with the direction
+# test (whose copy cases compare the bytes) and not with the capture-only
+# channel test, whose sources the CPU generates into a bounce buffer.
+# TAP in $RES/NAME.tap, as scripts/guest-lib.sh writes it.
 #
 # ZDMA_KO: xilinx_zynqmp_dma's module (default /opt/mmedge/zynqmp_dma.ko;
 # modprobe when it is not there).
@@ -60,6 +64,10 @@ irqs() {
 segs() {
 	cat "$STATS/dma_segments" 2>/dev/null || echo 0
 }
+# direct: the segments it moved straight from a source buffer.
+direct() {
+	cat "$STATS/dma_direct_segments" 2>/dev/null || echo 0
+}
 # desc: the channel's dmaengine counters (as sysfs has them).
 desc() {
 	echo "memcpy_count $(cat "$chan/memcpy_count" 2>/dev/null), bytes_transferred $(cat "$chan/bytes_transferred" 2>/dev/null)"
@@ -88,6 +96,7 @@ eng=$(pgrep mmedge0-eng | head -n1)
 [ -n "$eng" ] && [ "$(nproc)" -gt 1 ] && taskset -p 2 "$eng" > /dev/null
 
 before_seg=$(segs)
+before_direct=$(direct)
 before_irq=$(irqs)
 before_desc=$(desc)
 # Streams of every source with the data pattern and stamps checked, fences,
@@ -95,7 +104,10 @@ before_desc=$(desc)
 # the soft engine's modelled bus, which a DMA controller does not follow.
 export MMEDGE_SKIP_TIMING=1
 run mmedge_chan_selftest "$T/mmedge_chan_test"
+chan_seg=$(segs)
+chan_direct=$(direct)
 run mmedge_dir_selftest "$T/mmedge_dir_test"
+dir_direct=$(direct)
 after_seg=$(segs)
 after_irq=$(irqs)
 after_desc=$(desc)
@@ -116,6 +128,23 @@ n=0
 		tap FAIL "the controller's interrupts grew"
 	[ "$max" -gt 1 ] && tap OK "segments in flight together: $max" ||
 		tap FAIL "more than one segment in flight (most: $max)"
+	# Capture channels: the CPU generates the frame into a bounce.
+	d=$((chan_direct - before_direct))
+	s=$((chan_seg - before_seg))
+	echo "# channel test (capture): $s segments by DMA, $d of them direct"
+	[ "$s" -gt 0 ] && [ "$d" = 0 ] &&
+		tap OK "capture segments go through the bounce ($s, none direct)" ||
+		tap FAIL "capture segments go through the bounce ($s, $d direct)"
+	# Copy channels: source buffer to destination, no bounce.
+	d=$((dir_direct - chan_direct))
+	s=$((after_seg - chan_seg))
+	echo "# direction test (feed, copy): $s segments by DMA, $d of them direct"
+	[ "$d" -gt 0 ] &&
+		tap OK "copy segments moved straight from the source buffer ($d of $s)" ||
+		tap FAIL "copy segments moved straight from the source buffer (0 of $s)"
+	grep -E "^ok [0-9]+ dir\.copy_data" "$RES/mmedge_dir_selftest.tap" | grep -vq "# SKIP" &&
+		tap OK "the copies' bytes match their sources (dir.copy_data)" ||
+		tap FAIL "the copies' bytes match their sources (dir.copy_data)"
 	errs=$(dmesg | grep -c "DMA engine: a segment took over")
 	[ "$errs" = 0 ] && tap OK "no segment timed out" ||
 		tap FAIL "segments timed out ($errs)"
