@@ -331,7 +331,7 @@ struct mm_cuda {
 	CUcontext ctx;
 	CUmodule mod;
 	CUstream st;
-	int cc, has_ctx;
+	int cc, has_ctx, host_ro;
 	struct {
 #define MM_CU_KFIELD(k) CUfunction k;
 		MM_CU_KERNELS(MM_CU_KFIELD)
@@ -425,6 +425,11 @@ static int mm_cu_device(struct mm_cuda *cu, char *err, size_t errlen)
 	      (&mnr, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cu->dev),
 	      err, errlen);
 	MM_CU(cu, DeviceTotalMem, (&mem, cu->dev), err, errlen);
+	/* READ_ONLY host registrations (frames): not on every platform */
+	if (cu->f.DeviceGetAttribute(&cu->host_ro,
+		CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED,
+		cu->dev) != CUDA_SUCCESS)
+		cu->host_ro = 0;
 	cu->cc = maj * 10 + mnr;
 	snprintf(cu->desc, sizeof(cu->desc), "%s (sm_%d, %.1f GiB, driver %d.%d)",
 		 name, cu->cc, mem / 1073741824.0, ver / 1000, ver % 1000 / 10);
@@ -1001,7 +1006,7 @@ int mm_cuda_host_register(struct mm_cuda *cu, void *addr, size_t bytes,
 	if (!ret) {
 		CUresult r = cu->f.MemHostRegister((void *)lo, hi - lo,
 			CU_MEMHOSTREGISTER_DEVICEMAP |
-			CU_MEMHOSTREGISTER_READ_ONLY);
+			(cu->host_ro ? CU_MEMHOSTREGISTER_READ_ONLY : 0));
 
 		if (r != CUDA_SUCCESS)
 			ret = mm_cu_fail(cu, "cuMemHostRegister", r, err, errlen);

@@ -123,7 +123,8 @@ int mm_cuda_bench_gemm(struct mm_cuda *cu, enum mm_type t, uint64_t W,
 
 /*
  * Zero copy of frames: the mapping of an mmedge buffer (mmhal_buf_map())
- * registered with cuMemHostRegister(DEVICEMAP | READ_ONLY) and its
+ * registered with cuMemHostRegister(DEVICEMAP | READ_ONLY; READ_ONLY
+ * only where the device reports READ_ONLY_HOST_REGISTER_SUPPORTED) and its
  * device address (cuMemHostGetDevicePointer) in *dev; the kernels then
  * read the sensor buffer in place. addr and bytes are rounded out to
  * pages. Unregister before unmapping.

@@ -114,6 +114,11 @@ API CUresult cuDeviceGet(CUdevice *d, int i)
 
 #ifndef MM_FAKE_PARTIAL
 
+static int running(void)
+{
+	return !strcmp(mode, "run") || !strcmp(mode, "regfail");
+}
+
 API CUresult cuDeviceGetName(char *s, int len, CUdevice d)
 {
 	(void)d;
@@ -129,6 +134,11 @@ API CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 	switch (attr) {
 	case 75: *v = old ? 7 : 9; return OK;	/* COMPUTE_CAPABILITY_MAJOR */
 	case 76: *v = old ? 5 : 0; return OK;	/* _MINOR */
+	case 113:	/* READ_ONLY_HOST_REGISTER_SUPPORTED */
+		if (!running())
+			break;
+		*v = 1;
+		return OK;
 	}
 	return NOT_SUPPORTED;
 }
@@ -158,11 +168,6 @@ API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 API CUresult cuCtxSetCurrent(CUcontext c)
 {
 	return c == &refs ? OK : INVALID_DEVICE;
-}
-
-static int running(void)
-{
-	return !strcmp(mode, "run") || !strcmp(mode, "regfail");
 }
 
 API CUresult cuModuleLoadData(CUmodule *m, const void *img)
