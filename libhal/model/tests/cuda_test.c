@@ -6,6 +6,10 @@
  * kernels load) with their messages, and the model's fallback: backend
  * auto runs the CPU with logits identical to backend cpu and says why in
  * mmhal_model_info(); backend cuda refuses the load with the message.
+ * Frames read in place (mmhal_mmproj_map_frames): the registration cache
+ * and the device preprocessing's fallback on stand-ins whose module loads
+ * but whose launches fail ("run") or whose cuMemHostRegister fails
+ * ("regfail").
  *
  *   cuda_test -f FAKE.so -p PARTIAL.so [-w DIR]
  *
