@@ -365,8 +365,24 @@ int mmedge_dmaeng_submit(struct mmedge_dmaeng *de,
 		mmedge_dmaeng_slot_done(de, s, de->stamp(de->arg));
 	spin_unlock_irqrestore(&de->lock, flags);
 	if (done)
-		dma_async_issue_pending(de->chan);
+		de->unissued = true;
 	return ret;
+}
+
+/**
+ * mmedge_dmaeng_issue() - start what mmedge_dmaeng_submit() queued
+ * @de: the back end
+ *
+ * The engine fills every free slot it has work for, then tells the
+ * controller once: the segments are in flight together and the
+ * controller has the next one queued when one completes.
+ */
+void mmedge_dmaeng_issue(struct mmedge_dmaeng *de)
+{
+	if (!de->unissued)
+		return;
+	de->unissued = false;
+	dma_async_issue_pending(de->chan);
 }
 
 /**

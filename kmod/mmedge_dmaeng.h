@@ -93,6 +93,8 @@ struct mmedge_dmaeng_done {
  * @inflight_max: the most ever in flight together.
  * @starved: the channel had no descriptor for a new segment; set until
  *	one in flight completes.
+ * @unissued: descriptors submitted since the controller was last told
+ *	to start (mmedge_dmaeng_issue()); the engine thread's only.
  * @segments: segments moved without error.
  * @direct_segments: those of them moved straight from a source buffer.
  * @bytes: their bytes.
@@ -113,6 +115,7 @@ struct mmedge_dmaeng {
 	unsigned int inflight;
 	unsigned int inflight_max;
 	bool starved;
+	bool unissued;
 	u64 segments;
 	u64 direct_segments;
 	u64 bytes;
@@ -133,6 +136,7 @@ int mmedge_dmaeng_submit(struct mmedge_dmaeng *de,
 			 struct mmedge_dmaeng_slot *s, struct sg_table *dst,
 			 u64 dst_off, struct sg_table *src, u64 src_off,
 			 u32 len, void *ctx, void *job, bool last);
+void mmedge_dmaeng_issue(struct mmedge_dmaeng *de);
 bool mmedge_dmaeng_reap(struct mmedge_dmaeng *de,
 			struct mmedge_dmaeng_done *d);
 bool mmedge_dmaeng_fail_job(struct mmedge_dmaeng *de, void *job, int error);

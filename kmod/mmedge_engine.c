@@ -924,6 +924,34 @@ static void mmedge_engine_sched(struct mmedge_engine_sched *s)
 	s->rt = want;
 }
 
+/*
+ * dmaengine back end: after a segment was submitted, fill the other free
+ * slots with what the arbiter picks next, then start them all with one
+ * issue, so that the controller has several segments queued. Nothing is
+ * left unissued when the engine lock is dropped. A slot is free only
+ * while the channel has descriptors (mmedge_dmaeng_slot_next()).
+ */
+static void mmedge_engine_dma_fill(struct mmedge_engine *eng, u64 now,
+				   u64 *wait)
+{
+	struct mmedge_arb_chan *ac;
+	u64 t0;
+
+	lockdep_assert_held(&eng->lock);
+
+	while (mmedge_engine_bus_room(eng)) {
+		t0 = ktime_get_ns();
+		ac = mmedge_arb_pick(&eng->arb, now, wait);
+		if (!ac)
+			break;
+		eng->arb_ns += ktime_get_ns() - t0;
+		eng->arb_picks++;
+		mmedge_engine_serve(eng, container_of(ac, struct mmedge_chan, arb),
+				    now);
+	}
+	mmedge_dmaeng_issue(&eng->dmaeng);
+}
+
 static int mmedge_engine_thread(void *data)
 {
 	struct mmedge_engine *eng = data;
@@ -983,6 +1011,8 @@ static int mmedge_engine_thread(void *data)
 			if (eng->bus_free_ns > now + MMEDGE_PACE_SLACK_NS)
 				ahead = eng->bus_free_ns - now;
 		}
+		if (ac && eng->dmaeng.chan)
+			mmedge_engine_dma_fill(eng, now, &wait);
 		mutex_unlock(&eng->lock);
 		dma_fence_end_signalling(cookie);
 

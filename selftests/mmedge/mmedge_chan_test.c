@@ -534,6 +534,7 @@ TEST_F_TIMEOUT(chan, drops_accounted, 60)
 	struct mmedge_chan_stats st;
 	struct drops dt = { 0 };
 	unsigned int bad = 0, i;
+	long long dma_segs = 0;
 	struct sbuf b[NBUF];
 	uint64_t t_end;
 	char why[200];
@@ -562,6 +563,18 @@ TEST_F_TIMEOUT(chan, drops_accounted, 60)
 	       (unsigned long long)dt.n, dt.gaps, dt.flag_after_gap,
 	       (unsigned long long)d.sequence, (unsigned long long)d.dropped,
 	       (unsigned long long)st.dropped);
+	/*
+	 * The drops come from the modelled 2 MB/s bus; a DMA controller
+	 * (the dmaengine back end) is not slowed by it and may keep up.
+	 */
+	if (!dt.gaps && !read_ll(STATS_DIR "dma_segments", &dma_segs) &&
+	    dma_segs) {
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(0, chan_destroy(self->fd, id));
+		for (i = 0; i < NBUF; i++)
+			sbuf_free(&b[i]);
+		SKIP(return, "the DMA controller kept up: no drop to account");
+	}
 	EXPECT_LT(0, dt.gaps);
 	EXPECT_EQ(0, bad);
 	EXPECT_LE(d.dropped, st.dropped);
@@ -816,11 +829,24 @@ TEST_F(chan, xts)
 				  x1.samples[i].sys_before);
 		}
 	}
-	/* boot_offset is CLOCK_BOOTTIME - CLOCK_MONOTONIC. */
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	clock_gettime(CLOCK_BOOTTIME, &boot);
-	off = (int64_t)(boot.tv_sec - mono.tv_sec) * (int64_t)NSEC_PER_SEC +
-	      (boot.tv_nsec - mono.tv_nsec);
+	/*
+	 * boot_offset is CLOCK_BOOTTIME - CLOCK_MONOTONIC. Read as
+	 * monotonic, boottime, monotonic; a try the vCPU was descheduled
+	 * in (a wide window) is read again.
+	 */
+	for (i = 0; i < 20; i++) {
+		int64_t m0, m1;
+
+		clock_gettime(CLOCK_MONOTONIC, &mono);
+		m0 = (int64_t)mono.tv_sec * (int64_t)NSEC_PER_SEC + mono.tv_nsec;
+		clock_gettime(CLOCK_BOOTTIME, &boot);
+		clock_gettime(CLOCK_MONOTONIC, &mono);
+		m1 = (int64_t)mono.tv_sec * (int64_t)NSEC_PER_SEC + mono.tv_nsec;
+		off = (int64_t)boot.tv_sec * (int64_t)NSEC_PER_SEC +
+		      boot.tv_nsec - (m0 + (m1 - m0) / 2);
+		if (m1 - m0 < 100000)
+			break;
+	}
 	EXPECT_GT((int64_t)NSEC_PER_MSEC,
 		  llabs(off - (int64_t)x1.samples[0].boot_offset));
 
@@ -2142,6 +2168,7 @@ TEST_F(chan, destroy_busy)
 	int fences[3], implicit[3], status, id, i;
 	uint64_t t_end;
 	struct sbuf b[3];
+	bool dma;
 
 	ASSERT_EQ(0, read_live(&buffers0, &imports0));
 	/* 307200-byte frames at 1 MB/s: the first is in flight 300 ms. */
@@ -2167,20 +2194,28 @@ TEST_F(chan, destroy_busy)
 	ASSERT_LT(0, st.segments);
 	/*
 	 * A DMA controller (the dmaengine back end) follows no modelled bus:
-	 * it may land the whole frame before the stats are read, and then
-	 * no frame is in flight to destroy.
+	 * the first frame may land at any moment, before or during the
+	 * destroy. The camera produces the next two 100 and 200 ms later,
+	 * so they are still queued and must be cancelled.
 	 */
-	if (st.frames && !read_ll(STATS_DIR "dma_segments", &dma_segs) &&
-	    dma_segs)
-		SKIP(return, "the DMA engine moved the frame before the destroy");
-	ASSERT_EQ(0, st.frames);
-	for (i = 0; i < 3; i++)
-		EXPECT_EQ(0, poll_in(fences[i], 0));
+	dma = !read_ll(STATS_DIR "dma_segments", &dma_segs) && dma_segs;
+	if (!dma) {
+		ASSERT_EQ(0, st.frames);
+		for (i = 0; i < 3; i++)
+			EXPECT_EQ(0, poll_in(fences[i], 0));
+	}
 
 	ASSERT_EQ(0, chan_destroy(self->fd, id));
 	for (i = 0; i < 3; i++) {
 		EXPECT_EQ(1, poll_in(fences[i], 1000));
 		ASSERT_EQ(0, fence_info(fences[i], &status, NULL, 0));
+		if (dma && i == 0 && status == 1) {
+			/* landed before the destroy: a good frame */
+			EXPECT_EQ(1, poll_in(implicit[i], 1000));
+			close(fences[i]);
+			close(implicit[i]);
+			continue;
+		}
 		EXPECT_GT(0, status) TH_LOG("fence %d status %d", i, status);
 		EXPECT_EQ(-ECANCELED, status);
 		EXPECT_EQ(1, poll_in(implicit[i], 1000));

@@ -570,6 +570,20 @@ TEST_F_TIMEOUT(dir, destroy_busy, 30)
 	}
 }
 
+/* Make the engine thread sleep @ms at its next round (root only). */
+static int stall_engine_ms(unsigned int ms)
+{
+	FILE *f = fopen("/sys/module/mmedge/parameters/inject_stall_ms", "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%u\n", ms) < 0 ? -EIO : 0;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
 /*
  * Implicit fences: a feed only reads its buffer (a read fence: writers
  * wait, readers do not); a copy writes its destination (a write fence)
@@ -584,6 +598,14 @@ TEST_F_TIMEOUT(dir, implicit_fences, 30)
 
 	/* 1 MB/s: each job takes half a second. */
 	SET_BUS(1000000);
+	/*
+	 * A DMA controller (the dmaengine back end) ignores the modelled
+	 * bus and would finish both jobs before the fences are looked at:
+	 * hold the engine thread for a while first (fault injection), so
+	 * the jobs are queued but not moved during the checks below.
+	 */
+	if (!stall_engine_ms(1500))
+		usleep(250 * 1000);	/* the engine is in the stall */
 	feed = chan_make(self->fd, MMEDGE_CHAN_FEED, 0, NULL);
 	ASSERT_LT(0, feed);
 	copy = chan_make(self->fd, MMEDGE_CHAN_COPY, 0, NULL);
