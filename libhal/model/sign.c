@@ -108,11 +108,47 @@ void mm_key_id(const uint8_t pk[MM_KEY_PUB_BYTES], uint8_t id[MM_KEY_ID_BYTES])
 	memcpy(id, h, MM_KEY_ID_BYTES);
 }
 
+ssize_t mm_read_upto(int fd, void *buf, size_t cap)
+{
+	size_t n = 0;
+
+	while (n < cap) {
+		ssize_t r = read(fd, (uint8_t *)buf + n, cap - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	return (ssize_t)n;
+}
+
+int mm_write_all(int fd, const void *buf, size_t n)
+{
+	const uint8_t *p = buf;
+
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (w == 0)
+			return -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
 /* Writes all of buf to a new file at path (O_EXCL), fsynced. */
 static int write_new(const char *path, const void *buf, size_t n, mode_t mode,
 		     char *err, size_t errlen)
 {
-	const uint8_t *p = buf;
 	int fd, ret = 0;
 
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
@@ -124,18 +160,8 @@ static int write_new(const char *path, const void *buf, size_t n, mode_t mode,
 	/* the mode is meant, whatever the umask */
 	if (fchmod(fd, mode))
 		ret = -errno;
-	while (!ret && n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			ret = w < 0 ? -errno : -EIO;
-			break;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
+	if (!ret)
+		ret = mm_write_all(fd, buf, n);
 	if (!ret && fsync(fd))
 		ret = -errno;
 	if (close(fd) && !ret)
@@ -178,6 +204,7 @@ static int key_read(const char *path, const char *tag, uint8_t *key,
 {
 	char buf[256];
 	size_t tl = strlen(tag), n = 0;
+	ssize_t r;
 	int fd, ret = 0;
 
 	if (!path || !key)
@@ -188,19 +215,11 @@ static int key_read(const char *path, const char *tag, uint8_t *key,
 		return mm_errf(ret, err, errlen, "cannot open key %s: %s", path,
 			       strerror(-ret));
 	}
-	while (n < sizeof(buf)) {
-		ssize_t r = read(fd, buf + n, sizeof(buf) - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			ret = -errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
+	r = mm_read_upto(fd, buf, sizeof(buf));
+	if (r < 0)
+		ret = (int)r;
+	else
+		n = (size_t)r;
 	close(fd);
 	if (ret) {
 		mm_errf(ret, err, errlen, "cannot read key %s: %s", path,
@@ -404,6 +423,7 @@ int mm_sig_read(const char *sig_path, const uint8_t *pk, uint64_t min_version,
 {
 	uint8_t buf[MM_SIG_BYTES + 1];
 	size_t n = 0;
+	ssize_t r;
 	int fd, ret = 0;
 
 	if (!sig_path)
@@ -419,19 +439,11 @@ int mm_sig_read(const char *sig_path, const uint8_t *pk, uint64_t min_version,
 			       sig_path, strerror(-ret));
 	}
 	/* one byte more than a signature: a longer file is refused */
-	while (n < sizeof(buf)) {
-		ssize_t r = read(fd, buf + n, sizeof(buf) - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			ret = -errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
+	r = mm_read_upto(fd, buf, sizeof(buf));
+	if (r < 0)
+		ret = (int)r;
+	else
+		n = (size_t)r;
 	close(fd);
 	if (ret)
 		return mm_errf(ret, err, errlen, "cannot read %s: %s", sig_path,
@@ -526,34 +538,62 @@ int mm_sign_file(const char *path, const uint8_t sk[MM_KEY_SEC_BYTES],
 
 /* ---- verification ----------------------------------------------------- */
 
+/* path.sig read and checked (mm_sig_read) into *man */
+static int sig_of(const char *path, const uint8_t *pk, uint64_t min_version,
+		  struct mm_manifest *man, char *err, size_t errlen)
+{
+	char sp[4096];
+
+	if (mm_sig_path(path, sp, sizeof(sp)))
+		return mm_errf(-ENAMETOOLONG, err, errlen, "%s: name too long",
+			       path);
+	return mm_sig_read(sp, pk, min_version, man, err, errlen);
+}
+
+static int size_check(const struct mm_manifest *m, const char *path,
+		      uint64_t size, char *err, size_t errlen)
+{
+	if (size == m->size)
+		return 0;
+	return mm_errf(-EBADMSG, err, errlen,
+		       "%s: %llu bytes, the signature is of %llu (%s)",
+		       path, (unsigned long long)size,
+		       (unsigned long long)m->size,
+		       size < m->size ? "truncated" :
+		       "extended or another file");
+}
+
+static int hash_check(const struct mm_manifest *m, const char *path,
+		      const uint8_t h[MM_HASH_BYTES], char *err, size_t errlen)
+{
+	char a[MM_HASH_HEX], b[MM_HASH_HEX];
+
+	if (!sodium_memcmp(h, m->hash, MM_HASH_BYTES))
+		return 0;
+	mm_hash_hex(h, a);
+	mm_hash_hex(m->hash, b);
+	return mm_errf(-EBADMSG, err, errlen,
+		       "%s: BLAKE2b-256 %.16s... is not the signed %.16s... (the file was altered, or the signature is of another file)",
+		       path, a, b);
+}
+
 int mm_sig_match(const struct mm_manifest *m, const char *path,
 		 const void *data, size_t size, char *err, size_t errlen)
 {
 	uint8_t h[MM_HASH_BYTES];
-	char a[MM_HASH_HEX], b[MM_HASH_HEX];
 	int ret;
 
 	if (!m || (!data && size))
 		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
 	if (!path)
 		path = "model";
-	if ((uint64_t)size != m->size)
-		return mm_errf(-EBADMSG, err, errlen,
-			       "%s: %zu bytes, the signature is of %llu (%s)",
-			       path, size, (unsigned long long)m->size,
-			       (uint64_t)size < m->size ? "truncated" :
-			       "extended or another file");
+	ret = size_check(m, path, size, err, errlen);
+	if (ret)
+		return ret;
 	ret = mm_hash_mem(data, size, h);
 	if (ret)
 		return mm_errf(ret, err, errlen, "%s: cannot hash", path);
-	if (sodium_memcmp(h, m->hash, MM_HASH_BYTES)) {
-		mm_hash_hex(h, a);
-		mm_hash_hex(m->hash, b);
-		return mm_errf(-EBADMSG, err, errlen,
-			       "%s: BLAKE2b-256 %.16s... is not the signed %.16s... (the file was altered, or the signature is of another file)",
-			       path, a, b);
-	}
-	return 0;
+	return hash_check(m, path, h, err, errlen);
 }
 
 int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
@@ -562,7 +602,6 @@ int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 {
 	struct mm_manifest man;
 	uint8_t h[MM_HASH_BYTES];
-	char sp[4096], a[MM_HASH_HEX], b[MM_HASH_HEX];
 	uint64_t size;
 	int ret;
 
@@ -570,29 +609,17 @@ int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 		err[0] = 0;
 	if (!path || !pk)
 		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
-	if (mm_sig_path(path, sp, sizeof(sp)))
-		return mm_errf(-ENAMETOOLONG, err, errlen, "%s: name too long",
-			       path);
-	ret = mm_sig_read(sp, pk, min_version, &man, err, errlen);
+	ret = sig_of(path, pk, min_version, &man, err, errlen);
 	if (ret)
 		return ret;
 	ret = mm_hash_file(path, h, &size, err, errlen);
 	if (ret)
 		return ret;
-	if (size != man.size)
-		return mm_errf(-EBADMSG, err, errlen,
-			       "%s: %llu bytes, the signature is of %llu (%s)",
-			       path, (unsigned long long)size,
-			       (unsigned long long)man.size,
-			       size < man.size ? "truncated" :
-			       "extended or another file");
-	if (sodium_memcmp(h, man.hash, MM_HASH_BYTES)) {
-		mm_hash_hex(h, a);
-		mm_hash_hex(man.hash, b);
-		return mm_errf(-EBADMSG, err, errlen,
-			       "%s: BLAKE2b-256 %.16s... is not the signed %.16s... (the file was altered, or the signature is of another file)",
-			       path, a, b);
-	}
+	ret = size_check(&man, path, size, err, errlen);
+	if (!ret)
+		ret = hash_check(&man, path, h, err, errlen);
+	if (ret)
+		return ret;
 	if (m)
 		*m = man;
 	return 0;
@@ -604,7 +631,6 @@ int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 {
 	struct mm_manifest man;
 	struct stat st;
-	char sp[4096];
 	void *map;
 	int fd, ret;
 
@@ -613,11 +639,8 @@ int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 	if (!path || !pk || !out)
 		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
 	*out = NULL;
-	if (mm_sig_path(path, sp, sizeof(sp)))
-		return mm_errf(-ENAMETOOLONG, err, errlen, "%s: name too long",
-			       path);
 	/* the signature, its key and version before the file is opened */
-	ret = mm_sig_read(sp, pk, min_version, &man, err, errlen);
+	ret = sig_of(path, pk, min_version, &man, err, errlen);
 	if (ret)
 		return ret;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -677,17 +700,13 @@ int mm_sig_check_mem(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 		     struct mm_manifest *m, char *err, size_t errlen)
 {
 	struct mm_manifest man;
-	char sp[4096];
 	int ret;
 
 	if (err && errlen)
 		err[0] = 0;
 	if (!path || !pk || (!data && size))
 		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
-	if (mm_sig_path(path, sp, sizeof(sp)))
-		return mm_errf(-ENAMETOOLONG, err, errlen, "%s: name too long",
-			       path);
-	ret = mm_sig_read(sp, pk, min_version, &man, err, errlen);
+	ret = sig_of(path, pk, min_version, &man, err, errlen);
 	if (!ret)
 		ret = mm_sig_match(&man, path, data, size, err, errlen);
 	if (!ret && m)

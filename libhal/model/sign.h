@@ -35,6 +35,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "mhash.h"
 
@@ -59,6 +60,14 @@ struct mm_manifest {
 	uint8_t hash[MM_HASH_BYTES];
 	char name[MM_SIG_NAME_MAX + 1];
 };
+
+/*
+ * Reads fd until cap bytes are in buf or the file ends (EINTR retried):
+ * the byte count, or -errno.
+ */
+ssize_t mm_read_upto(int fd, void *buf, size_t cap);
+/* Writes all n bytes of buf to fd (EINTR retried): 0, -errno or -EIO. */
+int mm_write_all(int fd, const void *buf, size_t n);
 
 /* A new key pair. */
 int mm_key_generate(uint8_t pk[MM_KEY_PUB_BYTES], uint8_t sk[MM_KEY_SEC_BYTES]);

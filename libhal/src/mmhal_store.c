@@ -110,25 +110,6 @@ static int fsync_dir(const char *dir)
 	return ret;
 }
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-	const uint8_t *p = buf;
-
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		if (w == 0)
-			return -EIO;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /*
  * path gets buf: written to path.tmp, fsynced, renamed over path, and the
  * directory fsynced (dir).
@@ -148,7 +129,7 @@ static int put_file(const char *dir, const char *path, const void *buf,
 		return errf(ret, err, errlen, "cannot create %s: %s", tmp,
 			    strerror(-ret));
 	}
-	ret = write_all(fd, buf, n);
+	ret = mm_write_all(fd, buf, n);
 	if (!ret && fsync(fd))
 		ret = -errno;
 	if (close(fd) && !ret)
@@ -202,7 +183,7 @@ static int copy_file(const char *from, const char *to, char *err,
 			ret = -errno;
 		if (r <= 0)
 			break;
-		ret = write_all(out, buf, (size_t)r);
+		ret = mm_write_all(out, buf, (size_t)r);
 	}
 	free(buf);
 	close(in);
@@ -462,6 +443,7 @@ static int state_load(struct mmhal_store *s, char *err, size_t errlen)
 {
 	char path[4096], *buf;
 	size_t n = 0;
+	ssize_t r;
 	int fd, ret = 0;
 
 	spath(s, path, sizeof(path), "state");
@@ -482,19 +464,11 @@ static int state_load(struct mmhal_store *s, char *err, size_t errlen)
 		close(fd);
 		return errf(-ENOMEM, err, errlen, "out of memory");
 	}
-	while (n < STATE_MAX + 1) {
-		ssize_t r = read(fd, buf + n, STATE_MAX + 1 - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			ret = -errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
+	r = mm_read_upto(fd, buf, STATE_MAX + 1);
+	if (r < 0)
+		ret = (int)r;
+	else
+		n = (size_t)r;
 	close(fd);
 	if (ret)
 		errf(ret, err, errlen, "cannot read %s: %s", path,
@@ -545,6 +519,16 @@ static int lock(struct mmhal_store *s, int excl, char *err, size_t errlen)
 static void unlock(struct mmhal_store *s)
 {
 	flock(s->lock_fd, LOCK_UN);
+}
+
+/* the start of an operation that changes the store: err cleared, locked */
+static int store_enter(struct mmhal_store *s, char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = 0;
+	if (!s)
+		return errf(-EINVAL, err, errlen, "store is NULL");
+	return lock(s, 1, err, errlen);
 }
 
 /* ---- open / close / status --------------------------------------------- */
@@ -816,11 +800,7 @@ MMHAL_API int mmhal_store_switch(struct mmhal_store *s, char *err,
 	struct st_state st;
 	int ret;
 
-	if (err && errlen)
-		err[0] = 0;
-	if (!s)
-		return errf(-EINVAL, err, errlen, "store is NULL");
-	ret = lock(s, 1, err, errlen);
+	ret = store_enter(s, err, errlen);
 	if (ret)
 		return ret;
 	st = s->st;
@@ -873,11 +853,7 @@ MMHAL_API int mmhal_store_rollback(struct mmhal_store *s, char *err,
 {
 	int ret;
 
-	if (err && errlen)
-		err[0] = 0;
-	if (!s)
-		return errf(-EINVAL, err, errlen, "store is NULL");
-	ret = lock(s, 1, err, errlen);
+	ret = store_enter(s, err, errlen);
 	if (ret)
 		return ret;
 	ret = do_rollback(s, NULL, err, errlen);
@@ -911,11 +887,7 @@ MMHAL_API int mmhal_store_commit(struct mmhal_store *s, char *err,
 {
 	int ret;
 
-	if (err && errlen)
-		err[0] = 0;
-	if (!s)
-		return errf(-EINVAL, err, errlen, "store is NULL");
-	ret = lock(s, 1, err, errlen);
+	ret = store_enter(s, err, errlen);
 	if (ret)
 		return ret;
 	ret = do_commit(s, err, errlen);
@@ -929,11 +901,7 @@ MMHAL_API int mmhal_store_report_success(struct mmhal_store *s, char *err,
 	struct st_state st;
 	int ret;
 
-	if (err && errlen)
-		err[0] = 0;
-	if (!s)
-		return errf(-EINVAL, err, errlen, "store is NULL");
-	ret = lock(s, 1, err, errlen);
+	ret = store_enter(s, err, errlen);
 	if (ret)
 		return ret;
 	if (s->st.trial) {
@@ -955,11 +923,7 @@ MMHAL_API int mmhal_store_report_failure(struct mmhal_store *s, char *err,
 {
 	int ret;
 
-	if (err && errlen)
-		err[0] = 0;
-	if (!s)
-		return errf(-EINVAL, err, errlen, "store is NULL");
-	ret = lock(s, 1, err, errlen);
+	ret = store_enter(s, err, errlen);
 	if (ret)
 		return ret;
 	if (s->st.trial) {
@@ -1037,11 +1001,7 @@ MMHAL_API int mmhal_store_health(struct mmhal_store *s, char *err,
 	char why[512] = "";
 	int ret;
 
-	if (err && errlen)
-		err[0] = 0;
-	if (!s)
-		return errf(-EINVAL, err, errlen, "store is NULL");
-	ret = lock(s, 1, err, errlen);
+	ret = store_enter(s, err, errlen);
 	if (ret)
 		return ret;
 	p.n_ctx = 16;
@@ -1101,36 +1061,24 @@ static int read_small(const char *path, void *buf, size_t cap, size_t *len,
 {
 	size_t n = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+	ssize_t r;
+	uint8_t extra;
 
 	if (fd < 0) {
 		ret = -errno;
 		return errf(ret, err, errlen, "cannot open %s: %s", path,
 			    strerror(-ret));
 	}
-	for (;;) {
-		ssize_t r;
-
-		if (n == cap) {
-			uint8_t extra;
-
-			r = read(fd, &extra, 1);
-			if (r > 0)
-				ret = errf(-EFBIG, err, errlen,
-					   "%s is over %zu bytes", path, cap);
-			break;
-		}
-		r = read(fd, (uint8_t *)buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			ret = -errno;
-			errf(ret, err, errlen, "cannot read %s: %s", path,
-			     strerror(-ret));
-			break;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
+	r = mm_read_upto(fd, buf, cap);
+	if (r < 0) {
+		ret = (int)r;
+		errf(ret, err, errlen, "cannot read %s: %s", path,
+		     strerror(-ret));
+	} else {
+		n = (size_t)r;
+		if (n == cap && mm_read_upto(fd, &extra, 1) > 0)
+			ret = errf(-EFBIG, err, errlen, "%s is over %zu bytes",
+				   path, cap);
 	}
 	close(fd);
 	*len = n;

@@ -35,15 +35,21 @@ static int usage(const char *cmd)
 	return 2;
 }
 
-static int parse_u64(const char *s, uint64_t *v)
+/* *v gets the value of option opt of command cmd, or the error is said */
+static int parse_u64(const char *cmd, const char *opt, const char *s,
+		     uint64_t *v)
 {
 	char *end;
 
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
 	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return errno || *end ? -EINVAL : 0;
+	if (*s >= '0' && *s <= '9') {
+		*v = strtoull(s, &end, 10);
+		if (!errno && !*end)
+			return 0;
+	}
+	fprintf(stderr, "mmgguf %s: %s '%s' is not an unsigned integer\n",
+		cmd, opt, s);
+	return -EINVAL;
 }
 
 static void print_id(const uint8_t id[MM_KEY_ID_BYTES])
@@ -119,11 +125,8 @@ static int sign(int argc, char **argv)
 		else if (!strcmp(a, "--name") && i + 1 < argc)
 			name = argv[++i];
 		else if (!strcmp(a, "--version") && i + 1 < argc) {
-			if (parse_u64(argv[++i], &version)) {
-				fprintf(stderr, "mmgguf sign: --version '%s' is not an unsigned integer\n",
-					argv[i]);
+			if (parse_u64("sign", a, argv[++i], &version))
 				return 2;
-			}
 		} else if (a[0] != '-' && !file)
 			file = a;
 		else
@@ -159,11 +162,8 @@ static int verify(int argc, char **argv)
 		if (!strcmp(a, "--pub") && i + 1 < argc)
 			pub = argv[++i];
 		else if (!strcmp(a, "--min-version") && i + 1 < argc) {
-			if (parse_u64(argv[++i], &minv)) {
-				fprintf(stderr, "mmgguf verify: --min-version '%s' is not an unsigned integer\n",
-					argv[i]);
+			if (parse_u64("verify", a, argv[++i], &minv))
 				return 2;
-			}
 		} else if (a[0] != '-' && !file)
 			file = a;
 		else
