@@ -108,12 +108,11 @@ void mm_key_id(const uint8_t pk[MM_KEY_PUB_BYTES], uint8_t id[MM_KEY_ID_BYTES])
 	memcpy(id, h, MM_KEY_ID_BYTES);
 }
 
-ssize_t mm_read_upto(int fd, void *buf, size_t cap)
+int mm_read_upto(int fd, void *buf, size_t cap, size_t *n)
 {
-	size_t n = 0;
-
-	while (n < cap) {
-		ssize_t r = read(fd, (uint8_t *)buf + n, cap - n);
+	*n = 0;
+	while (*n < cap) {
+		ssize_t r = read(fd, (uint8_t *)buf + *n, cap - *n);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -121,9 +120,9 @@ ssize_t mm_read_upto(int fd, void *buf, size_t cap)
 			return -errno;
 		if (r == 0)
 			break;
-		n += (size_t)r;
+		*n += (size_t)r;
 	}
-	return (ssize_t)n;
+	return 0;
 }
 
 int mm_write_all(int fd, const void *buf, size_t n)
@@ -204,7 +203,6 @@ static int key_read(const char *path, const char *tag, uint8_t *key,
 {
 	char buf[256];
 	size_t tl = strlen(tag), n = 0;
-	ssize_t r;
 	int fd, ret = 0;
 
 	if (!path || !key)
@@ -215,11 +213,7 @@ static int key_read(const char *path, const char *tag, uint8_t *key,
 		return mm_errf(ret, err, errlen, "cannot open key %s: %s", path,
 			       strerror(-ret));
 	}
-	r = mm_read_upto(fd, buf, sizeof(buf));
-	if (r < 0)
-		ret = (int)r;
-	else
-		n = (size_t)r;
+	ret = mm_read_upto(fd, buf, sizeof(buf), &n);
 	close(fd);
 	if (ret) {
 		mm_errf(ret, err, errlen, "cannot read key %s: %s", path,
@@ -423,7 +417,6 @@ int mm_sig_read(const char *sig_path, const uint8_t *pk, uint64_t min_version,
 {
 	uint8_t buf[MM_SIG_BYTES + 1];
 	size_t n = 0;
-	ssize_t r;
 	int fd, ret = 0;
 
 	if (!sig_path)
@@ -439,11 +432,7 @@ int mm_sig_read(const char *sig_path, const uint8_t *pk, uint64_t min_version,
 			       sig_path, strerror(-ret));
 	}
 	/* one byte more than a signature: a longer file is refused */
-	r = mm_read_upto(fd, buf, sizeof(buf));
-	if (r < 0)
-		ret = (int)r;
-	else
-		n = (size_t)r;
+	ret = mm_read_upto(fd, buf, sizeof(buf), &n);
 	close(fd);
 	if (ret)
 		return mm_errf(ret, err, errlen, "cannot read %s: %s", sig_path,

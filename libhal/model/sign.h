@@ -35,7 +35,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "mhash.h"
 
@@ -62,10 +61,10 @@ struct mm_manifest {
 };
 
 /*
- * Reads fd until cap bytes are in buf or the file ends (EINTR retried):
- * the byte count, or -errno.
+ * Reads fd until cap bytes are in buf or the file ends (EINTR retried);
+ * *n gets the byte count read: 0 or -errno.
  */
-ssize_t mm_read_upto(int fd, void *buf, size_t cap);
+int mm_read_upto(int fd, void *buf, size_t cap, size_t *n);
 /* Writes all n bytes of buf to fd (EINTR retried): 0, -errno or -EIO. */
 int mm_write_all(int fd, const void *buf, size_t n);
 

@@ -443,7 +443,6 @@ static int state_load(struct mmhal_store *s, char *err, size_t errlen)
 {
 	char path[4096], *buf;
 	size_t n = 0;
-	ssize_t r;
 	int fd, ret = 0;
 
 	spath(s, path, sizeof(path), "state");
@@ -464,11 +463,7 @@ static int state_load(struct mmhal_store *s, char *err, size_t errlen)
 		close(fd);
 		return errf(-ENOMEM, err, errlen, "out of memory");
 	}
-	r = mm_read_upto(fd, buf, STATE_MAX + 1);
-	if (r < 0)
-		ret = (int)r;
-	else
-		n = (size_t)r;
+	ret = mm_read_upto(fd, buf, STATE_MAX + 1, &n);
 	close(fd);
 	if (ret)
 		errf(ret, err, errlen, "cannot read %s: %s", path,
@@ -1061,7 +1056,7 @@ static int read_small(const char *path, void *buf, size_t cap, size_t *len,
 {
 	size_t n = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
-	ssize_t r;
+	size_t more;
 	uint8_t extra;
 
 	if (fd < 0) {
@@ -1069,17 +1064,13 @@ static int read_small(const char *path, void *buf, size_t cap, size_t *len,
 		return errf(ret, err, errlen, "cannot open %s: %s", path,
 			    strerror(-ret));
 	}
-	r = mm_read_upto(fd, buf, cap);
-	if (r < 0) {
-		ret = (int)r;
+	ret = mm_read_upto(fd, buf, cap, &n);
+	if (ret)
 		errf(ret, err, errlen, "cannot read %s: %s", path,
 		     strerror(-ret));
-	} else {
-		n = (size_t)r;
-		if (n == cap && mm_read_upto(fd, &extra, 1) > 0)
-			ret = errf(-EFBIG, err, errlen, "%s is over %zu bytes",
-				   path, cap);
-	}
+	else if (n == cap && !mm_read_upto(fd, &extra, 1, &more) && more)
+		ret = errf(-EFBIG, err, errlen, "%s is over %zu bytes", path,
+			   cap);
 	close(fd);
 	*len = n;
 	return ret;
