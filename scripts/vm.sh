@@ -258,7 +258,7 @@ timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 \
 	</dev/null > "$console" 2>&1 &
 qpid=$!
 if [ "$stage" = vm ] && [ "$mode" != check ]; then
-	tail -n +1 --pid=$qpid -f "$console" | grep -v -E '^(SeaBIOS|iPXE|Booting|$)' &
+	tail -n +1 --pid=$qpid -f "$console" | grep -a -v -E '^(SeaBIOS|iPXE|Booting|$)' &
 	tpid=$!
 fi
 wait $qpid
