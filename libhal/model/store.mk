@@ -35,7 +35,8 @@ STORE_CFLAGS := $(BASE_CFLAGS) $(STORE_WARN) -I$(STORE_DIR)/tools \
 STORE_LIBS := -lfftw3f -pthread -lsodium -lm
 
 STORE_HDRS := $(STORE_DIR)/sign.h $(STORE_DIR)/mhash.h $(STORE_DIR)/gguf.h \
-	      $(STORE_DIR)/tests/tap.h $(abspath ../include/mmhal_model.h)
+	      $(STORE_DIR)/tests/tap.h $(STORE_DIR)/tests/tfile.h \
+	      $(abspath ../include/mmhal_model.h)
 STORE_SIGN_TEST := $(STORE_O)/san/sign_test
 STORE_TEST := $(STORE_O)/san/store_test
 STORE_SHIM := $(STORE_O)/fault_shim.so

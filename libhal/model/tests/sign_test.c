@@ -24,6 +24,7 @@
 #include "quant.h"
 #include "sign.h"
 #include "tap.h"
+#include "tfile.h"
 
 static char dir[256];
 static uint8_t pk_a[MM_KEY_PUB_BYTES], pk_b[MM_KEY_PUB_BYTES];
@@ -61,23 +62,6 @@ static int copy_file(const char *from, const char *to)
 		ret = -errno;
 	close(in);
 	close(out);
-	return ret;
-}
-
-static int flip_byte(const char *path, off_t off)
-{
-	int fd = open(path, O_RDWR);
-	uint8_t b;
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (pread(fd, &b, 1, off) != 1)
-		ret = -EIO;
-	b ^= 0x01;
-	if (!ret && pwrite(fd, &b, 1, off) != 1)
-		ret = -EIO;
-	close(fd);
 	return ret;
 }
 

@@ -31,6 +31,7 @@
 #include "quant.h"
 #include "sign.h"
 #include "tap.h"
+#include "tfile.h"
 
 #define N_COMMIT 3
 
@@ -58,23 +59,6 @@ static int sh(const char *fmt, ...)
 	vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
 	return system(cmd);
-}
-
-static int flip_byte(const char *path, off_t off)
-{
-	int fd = open(path, O_RDWR);
-	uint8_t b;
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (pread(fd, &b, 1, off) != 1)
-		ret = -EIO;
-	b ^= 0x01;
-	if (!ret && pwrite(fd, &b, 1, off) != 1)
-		ret = -EIO;
-	close(fd);
-	return ret;
 }
 
 static int write_text(const char *path, const char *s)
