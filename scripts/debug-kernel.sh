@@ -17,7 +17,12 @@ CACHE=${MMEDGE_CACHE:-/var/cache/mmedge}
 FRAG="$ROOT/scripts/debug-kernel.config"
 JOBS=${JOBS:-$(nproc)}
 
-tarball=$(ls /usr/src/linux-source-*.tar.xz 2>/dev/null | sort -V | tail -n1)
+# Globs, not ls: under pipefail an ls that matches nothing ends the script.
+shopt -s nullglob
+tarballs=(/usr/src/linux-source-*.tar.xz)
+tarball=""
+[ ${#tarballs[@]} -eq 0 ] ||
+	tarball=$(printf '%s\n' "${tarballs[@]}" | sort -V | tail -n1)
 if [ -z "$tarball" ]; then
 	echo "debug-kernel: no /usr/src/linux-source-*.tar.xz; run scripts/deps.sh" >&2
 	exit 1
@@ -46,9 +51,12 @@ s=$(date +%s)
 rm -rf "$tree"
 # A tree of the same source with another config is a head start: kbuild
 # rebuilds only what the changed options touch.
-prev=$(ls -d "$CACHE/linux-$ver-"*/.mmedge-done 2>/dev/null | head -n1)
+prev=""
+for d in "$CACHE/linux-$ver-"*/.mmedge-done; do
+	prev=$(dirname "$d")
+	break
+done
 if [ -n "$prev" ]; then
-	prev=$(dirname "$prev")
 	echo "debug-kernel: starting from $prev" >&2
 	cp -a "$prev" "$tree.tmp"
 	rm -f "$tree.tmp/.mmedge-done"

@@ -5,7 +5,11 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${MMEDGE_BUILD:-$ROOT/build}
-tarball=$(ls /usr/src/linux-source-*.tar.xz 2>/dev/null | sort -V | tail -n1)
+shopt -s nullglob
+tarballs=(/usr/src/linux-source-*.tar.xz)
+tarball=""
+[ ${#tarballs[@]} -eq 0 ] ||
+	tarball=$(printf '%s\n' "${tarballs[@]}" | sort -V | tail -n1)
 if [ -z "$tarball" ]; then
 	echo "linux-src: no /usr/src/linux-source-*.tar.xz; run scripts/deps.sh" >&2
 	exit 1
