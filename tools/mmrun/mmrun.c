@@ -5,7 +5,14 @@
  *
  *   mmrun --model M.gguf --mmproj P.gguf [--image F] [--audio F.wav]
  *         -p TEXT [-n N] [-t THREADS] [--temp T] [--seed S] [--no-tiles]
- *         [--audio-latency] [--raw]
+ *         [--audio-latency] [--raw] [--ctx N]
+ *
+ * --mmproj may be given twice: one file with the vision encoder and one
+ * with the audio encoder (as llama.cpp's converter writes them for a
+ * model whose two encoders come apart); two files that both have a
+ * vision, or both an audio encoder, are refused. --ctx N sets the
+ * context size in positions (default: the model's context_length, at
+ * most 4096), e.g. for a 30 s audio chunk on a model trained on less.
  *
  * or about what an mmedge device's virtual camera and microphone capture
  * (a session of libmmhal, mmhal_session.h: the frame and the audio window
@@ -383,7 +390,7 @@ static int on_token(int32_t tok, const char *piece, size_t len, void *arg)
 	return 0;
 }
 
-/* Decoder options: precision tiers and context shift (both modes). */
+/* Decoder options: precision tiers, context size and shift (both modes). */
 static struct {
 	const char *file[MMHAL_MAX_TIERS - 1];	/* --tier */
 	int n_file;
@@ -391,6 +398,7 @@ static struct {
 	int tier;		/* MMHAL_TIER_FIXED */
 	int ctx_shift;
 	int n_keep;
+	int n_ctx;		/* --ctx; 0: the model's default */
 } dec;
 
 /* "top", "confidence" or "fixed:N"; 0 or -1. */
@@ -447,13 +455,14 @@ static void usage(void)
 		"]... [--audio F.wav]...\n"
 		"             -p TEXT [-n N] [-t THREADS] [--temp T] [--seed S]\n"
 		"             [--no-tiles] [--audio-latency] [--raw]\n"
+		"             (--mmproj twice: one vision and one audio mmproj)\n"
 		"       mmrun --model M.gguf --mmproj P.gguf --device DEV\n"
 		"             [--camera WxH[@FPS][:GREY|RGB24|NV12]] [--mic RATE]\n"
 		"             [--image F] [--audio F.wav] [--listen MS] -p TEXT\n"
 		"             [-n N] [-t THREADS] [--asks N] [--every MS] [--on-change]\n"
 		"             [--no-route] [-j] ...\n"
 		"       either mode: [--tier F.gguf]... [--tier-mode top|confidence|fixed:N]\n"
-		"             [--ctx-shift N_KEEP]\n");
+		"             [--ctx N] [--ctx-shift N_KEEP]\n");
 }
 
 /* ---- device mode ------------------------------------------------------------- */
@@ -1090,6 +1099,7 @@ static int run_device(const struct dev_args *da, struct mmhal_model *model,
 	sp.tier = dec.tier;
 	sp.ctx_shift = dec.ctx_shift;
 	sp.n_keep = dec.n_keep;
+	sp.n_ctx = dec.n_ctx;
 
 	ret = mmhal_dev_open(da->path, &dev);
 	if (ret) {
@@ -1170,7 +1180,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	const char *model_path = NULL, *proj_path = NULL, *text = NULL;
+	const char *model_path = NULL, *proj_path[2] = { NULL }, *text = NULL;
 	const char *img_path[MAX_MEDIA], *wav_path[MAX_MEDIA];
 	int n_img = 0, n_wav = 0, n_predict = 128, n_threads = 0, raw = 0;
 	int tiles = 1, exact = 1, ret = 1, n_chunks = 0;
@@ -1179,10 +1189,12 @@ int main(int argc, char **argv)
 	struct mmhal_model_params mp = mmhal_model_default_params();
 	struct mmhal_mmproj_params pp = mmhal_mmproj_default_params();
 	struct mmhal_model *model = NULL;
-	struct mmhal_mmproj *proj = NULL;
+	struct mmhal_mmproj *projs[2] = { NULL }, *proj, *vproj = NULL;
+	struct mmhal_mmproj *aproj = NULL;
 	struct mmhal_sampler *smp = NULL;
 	struct mmhal_chunk *chunks[2 * MAX_MEDIA] = { NULL };
 	struct mmhal_mmproj_info pi = { .size = sizeof(pi) };
+	struct mmhal_mmproj_info pis[2];
 	struct mmhal_model_stats st;
 	struct mmhal_ctx *ctx, *own_ctx = NULL;
 	struct gen_state gs = { 0, 0, 0 };
@@ -1192,7 +1204,7 @@ int main(int argc, char **argv)
 	struct rusage ru;
 	struct dev_args da = { 0 };
 	uint32_t u;
-	int n_gen = 0;
+	int n_gen = 0, n_proj = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1227,8 +1239,23 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "--model") || !strcmp(a, "-m"))
 			model_path = v;
-		else if (!strcmp(a, "--mmproj"))
-			proj_path = v;
+		else if (!strcmp(a, "--mmproj")) {
+			if (n_proj == 2) {
+				fail("--mmproj %s: at most two (one vision, one audio mmproj, or one file with both)",
+				     v);
+				usage();
+				return 2;
+			}
+			proj_path[n_proj++] = v;
+		} else if (!strcmp(a, "--ctx")) {
+			if (parse_u32(v, strlen(v), 1u << 20, &u)) {
+				fail("--ctx '%s': want the context size in positions, 1..%u",
+				     v, 1u << 20);
+				usage();
+				return 2;
+			}
+			dec.n_ctx = (int)u;
+		}
 		else if (!strcmp(a, "--image") && n_img < MAX_MEDIA)
 			img_path[n_img++] = v;
 		else if (!strcmp(a, "--audio") && n_wav < MAX_MEDIA)
@@ -1293,7 +1320,7 @@ int main(int argc, char **argv)
 		}
 		i++;
 	}
-	if (!model_path || !proj_path || !text || n_predict < 0) {
+	if (!model_path || !n_proj || !text || n_predict < 0) {
 		usage();
 		return 2;
 	}
@@ -1306,6 +1333,11 @@ int main(int argc, char **argv)
 	}
 	if (da.on_change && !da.asks) {
 		fail("--on-change needs --asks N (the polls)");
+		usage();
+		return 2;
+	}
+	if (da.path && n_proj > 1) {
+		fail("--device: one --mmproj (a device session takes one file with the encoders its sources need)");
 		usage();
 		return 2;
 	}
@@ -1336,6 +1368,7 @@ int main(int argc, char **argv)
 	}
 
 	mp.n_threads = n_threads;
+	mp.n_ctx = dec.n_ctx;
 	if (mmhal_model_load(model_path, &mp, &model, err, sizeof(err))) {
 		fail("%s: %s", model_path, err);
 		goto out;
@@ -1348,11 +1381,43 @@ int main(int argc, char **argv)
 	pp.n_threads = n_threads;
 	pp.image_tiles = tiles;
 	pp.audio_exact = exact;
-	if (mmhal_mmproj_load(proj_path, model, &pp, &proj, err, sizeof(err))) {
-		fail("%s: %s", proj_path, err);
+	for (int i = 0; i < n_proj; i++) {
+		if (mmhal_mmproj_load(proj_path[i], model, &pp, &projs[i], err,
+				      sizeof(err))) {
+			fail("%s: %s", proj_path[i], err);
+			goto out;
+		}
+		pis[i] = (struct mmhal_mmproj_info){ .size = sizeof(pis[i]) };
+		mmhal_mmproj_info(projs[i], &pis[i]);
+	}
+	/* two files: one vision encoder and one audio encoder between them */
+	if (n_proj == 2 && ((pis[0].has_vision && pis[1].has_vision) ||
+			    (pis[0].has_audio && pis[1].has_audio))) {
+		fail("--mmproj %s and --mmproj %s: both have %s encoder; give one vision and one audio mmproj, or one file with both",
+		     proj_path[0], proj_path[1],
+		     pis[0].has_vision && pis[1].has_vision ? "a vision" :
+							    "an audio");
 		goto out;
 	}
-	mmhal_mmproj_info(proj, &pi);
+	for (int i = 0; i < n_proj; i++) {
+		if (pis[i].has_vision)
+			vproj = projs[i];
+		if (pis[i].has_audio) {
+			aproj = projs[i];
+			pi = pis[i];
+		}
+	}
+	proj = projs[0];
+	if (n_img && !vproj) {
+		fail("%s: no --mmproj has a vision encoder", img_path[0]);
+		goto out;
+	}
+	if (n_wav && !aproj) {
+		fail("%s: no --mmproj has an audio encoder", wav_path[0]);
+		goto out;
+	}
+	if (n_proj == 1)
+		mmhal_mmproj_info(proj, &pi);
 	if (da.path) {
 		ret = run_device(&da, model, proj, text, n_predict, n_threads,
 				 raw, temp, seed);
@@ -1367,7 +1432,7 @@ int main(int argc, char **argv)
 
 		if (read_picture(img_path[i], &pic))
 			goto out;
-		r = mmhal_encode_image(proj, &pic.img, &chunks[n_chunks], err,
+		r = mmhal_encode_image(vproj, &pic.img, &chunks[n_chunks], err,
 				       sizeof(err));
 		free(pic.pix);
 		if (r) {
@@ -1384,13 +1449,9 @@ int main(int argc, char **argv)
 		size_t n = 0;
 		int r;
 
-		if (!pi.has_audio) {
-			fail("%s: the mmproj has no audio encoder", wav_path[i]);
-			goto out;
-		}
 		if (read_wav(wav_path[i], (uint32_t)pi.audio_rate, &pcm, &n))
 			goto out;
-		r = mmhal_encode_audio(proj,
+		r = mmhal_encode_audio(aproj,
 				       &(struct mmhal_audio){ pcm, n,
 							      (uint32_t)pi.audio_rate },
 				       &chunks[n_chunks], err, sizeof(err));
@@ -1445,6 +1506,7 @@ int main(int argc, char **argv)
 		struct mmhal_ctx_params cp = mmhal_ctx_default_params();
 
 		cp.n_threads = n_threads;
+		cp.n_ctx = dec.n_ctx;
 		cp.tier_mode = dec.tier_mode;
 		cp.tier = dec.tier;
 		cp.ctx_shift = dec.ctx_shift;
@@ -1498,7 +1560,8 @@ out:
 	free(prompt);
 	mmhal_sampler_free(smp);
 	mmhal_ctx_free(own_ctx);
-	mmhal_mmproj_free(proj);
+	mmhal_mmproj_free(projs[0]);
+	mmhal_mmproj_free(projs[1]);
 	mmhal_model_free(model);
 	return ret ? (ret == 2 ? 2 : 1) : 0;
 }

@@ -183,6 +183,67 @@ expect_rc 2
 expect_err "ctx-shift"
 result "--ctx-shift x: usage error"
 
+# --- context size ---
+long=$(python3 -c "print(' '.join(['word'] * 200))")
+run --model "$M" --mmproj "$P" --raw -p "$long" -n 1
+expect_rc 1
+expect_err "context full: the prompt's [0-9]* positions > n_ctx"
+result "a prompt longer than the default context is refused"
+run --model "$M" --mmproj "$P" --ctx 4096 --raw -p "$long" -n 1 --temp 0
+expect_rc 0
+expect_err "prefill .* ([0-9]* positions)"
+result "--ctx 4096 takes the same prompt"
+for v in 0 x 2000000; do
+	run --model "$M" --mmproj "$P" --ctx "$v" -p "x"
+	expect_rc 2
+	expect_err "\-\-ctx '$v': want the context size"
+	result "--ctx $v: usage error"
+done
+
+# --- a vision mmproj and an audio mmproj ---
+"$MMGGUF" gen --vision tiny --type q8_0 -o "$tmp/v.gguf" >>"$tmp/gen.log" 2>&1
+"$MMGGUF" gen --audio tiny --type q8_0 -o "$tmp/au.gguf" >>"$tmp/gen.log" 2>&1
+run --model "$M" --mmproj "$tmp/v.gguf" --mmproj "$tmp/au.gguf" \
+	--image "$tmp/a.ppm" --audio "$tmp/a.wav" --audio-latency \
+	-p "What is this?" -n 4 --temp 0
+expect_rc 0
+expect_err "^mmrun: preprocess .* encode .* prefill .* ([0-9]* positions)"
+result "--mmproj vision + --mmproj audio: image and audio answered together"
+run --model "$M" --mmproj "$tmp/au.gguf" --mmproj "$tmp/v.gguf" \
+	--image "$tmp/a.ppm" --audio "$tmp/a.wav" --audio-latency \
+	-p "What is this?" -n 4 --temp 0
+cp "$tmp/out" "$tmp/out_av"
+run --model "$M" --mmproj "$tmp/v.gguf" --mmproj "$tmp/au.gguf" \
+	--image "$tmp/a.ppm" --audio "$tmp/a.wav" --audio-latency \
+	-p "What is this?" -n 4 --temp 0
+cmp -s "$tmp/out" "$tmp/out_av" || { echo "#   the answer depends on the order of --mmproj"; bad=1; }
+result "--mmproj in either order: the same answer"
+run --model "$M" --mmproj "$tmp/v.gguf" --mmproj "$P" --image "$tmp/a.ppm" -p "x"
+expect_rc 1
+expect_err "both have a vision encoder; give one vision and one audio mmproj"
+result "two mmproj files with a vision encoder: refused as ambiguous"
+run --model "$M" --mmproj "$tmp/au.gguf" --mmproj "$P" -p "x"
+expect_rc 1
+expect_err "both have an audio encoder"
+result "two mmproj files with an audio encoder: refused as ambiguous"
+run --model "$M" --mmproj "$tmp/au.gguf" --image "$tmp/a.ppm" -p "x"
+expect_rc 1
+expect_err "no --mmproj has a vision encoder"
+result "an image with only an audio mmproj: refused"
+run --model "$M" --mmproj "$tmp/v.gguf" --audio "$tmp/a.wav" -p "x"
+expect_rc 1
+expect_err "no --mmproj has an audio encoder"
+result "audio with only a vision mmproj: refused"
+run --model "$M" --mmproj "$P" --mmproj "$P" --mmproj "$P" -p "x"
+expect_rc 2
+expect_err "at most two"
+result "three --mmproj: usage error"
+run --model "$M" --mmproj "$tmp/v.gguf" --mmproj "$tmp/au.gguf" \
+	--device /dev/mmedge0 -p "x"
+expect_rc 2
+expect_err "\-\-device: one \-\-mmproj"
+result "--device with two --mmproj: usage error"
+
 # --- device mode ---
 
 DEV=/dev/mmedge0
