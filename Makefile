@@ -4,6 +4,7 @@
 #
 #   make            module, libhal, tools, selftests (installs deps first)
 #   make check      host tests + lint, KUnit on UML, kselftests in QEMU
+#   make check-fresh  make check on a fresh clone with an empty cache
 #   make demo       boot the VM, load the module, show what it does
 #   make bench      benchmarks in the VM (ratios measured in one run)
 #
@@ -73,6 +74,11 @@ dkms-install:
 check: all
 	@scripts/check.sh
 
+# make check on a fresh clone of HEAD with an empty cache (the debug
+# kernel rebuilt): what a new machine runs.
+check-fresh:
+	@scripts/check-fresh.sh
+
 demo: all
 	@scripts/vm.sh demo
 
@@ -84,5 +90,5 @@ clean:
 	[ ! -d $$kdir ] || $(MAKE) -C $$kdir M=$(CURDIR) CONFIG_MMEDGE=m clean
 	rm -rf $(BUILD)/libhal $(BUILD)/tools $(BUILD)/selftests $(BUILD)/vm
 
-.PHONY: all deps module libhal tools selftests check demo bench clean \
+.PHONY: all deps module libhal tools selftests check check-fresh demo bench clean \
 	modules_install install dkms-install

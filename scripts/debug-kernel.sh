@@ -6,16 +6,25 @@
 # (KASAN, lockdep, DMA-API debug, debug objects, kmemleak, failslab,
 # UBSAN). The tree is built in place in a cache outside the clone, keyed by
 # the linux-source package version and the hash of the config fragment and
-# this script, so every later run (any clone) reuses it. Out-of-tree
+# the build recipe's version, so every later run (any clone) reuses it. Out-of-tree
 # modules build against that tree (make -C <tree> M=...).
 #
 # Prints the tree's path on stdout. MMEDGE_CACHE overrides the cache root
-# (default /var/cache/mmedge).
+# (default /var/cache/mmedge). "debug-kernel.sh --configure-only" stops
+# once the tree is unpacked and configured (every option of the fragment
+# checked), without building: make check's lint stage runs it on an
+# empty cache, the path a new machine takes.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${MMEDGE_CACHE:-/var/cache/mmedge}
 FRAG="$ROOT/scripts/debug-kernel.config"
 JOBS=${JOBS:-$(nproc)}
+configure_only=0
+case "${1:-}" in
+"") ;;
+--configure-only) configure_only=1 ;;
+*) echo "usage: $0 [--configure-only]" >&2; exit 2 ;;
+esac
 
 # Globs, not ls: under pipefail an ls that matches nothing ends the script.
 shopt -s nullglob
@@ -29,7 +38,11 @@ if [ -z "$tarball" ]; then
 fi
 pkg=$(dpkg-query -S "$tarball" | cut -d: -f1)
 ver=$(dpkg-query -W -f='${Version}' "$pkg")
-hash=$(cat "$FRAG" "$0" | sha256sum | cut -c1-12)
+# The key: the fragment and RECIPE, the version of the build steps below
+# (raise it when they change what is built; comments and options that do
+# not touch the tree leave the cache valid).
+RECIPE=2
+hash=$( { cat "$FRAG"; echo "recipe $RECIPE"; } | sha256sum | cut -c1-12)
 tree="$CACHE/linux-$ver-$hash"
 
 if [ -f "$tree/.mmedge-done" ]; then
@@ -79,6 +92,11 @@ while IFS= read -r line; do
 	fi
 done < "$FRAG"
 [ "$missing" = 0 ] || exit 1
+if [ "$configure_only" = 1 ]; then
+	echo "debug-kernel: $tree configured, not built (--configure-only)" >&2
+	echo "$tree"
+	exit 0
+fi
 nice -n 5 make -s -j"$JOBS" bzImage modules >&2
 rm -rf modroot
 mkdir -p modroot

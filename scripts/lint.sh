@@ -146,5 +146,27 @@ for f in dts/*.dts; do
 	result $? "dt-validate $f applied to a minimal base"
 done
 
+# A new machine: the steps that run only where nothing is cached. The
+# debug kernel's tree unpacked and configured in an empty cache (stopped
+# before the build), and no script that lists files with ls inside a
+# command substitution (under pipefail an ls that matches nothing is an
+# error, which ended the debug kernel's build on every new machine).
+fresh=$(mktemp -d "$OUT/fresh-cache.XXXXXX")
+MMEDGE_CACHE=$fresh scripts/debug-kernel.sh --configure-only \
+	> "$fresh.out" 2> "$fresh.log"
+rc=$?
+tree=$(tail -n 1 "$fresh.out" 2>/dev/null)
+if [ $rc = 0 ] && { [ -z "$tree" ] || ! grep -qx 'CONFIG_KASAN=y' "$tree/.config"; }; then
+	echo "# no configured tree with KASAN at '$tree'"
+	rc=1
+fi
+[ $rc = 0 ] || sed 's/^/# /' "$fresh.log"
+result $rc "debug-kernel.sh on an empty cache: tree unpacked and configured"
+rm -rf "$fresh" "$fresh.out" "$fresh.log"
+bad=$(grep -n -E '\$\((ls|find)[[:space:]][^)]*\|' scripts/*.sh libhal/tests/*.sh \
+	libhal/model/tests/*.sh tools/tests/*.sh selftests/mmedge/*.sh 2>/dev/null)
+[ -z "$bad" ] || echo "$bad" | sed 's/^/# pipe from ls in a substitution: /'
+result "$([ -z "$bad" ]; echo $?)" "no script pipes ls or find inside \$(...)"
+
 echo "RESULT lint $passed $failed${skipped:+ $skipped}"
 [ "$failed" = 0 ]

@@ -21,42 +21,26 @@ vm_dmesg_check() {
 	return 1
 }
 
-# vm_tally RES STAGE FAIL: prints the TAP lines of every test in RES (the
-# whole output of a failing one on stderr) and
-# "RESULT STAGE <passed> <failed> <skipped>"; FAIL=1 adds one failure
-# (a timeout, a crash, a dmesg report). A test that exited non-zero
-# without a failing TAP line counts as failed; no test at all fails.
-# Returns 0 when nothing failed.
+# vm_tally RES STAGE FAIL: counts the TAP of every test in RES (NAME.tap
+# and NAME.rc) with libhal/tests/tap-run.sh, the tree's one TAP counter
+# (a test that exited non-zero without a failing line, or that stopped
+# before its plan, fails), and prints "RESULT STAGE <passed> <failed>
+# <skipped>"; FAIL=1 adds one failure (a timeout, a crash, a dmesg
+# report). No test at all fails. Returns 0 when nothing failed.
 vm_tally() {
-	local res=$1 stage=$2 fail=$3 tap name p k f trc
-	local passed=0 failed=0 skipped=0
+	local res=$1 stage=$2 fail=$3 out r passed failed skipped
+	local taps=()
 
 	for tap in "$res"/*.tap; do
-		[ -e "$tap" ] || continue
-		name=$(basename "$tap" .tap)
-		p=$(grep -E '^ok [0-9]+' "$tap" | grep -v -c '# SKIP')
-		k=$(grep -E '^ok [0-9]+' "$tap" | grep -c '# SKIP')
-		f=$(grep -c -E '^not ok [0-9]+' "$tap")
-		trc=$(cat "$res/$name.rc" 2>/dev/null || echo missing)
-		if [ "$trc" != 0 ] && [ "$f" = 0 ]; then
-			echo "vm: $name exited $trc without a failing TAP line" >&2
-			f=1
-		fi
-		if [ "$f" != 0 ]; then
-			echo "vm: --- $name ---" >&2
-			cat "$tap" >&2
-		else
-			grep -E '^(not )?ok [0-9]+' "$tap"
-		fi
-		passed=$((passed + p))
-		skipped=$((skipped + k))
-		failed=$((failed + f))
+		[ -e "$tap" ] && taps+=("$tap")
 	done
+	out=$(mktemp)
+	"$ROOT/libhal/tests/tap-run.sh" -n "$stage" -F "${taps[@]}" > "$out"
+	r=$(tail -n 1 "$out")
+	sed '$d' "$out"
+	rm -f "$out"
+	read -r _ _ passed failed skipped <<< "$r"
 	[ "$fail" = 1 ] && failed=$((failed + 1))
-	if [ "$passed" = 0 ] && [ "$failed" = 0 ]; then
-		echo "vm: no test ran" >&2
-		failed=1
-	fi
 	echo "RESULT $stage $passed $failed $skipped"
 	[ "$failed" = 0 ]
 }

@@ -17,7 +17,7 @@
 #               libraries built here), the same against a cuda.o built
 #               without the toolkit, the embedded PTX read back and
 #               assembled by ptxas, and no object naming a cu* symbol;
-#               "RESULT cuda <passed> <failed>"
+#               "RESULT cuda <passed> <failed> <skipped>"
 #   cuda-gpu    $(CUDA_GPU): kernels vs the CPU and the bench, on a
 #               machine with an NVIDIA GPU (scripts/gpu-check.sh runs it)
 
@@ -116,31 +116,33 @@ cuda-gpu: $(CUDA_GPU)
 # may reference a driver symbol (nm -u: nothing named cu[A-Z]*).
 cuda-check: $(CUDA_TEST) $(CUDA_TEST_NO) $(CUDA_FAKE) $(CUDA_PART)
 	@rm -rf $(CUDA_O)/readback; mkdir -p $(CUDA_O)/readback; \
-	fail=0; pass=0; \
-	for t in $(CUDA_TEST) $(CUDA_TEST_NO); do \
-		$$t -f $(CUDA_FAKE) -p $(CUDA_PART) -w $(CUDA_O)/readback \
-			> $$t.log 2>&1; rc=$$?; \
-		grep -E '^(not ok|# )' $$t.log | sed "s|^|# $$(basename $$t): |"; \
-		r=$$(grep '^RESULT cuda ' $$t.log || echo "RESULT cuda 0 1"); \
-		set -- $$r; pass=$$((pass + $$3)); fail=$$((fail + $$4)); \
-		[ $$rc = 0 ] || [ $$4 != 0 ] || fail=$$((fail + 1)); \
-	done; \
+	$(TAP_RUN) -n cuda -d $(CUDA_O) \
+		$(foreach t,$(CUDA_TEST) $(CUDA_TEST_NO),"$(t) -f $(CUDA_FAKE) -p $(CUDA_PART) -w $(CUDA_O)/readback") \
+		"$(MAKE) -s --no-print-directory cuda-ptx-check"
+
+# (after cuda-check's tests, which leave the PTX in readback/)
+cuda-ptx-check:
+	@n=0; fail=0; \
 	for f in $(CUDA_O)/readback/*.ptx; do \
 		[ -e "$$f" ] || continue; \
-		if [ -z "$(CUDA_PTXAS)" ]; then echo "# SKIP ptxas: not found"; continue; fi; \
+		n=$$((n + 1)); \
 		sm=$$(sed -n 's/^\.target[[:space:]]*\(sm_[0-9]*\).*/\1/p' $$f); \
-		if $(CUDA_PTXAS) -arch=$$sm $$f -o $(CUDA_O)/readback/$$sm.cubin \
-			2> $$f.log; then pass=$$((pass + 1)); \
-		else echo "# ptxas $$sm failed:"; sed 's/^/# /' $$f.log; \
-			fail=$$((fail + 1)); fi; \
+		if [ -z "$(CUDA_PTXAS)" ]; then \
+			echo "ok $$n - ptxas $$sm # SKIP ptxas: not found"; \
+		elif $(CUDA_PTXAS) -arch=$$sm $$f -o $(CUDA_O)/readback/$$sm.cubin \
+			2> $$f.log; then echo "ok $$n - ptxas $$sm"; \
+		else sed 's/^/# /' $$f.log; \
+			echo "not ok $$n - ptxas $$sm"; fail=1; fi; \
 	done; \
+	n=$$((n + 1)); \
 	u=$$(nm -u $(LLAMA_SAN_OBJS) 2>/dev/null | \
 		grep -E ' cu[A-Z]' | sort -u); \
 	if [ -n "$$u" ]; then echo "# driver symbols referenced: $$u"; \
-		fail=$$((fail + 1)); else pass=$$((pass + 1)); fi; \
-	echo "RESULT cuda $$pass $$fail"; [ $$fail = 0 ]
+		echo "not ok $$n - no object references a driver symbol"; fail=1; \
+	else echo "ok $$n - no object references a driver symbol"; fi; \
+	echo "1..$$n"; [ $$fail = 0 ]
 
 MODEL_ALL += cuda-all
 MODEL_CHECK += cuda-check
 
-.PHONY: cuda-all cuda-gpu cuda-check
+.PHONY: cuda-all cuda-gpu cuda-check cuda-ptx-check

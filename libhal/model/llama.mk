@@ -7,7 +7,7 @@
 # Targets:
 #   llama-all    sanitized test and optimised benchmark binaries
 #   llama-check  decoder/sampler/accounting tests (ASan+UBSan); last line
-#                "RESULT llama <passed> <failed>", non-zero on failure
+#                "RESULT llama <passed> <failed> <skipped>", non-zero on failure
 #   llama-check-arm64  the same tests cross-built for arm64 (NEON kernels)
 #                and run under qemu-aarch64 as two CPUs: "RESULT
 #                llama-arm64 <passed> <failed> (<cpu>)" each
@@ -102,7 +102,7 @@ $(LLAMA_TIER_BENCH): $(LLAMA_DIR)/bench/tier_bench.c $(LLAMA_OPT_OBJS) $(LLAMA_H
 llama-all: $(LLAMA_TEST) $(LLAMA_BENCH) $(LLAMA_TIER_BENCH)
 
 llama-check: $(LLAMA_TEST)
-	$(LLAMA_TEST)
+	@$(TAP_RUN) -n llama -d $(LLAMA_O) $(LLAMA_TEST)
 
 llama-bench: $(LLAMA_BENCH) $(LLAMA_MMGGUF)
 	@mkdir -p $(LLAMA_O)/models
@@ -128,12 +128,12 @@ LLAMA_PF_AVX2 := mm_avx2_gemv_q8_0_r8 mm_avx2_gemm_q8_0_r8
 
 llama-check-prefetch: $(LLAMA_PF_KERN) $(LLAMA_O)/opt/vec.o
 ifeq ($(shell uname -m),x86_64)
-	$(LLAMA_DIR)/tests/prefetch_check.sh \
+	@$(TAP_RUN) -n prefetch "$(LLAMA_DIR)/tests/prefetch_check.sh \
 		$(foreach o,$(LLAMA_PF_KERN),$(foreach f,$(LLAMA_PF_FUNCS),$(o):$(f))) \
 		$(foreach o,$(filter %/kern_avx2.o,$(LLAMA_PF_KERN)),$(foreach f,$(LLAMA_PF_AVX2),$(o):$(f))) \
-		$(LLAMA_O)/opt/vec.o:mm_attn_h_avx2
+		$(LLAMA_O)/opt/vec.o:mm_attn_h_avx2"
 else
-	@echo "RESULT prefetch 0 0"
+	@echo "ok 1 - prefetch check # SKIP not x86-64"; echo "RESULT prefetch 0 0 1"
 endif
 
 # arm64: the decoder tests cross-built with the NEON kernels and run under
@@ -159,13 +159,12 @@ llama-check-arm64:
 	$(MAKE) --no-print-directory -s $(LLAMA_ARM_TEST) || exit 1; \
 	fail=0; \
 	for cpu in max cortex-a76; do \
-		log=$(LLAMA_O)/arm64/llama_test.$$cpu.log; \
-		QEMU_CPU=$$cpu $(QUANT_QEMU) -L /usr/aarch64-linux-gnu \
-			$(LLAMA_ARM_TEST) > $$log 2>&1; \
-		grep -E '^(not ok|# )' $$log | sed "s/^/# arm64 $$cpu: /" || true; \
-		r=$$(grep '^RESULT llama ' $$log || echo "RESULT llama 0 1"); \
-		set -- $$r; echo "RESULT llama-arm64 $$3 $$4 ($$cpu)"; \
-		[ "$$4" = 0 ] || fail=1; \
+		out=$(LLAMA_O)/arm64/llama_test.$$cpu.tap; \
+		$(TAP_RUN) -n llama-arm64-$$cpu \
+			"QEMU_CPU=$$cpu $(QUANT_QEMU) -L /usr/aarch64-linux-gnu $(LLAMA_ARM_TEST)" \
+			> $$out; rc=$$?; \
+		grep -v '^ok ' $$out; \
+		[ $$rc = 0 ] || fail=1; \
 	done; \
 	[ $$fail = 0 ]
 

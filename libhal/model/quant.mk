@@ -7,10 +7,10 @@
 #   quant-all         optimised and sanitized objects, test and bench bins
 #   quant-check       unit tests (ASan+UBSan) on every kernel set this CPU
 #                     has, after quant-check-arm64; last line
-#                     "RESULT quant <passed> <failed>", non-zero on failure
+#                     "RESULT quant <passed> <failed> <skipped>", non-zero on failure
 #   quant-check-arm64 cross-builds the tests for arm64 (NEON + dotprod) and
 #                     runs them under qemu-aarch64 ("RESULT quant-arm64
-#                     <passed> <failed>"); SKIPs if the tools are
+#                     <passed> <failed> <skipped>"); SKIPs if the tools are
 #                     missing (apt-get install gcc-aarch64-linux-gnu
 #                     qemu-user)
 #   quant-bench       kernel benchmark (optimised, no sanitizers)
@@ -71,7 +71,8 @@ QUANT_ARM_TEST := $(QUANT_O)/arm64/quant_test
 # compiler or qemu is missing.
 quant_arm_tools = if ! command -v $(QUANT_XCC) >/dev/null 2>&1 || \
 	    ! command -v $(QUANT_QEMU) >/dev/null 2>&1; then \
-		echo "SKIP $(1): $(QUANT_XCC) or $(QUANT_QEMU) missing"; \
+		echo "ok 1 - $(1) \# SKIP $(QUANT_XCC) or $(QUANT_QEMU) missing"; \
+		echo "RESULT $(1) 0 0 1"; \
 		exit 0; \
 	fi
 
@@ -88,21 +89,21 @@ $(QUANT_ARM_TEST): $(QUANT_DIR)/tests/quant_test.c $(QUANT_ARM_OBJS) $(QUANT_HDR
 quant-check-arm64:
 	@$(call quant_arm_tools,$@); \
 	$(MAKE) --no-print-directory -s $(QUANT_ARM_TEST) || exit 1; \
-	QEMU_CPU=max $(QUANT_QEMU) -L /usr/aarch64-linux-gnu $(QUANT_ARM_TEST) \
-		> $(QUANT_O)/arm64/quant_test.log 2>&1 || true; \
-	sed 's/^/# arm64: /' $(QUANT_O)/arm64/quant_test.log | grep -v '^# arm64: ok' || true; \
-	r=$$(grep '^RESULT quant ' $(QUANT_O)/arm64/quant_test.log || echo "RESULT quant 0 1"); \
-	set -- $$r; echo "RESULT quant-arm64 $$3 $$4"; \
-	[ "$$4" = 0 ]
+	out=$(QUANT_O)/arm64/quant_test.tap; \
+	$(TAP_RUN) -n quant-arm64 \
+		"QEMU_CPU=max $(QUANT_QEMU) -L /usr/aarch64-linux-gnu $(QUANT_ARM_TEST)" \
+		> $$out; rc=$$?; \
+	grep -v '^ok ' $$out; \
+	[ $$rc = 0 ]
 
-quant-check: quant-check-arm64 $(QUANT_TEST)
-	$(QUANT_TEST)
+quant-check: $(QUANT_TEST)
+	@$(TAP_RUN) -n quant -d $(QUANT_O) $(QUANT_TEST)
 
 quant-bench: $(QUANT_BENCH)
 	$(QUANT_BENCH)
 
 MODEL_ALL += quant-all
-MODEL_CHECK += quant-check
+MODEL_CHECK += quant-check-arm64 quant-check
 MODEL_BENCH += quant-bench
 
 .PHONY: quant-all quant-check quant-check-arm64 quant-bench

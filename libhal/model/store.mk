@@ -13,7 +13,7 @@
 #                add_tier / mmproj load with a key refusing unsigned,
 #                altered (weights, header, signature), truncated, wrong-key,
 #                other-file and older-version files; last line
-#                "RESULT sign <passed> <failed>"; store_test (ASan+UBSan,
+#                "RESULT sign <passed> <failed> <skipped>"; store_test (ASan+UBSan,
 #                TAP): ../src/mmhal_store.c: install, switch, commit after
 #                N successes, rollback on request / failed request / load
 #                failure / failed health check, replays, altered slot and
@@ -21,7 +21,7 @@
 #                power cuts: each operation killed before each of its file
 #                system calls (tests/fault_shim.c, LD_PRELOAD), the store
 #                then loading a verified model and the retry completing;
-#                "RESULT store <passed> <failed>"; non-zero exit on failure
+#                "RESULT store <passed> <failed> <skipped>"; non-zero exit on failure
 #   store-bench  verification cost: load time of a generated model with and
 #                without a key (SmolLM2-135M-shaped, F16, kept in
 #                $(O)/store/models)
@@ -35,7 +35,7 @@ STORE_CFLAGS := $(BASE_CFLAGS) $(STORE_WARN) -I$(STORE_DIR)/tools \
 STORE_LIBS := -lfftw3f -pthread -lsodium -lm
 
 STORE_HDRS := $(STORE_DIR)/sign.h $(STORE_DIR)/mhash.h $(STORE_DIR)/gguf.h \
-	      $(STORE_DIR)/tests/tap.h $(STORE_DIR)/tests/tfile.h \
+	      $(STORE_DIR)/../tests/tap.h $(STORE_DIR)/tests/tfile.h \
 	      $(abspath ../include/mmhal_model.h)
 STORE_SIGN_TEST := $(STORE_O)/san/sign_test
 STORE_TEST := $(STORE_O)/san/store_test
@@ -77,23 +77,10 @@ store-all: $(STORE_TESTS) $(STORE_SHIM) $(STORE_BENCH)
 
 # store_test takes the shim's path
 store-check: $(STORE_TESTS) $(STORE_SHIM)
-	@f=0; \
-	for t in $(STORE_TESTS); do \
-		n=$$(basename $$t); \
-		TMPDIR=$(STORE_O) $$t $(STORE_SHIM) > $(STORE_O)/$$n.log 2>&1; \
-		rc=$$?; \
-		cat $(STORE_O)/$$n.log; \
-		r=$$(grep '^RESULT ' $(STORE_O)/$$n.log | tail -1); \
-		if [ -z "$$r" ]; then echo "RESULT $${n%_test} 0 1"; f=1; \
-		elif [ $$rc != 0 ]; then \
-			set -- $$r; \
-			if [ "$$4" = 0 ]; then \
-				echo "not ok - $$n exited $$rc"; \
-				echo "RESULT $$2 $$3 1"; \
-			fi; f=1; \
-		fi; \
-	done; \
-	[ $$f = 0 ]
+	@$(TAP_RUN) -n sign -d $(STORE_O) "TMPDIR=$(STORE_O) $(STORE_SIGN_TEST) $(STORE_SHIM)"; \
+	r1=$$?; \
+	$(TAP_RUN) -n store -d $(STORE_O) "TMPDIR=$(STORE_O) $(STORE_TEST) $(STORE_SHIM)"; \
+	r2=$$?; [ $$r1 = 0 ] && [ $$r2 = 0 ]
 
 store-bench: $(STORE_BENCH) $(GGUF_TOOL)
 	@mkdir -p $(STORE_O)/models

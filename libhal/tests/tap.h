@@ -20,6 +20,17 @@
  * failed; the test goes on so that one run shows every broken check.
  * FAIL() fails and returns, SKIP() skips and returns, BAIL_OUT() fails and
  * ends the whole run.
+ *
+ * Tests whose cases are not known in advance (one per kernel set, per
+ * shape, ...) number them as they go instead, and print the plan last:
+ *
+ *	tap_ok(err < tol, "q8_0 gemv on %s", set);
+ *	tap_skip("avx512 kernels: not on this CPU");
+ *	return tap_done("quant");
+ *
+ * Both styles print TAP only. The counting (plan against cases seen, a
+ * crash before the plan, exit status) is libhal/tests/tap-run.sh's, which
+ * every test stage of the tree runs its binaries through.
  */
 #ifndef MMHAL_TAP_H
 #define MMHAL_TAP_H
@@ -129,6 +140,54 @@ static inline int tap_run(const struct tap_test *tests, size_t n)
 		}
 	}
 	return failed ? 1 : 0;
+}
+
+/* Cases numbered as they run; the plan comes last (tap_done). */
+static int tap_n, tap_fail;
+
+static inline void tap_vresult(int cond, const char *skip, const char *fmt,
+			       va_list ap)
+{
+	printf("%s %d - ", cond ? "ok" : "not ok", ++tap_n);
+	vprintf(fmt, ap);
+	if (skip)
+		printf(" # SKIP %s", skip);
+	putchar('\n');
+	fflush(stdout);
+	if (!cond)
+		tap_fail++;
+}
+
+/* One case: passes when @cond is non-zero. Returns @cond. */
+static inline int __attribute__((format(printf, 2, 3)))
+tap_ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tap_vresult(cond, NULL, fmt, ap);
+	va_end(ap);
+	return cond;
+}
+
+/* One case that could not run here (counted as skipped, not passed). */
+static inline void __attribute__((format(printf, 1, 2)))
+tap_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tap_vresult(1, "", fmt, ap);
+	va_end(ap);
+}
+
+/* Prints the plan. Return: the exit status for main(). */
+static inline int tap_done(const char *suite)
+{
+	printf("# %s: %d cases, %d failed\n", suite, tap_n, tap_fail);
+	printf("1..%d\n", tap_n);
+	fflush(stdout);
+	return tap_fail ? 1 : 0;
 }
 
 #endif /* MMHAL_TAP_H */

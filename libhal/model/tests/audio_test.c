@@ -33,7 +33,7 @@
 #include "gen.h"
 #include "mmproj.h"
 #include "quant.h"
-#include "tap.h"
+#include "../../tests/tap.h"
 
 #include "ref_mm.c"
 

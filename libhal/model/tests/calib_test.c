@@ -41,7 +41,7 @@
 #include "mhash.h"
 #include "mmproj.h"
 #include "quant.h"
-#include "tap.h"
+#include "../../tests/tap.h"
 
 static uint64_t rng = 88172645463325252ull;
 

@@ -62,7 +62,7 @@
 #include "imgproc.h"
 #include "mmhal_model.h"
 #include "quant.h"
-#include "tap.h"
+#include "../../tests/tap.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 

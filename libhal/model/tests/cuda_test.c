@@ -28,7 +28,7 @@
 #include "cuda_be.h"
 #include "gen.h"
 #include "mmhal_model.h"
-#include "tap.h"
+#include "../../tests/tap.h"
 
 #ifndef MM_TEST_BUILT
 #error "MM_TEST_BUILT must be 0 or 1"

@@ -15,7 +15,7 @@
 #include "gen.h"
 #include "gguf.h"
 #include "quant.h"
-#include "tap.h"
+#include "../../tests/tap.h"
 
 /* ---- byte builder for hand-made files ---------------------------------- */
 

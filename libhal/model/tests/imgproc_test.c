@@ -36,7 +36,7 @@
 #include "imgproc.h"
 #include "mmproj.h"
 #include "quant.h"
-#include "tap.h"
+#include "../../tests/tap.h"
 
 struct frame {
 	struct mm_image im;

@@ -50,28 +50,7 @@
 #include "mmhal_model.h"
 #include "ref_llama.h"
 
-static int n_test, n_fail;
-
-static void ok(int cond, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-#include <stdarg.h>
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	n_test++;
-	if (!cond)
-		n_fail++;
-	printf("%s %d - ", cond ? "ok" : "not ok", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-#define N_TESTS 96
+#include "../../tests/tap.h"
 
 /* [4]: the "gqa4" shape (4 query heads on one KV head of 24 dimensions)
  * at F32, for the attention kernel's other head groupings */
@@ -153,9 +132,9 @@ static void test_vs_ref(int t)
 
 	if (!m || ref_llama_load(path[t], 64, &r, err, sizeof(err))) {
 		printf("# %s\n", err);
-		ok(0, "%s: logits vs f32 reference", tname[t]);
+		tap_ok(0, "%s: logits vs f32 reference", tname[t]);
 		if (t < 2 || t == GQA4)
-			ok(0, "%s: greedy 32 steps identical to reference",
+			tap_ok(0, "%s: greedy 32 steps identical to reference",
 			   tname[t]);
 		mmhal_model_free(m);
 		ref_llama_free(r);
@@ -187,7 +166,7 @@ static void test_vs_ref(int t)
 	d = reldiff(lm, lr, V);
 	if (d > worst)
 		worst = d;
-	ok(!ret && worst <= ttol[t],
+	tap_ok(!ret && worst <= ttol[t],
 	   "%s: logits vs f32 reference, prefill 8 + %d steps, prefill 40: max diff %.2e of range (tol %.0e)",
 	   tname[t], nsteps, worst, ttol[t]);
 
@@ -209,7 +188,7 @@ static void test_vs_ref(int t)
 		}
 		if (!same)
 			printf("# first difference at step %d\n", first_diff);
-		ok(!ret && same, "%s: greedy 32 steps identical to reference",
+		tap_ok(!ret && same, "%s: greedy 32 steps identical to reference",
 		   tname[t]);
 	}
 	free(lm);
@@ -253,7 +232,7 @@ static void test_unknown_pre(void)
 	if (f)
 		fclose(f);
 	free(buf);
-	ok(r == -ENOTSUP && !m && strstr(err, "'zzz9'") &&
+	tap_ok(r == -ENOTSUP && !m && strstr(err, "'zzz9'") &&
 	   strstr(err, "tokenizer.ggml.pre"),
 	   "unknown tokenizer.ggml.pre refuses the model: %d \"%s\"", r, err);
 	mmhal_model_free(m);
@@ -279,7 +258,7 @@ static void test_prefill_vs_steps(void)
 			d2 = reldiff(lc, la, 300);
 		}
 		if (t == 0 || t == 3)
-			ok(!ret && d1 < 1e-4 && d2 < 1e-4,
+			tap_ok(!ret && d1 < 1e-4 && d2 < 1e-4,
 			   "%s: prefill(40) == 40 single evals (%.1e) == chunked prefill (%.1e)",
 			   tname[t], d1, d2);
 		mmhal_model_free(a);
@@ -313,7 +292,7 @@ static void test_attn_split(void)
 			ret = mmhal_model_eval(b, toks + i, 1, lb);
 		if (!ret)
 			d = reldiff(lb, la, 300);
-		ok(!ret && d < 1e-4,
+		tap_ok(!ret && d < 1e-4,
 		   "f32, %d threads: 150 decode steps (attention split over positions) == prefill(150) (%.1e)",
 		   thr, d);
 		mmhal_model_free(a);
@@ -345,15 +324,15 @@ static void test_kv_q8(void)
 		}
 		mmhal_model_info(a, &ia);
 		mmhal_model_info(b, &ib);
-		ok(ia.kv_bytes == 2ull * 2 * 64 * 128 * 2 &&
+		tap_ok(ia.kv_bytes == 2ull * 2 * 64 * 128 * 2 &&
 		   ib.kv_bytes == 2ull * 2 * 64 * 4 * 34,
 		   "KV cache sizes: F16 %llu, Q8_0 %llu bytes",
 		   (unsigned long long)ia.kv_bytes,
 		   (unsigned long long)ib.kv_bytes);
 	} else {
-		ok(0, "KV cache sizes");
+		tap_ok(0, "KV cache sizes");
 	}
-	ok(!ret && worst < 3e-2, "KV Q8_0 vs F16: max diff %.2e of range",
+	tap_ok(!ret && worst < 3e-2, "KV Q8_0 vs F16: max diff %.2e of range",
 	   worst);
 	mmhal_model_free(a);
 	mmhal_model_free(b);
@@ -369,13 +348,13 @@ static void test_ctx_limit(void)
 	for (int i = 0; i < 17; i++)
 		toks[i] = (i * 37 + 5) % 300;
 	if (!m) {
-		ok(0, "context limit");
-		ok(0, "truncate");
+		tap_ok(0, "context limit");
+		tap_ok(0, "truncate");
 		return;
 	}
 	r1 = mmhal_model_eval(m, toks, 10, NULL);
 	r2 = mmhal_model_eval(m, toks + 10, 7, NULL);
-	ok(r1 == 0 && r2 == -ENOSPC && mmhal_model_n_past(m) == 10 &&
+	tap_ok(r1 == 0 && r2 == -ENOSPC && mmhal_model_n_past(m) == 10 &&
 	   strstr(mmhal_model_error(m), "context full"),
 	   "eval past n_ctx returns -ENOSPC, state kept: \"%s\"",
 	   mmhal_model_error(m));
@@ -383,7 +362,7 @@ static void test_ctx_limit(void)
 	r4 = mmhal_model_eval(m, toks, 1, NULL);
 	r5 = mmhal_model_truncate(m, 15);
 	r5 |= mmhal_model_eval(m, toks + 15, 1, l2);
-	ok(r3 == 0 && r4 == -ENOSPC && r5 == 0 && reldiff(l2, l1, 300) < 1e-6 &&
+	tap_ok(r3 == 0 && r4 == -ENOSPC && r5 == 0 && reldiff(l2, l1, 300) < 1e-6 &&
 	   mmhal_model_truncate(m, 17) == -EINVAL,
 	   "full context: -ENOSPC; truncate(15) + same token gives the same logits");
 	{
@@ -397,18 +376,18 @@ static void test_ctx_limit(void)
 
 		for (int i = 0; i < 16 && !rr; i++)
 			rr = ref_llama_step(r, toks[i], lr);
-		ok(!rr && reldiff(l1, lr, 300) <= ttol[0],
+		tap_ok(!rr && reldiff(l1, lr, 300) <= ttol[0],
 		   "full context (16 of 16 rows) logits vs f32 reference: %.2e (tol %.0e)",
 		   rr ? -1.0 : reldiff(l1, lr, 300), ttol[0]);
 		ref_llama_free(r);
 	}
 	mmhal_model_reset(m);
-	ok(mmhal_model_n_past(m) == 0 && !mmhal_model_logits(m) &&
+	tap_ok(mmhal_model_n_past(m) == 0 && !mmhal_model_logits(m) &&
 	   mmhal_model_eval(m, toks, 16, NULL) == 0 &&
 	   mmhal_model_eval(m, (int32_t[]){ 3 }, 1, NULL) == -ENOSPC,
 	   "reset empties the cache");
 	mmhal_model_reset(m);
-	ok(mmhal_model_eval(m, (int32_t[]){ 300 }, 1, NULL) == -EINVAL &&
+	tap_ok(mmhal_model_eval(m, (int32_t[]){ 300 }, 1, NULL) == -EINVAL &&
 	   mmhal_model_eval(m, (int32_t[]){ -1 }, 1, NULL) == -EINVAL &&
 	   mmhal_model_eval(m, toks, 0, NULL) == -EINVAL &&
 	   mmhal_model_n_past(m) == 0,
@@ -449,7 +428,7 @@ static void test_lazy_kv(void)
 		r2 = rss_kb();
 	printf("# rss: %ld kB before load, +%ld at load, +%ld after 8 tokens; KV %llu kB\n",
 	       r0, r1 - r0, r2 - r1, m ? (unsigned long long)in.kv_bytes / 1024 : 0);
-	ok(m && r0 > 0 && r2 > 0 && in.kv_bytes >= (8u << 20) &&
+	tap_ok(m && r0 > 0 && r2 > 0 && in.kv_bytes >= (8u << 20) &&
 	   (unsigned long long)(r1 - r0) < in.kv_bytes / 1024 / 4 &&
 	   (unsigned long long)(r2 - r1) < (in.weight_bytes + in.kv_bytes / 4) / 1024,
 	   "KV cache resident as used: load +%ld kB, 8 tokens +%ld kB of a %llu kB cache",
@@ -553,11 +532,11 @@ static void test_repack(int t)
 		mmhal_model_free(m[0]);
 		mmhal_model_free(m[1]);
 	}
-	ok(same, "%s: repack 1 == repack 0 bitwise, mapped and read, prefill + 4 decode steps",
+	tap_ok(same, "%s: repack 1 == repack 0 bitwise, mapped and read, prefill + 4 decode steps",
 	   tname[t]);
-	ok(counted, "%s: repacked bytes: most weights on kernel sets with the layout, none elsewhere or with repack 0",
+	tap_ok(counted, "%s: repacked bytes: most weights on kernel sets with the layout, none elsewhere or with repack 0",
 	   tname[t]);
-	ok(h0 && file_hash(path[t]) == h0 && ro,
+	tap_ok(h0 && file_hash(path[t]) == h0 && ro,
 	   "%s: the file is unchanged after loads that repack, and mapped read-only (%s)",
 	   tname[t], ro ? "yes" : "no");
 }
@@ -575,11 +554,11 @@ static void test_load_misc(void)
 
 	snprintf(bad, sizeof(bad), "%s/nonexistent.gguf", dir);
 	ret = mmhal_model_load(bad, &p, &m, err, sizeof(err));
-	ok(ret == -ENOENT && !m && err[0], "missing file: -ENOENT \"%s\"",
+	tap_ok(ret == -ENOENT && !m && err[0], "missing file: -ENOENT \"%s\"",
 	   err);
 	p.kv_type = 3;
 	ret = mmhal_model_load(path[0], &p, &m, err, sizeof(err));
-	ok(ret == -EINVAL && !m, "bad kv_type: -EINVAL \"%s\"", err);
+	tap_ok(ret == -EINVAL && !m, "bad kv_type: -EINVAL \"%s\"", err);
 
 	a = load(3, 0, MMHAL_KV_F16, 0, 1);
 	b = load(3, 0, MMHAL_KV_F16, 0, 0);
@@ -588,9 +567,9 @@ static void test_load_misc(void)
 		ret = mmhal_model_eval(a, prompt, 8, la);
 		ret |= mmhal_model_eval(b, prompt, 8, lb);
 	}
-	ok(!ret && !memcmp(la, lb, sizeof(la)), "use_mmap 0 == use_mmap 1");
+	tap_ok(!ret && !memcmp(la, lb, sizeof(la)), "use_mmap 0 == use_mmap 1");
 	ret = a ? mmhal_model_info(a, &in) : -1;
-	ok(!ret && in.n_vocab == 300 && in.n_embd == 256 && in.n_layer == 2 &&
+	tap_ok(!ret && in.n_vocab == 300 && in.n_embd == 256 && in.n_layer == 2 &&
 	   in.n_head == 4 && in.n_head_kv == 2 && in.n_ff == 512 &&
 	   in.n_ctx == 512 && in.n_ctx_train == 512 && in.tied_output &&
 	   in.n_threads == 2 && in.file_bytes > in.weight_bytes &&
@@ -606,7 +585,7 @@ static void test_load_misc(void)
 		mmhal_model_eval(a, &t, 1, NULL);
 	}
 	ret = a ? mmhal_model_stats(a, &st) : -1;
-	ok(!ret && st.load_ms > 0 && st.prefill_tokens == 8 &&
+	tap_ok(!ret && st.load_ms > 0 && st.prefill_tokens == 8 &&
 	   st.prefill_calls == 1 && st.decode_tokens == 2 &&
 	   st.prefill_ms > 0 && st.decode_ms > 0 &&
 	   st.decode_min_ms <= st.decode_max_ms &&
@@ -708,13 +687,13 @@ static void test_sessions(void)
 		ret |= script_run(c, &rb);
 		ret |= script_run(mmhal_model_ctx(m), &rd);
 	}
-	ok(!ret && !memcmp(sa.logits, ra.logits, sizeof(sa.logits)) &&
+	tap_ok(!ret && !memcmp(sa.logits, ra.logits, sizeof(sa.logits)) &&
 	   !memcmp(sb.logits, rb.logits, sizeof(sb.logits)) &&
 	   !memcmp(sa.logits, rd.logits, sizeof(sa.logits)) &&
 	   memcmp(sa.logits, sb.logits, sizeof(sa.logits)),
 	   "two sessions of one model interleaved == each alone == the default session (bitwise, prefill + %d steps)",
 	   SCRIPT_STEPS);
-	ok(!ret && mmhal_ctx_n_past(a) == 8 + SCRIPT_STEPS &&
+	tap_ok(!ret && mmhal_ctx_n_past(a) == 8 + SCRIPT_STEPS &&
 	   mmhal_ctx_n_past(b) == 20 + SCRIPT_STEPS &&
 	   mmhal_ctx_tokens(a)[8] == sa.toks[0] &&
 	   mmhal_ctx_tokens(b)[19] == long_prompt[19] &&
@@ -729,7 +708,7 @@ static void test_sessions(void)
 	       mmhal_model_info(m, &in);
 	mmhal_ctx_stats_reset(a);
 	ret |= mmhal_ctx_stats(b, &sb2);
-	ok(!ret && st.prefill_tokens == 8 && st.prefill_calls == 1 &&
+	tap_ok(!ret && st.prefill_tokens == 8 && st.prefill_calls == 1 &&
 	   st.decode_tokens == SCRIPT_STEPS && sb2.prefill_tokens == 20 &&
 	   sd.prefill_tokens == 8 && sd.decode_tokens == SCRIPT_STEPS &&
 	   st.load_ms > 0 && st.load_ms == sd.load_ms &&
@@ -813,7 +792,7 @@ static void test_eval_embd(int t)
 		same &= !memcmp(la, lb, sizeof(la));
 		free(row);
 	}
-	ok(!ret && same,
+	tap_ok(!ret && same,
 	   "%s: eval_embd of token_embd rows == eval of the tokens, bitwise (prefill 8, 4 decode steps)",
 	   tname[t]);
 	if (!ret) {
@@ -834,7 +813,7 @@ static void test_eval_embd(int t)
 						 MMHAL_GEN_IGNORE_EOG, NULL,
 						 NULL, NULL, &ng);
 	}
-	ok(!ret && d < 1e-4 && recorded && ng == 4 &&
+	tap_ok(!ret && d < 1e-4 && recorded && ng == 4 &&
 	   mmhal_ctx_n_past(b) == 16,
 	   "%s: 4 tokens + 4 embedding rows == prefill of the 8 tokens (%.1e); tokens[] records MMHAL_TOKEN_EMBD; generate over it",
 	   tname[t], d);
@@ -877,7 +856,7 @@ static void test_abort(void)
 		ab.stop_at = 4;
 		r1 = mmhal_ctx_eval(c, long_prompt, 12, lc);
 	}
-	ok(!ret && r1 == -ECANCELED && ab.calls == 4 &&
+	tap_ok(!ret && r1 == -ECANCELED && ab.calls == 4 &&
 	   mmhal_ctx_n_past(c) == 4 && !mmhal_ctx_logits(c) &&
 	   strstr(mmhal_ctx_error(c), "abort"),
 	   "abort callback: -ECANCELED between layers, the first batch kept (n_past %d): \"%s\"",
@@ -886,7 +865,7 @@ static void test_abort(void)
 		ab.stop_at = 0;
 		r2 = mmhal_ctx_eval(c, long_prompt + 4, 8, lc);
 	}
-	ok(!ret && !r2 && mmhal_ctx_n_past(c) == 12 &&
+	tap_ok(!ret && !r2 && mmhal_ctx_n_past(c) == 12 &&
 	   !memcmp(lc, lr, sizeof(lc)),
 	   "after -ECANCELED, the rest of the prompt gives the uninterrupted logits (bitwise)");
 	if (!ret) {
@@ -894,7 +873,7 @@ static void test_abort(void)
 		ab.stop_at = 1;
 		r3 = mmhal_ctx_eval(c, long_prompt + 12, 1, NULL);
 	}
-	ok(!ret && r3 == -ECANCELED && ab.calls == 1 &&
+	tap_ok(!ret && r3 == -ECANCELED && ab.calls == 1 &&
 	   mmhal_ctx_n_past(c) == 12 && mmhal_ctx_logits(c) &&
 	   !memcmp(mmhal_ctx_logits(c), lr, sizeof(lr)),
 	   "abort at the first layer: nothing evaluated, the logits kept");
@@ -932,7 +911,7 @@ static void test_ctx_params(void)
 	err[0] = 0;
 	r = m ? mmhal_ctx_create(m, NULL, NULL, err, sizeof(err)) : 0;
 	good &= rejected(r, -EINVAL, err, NULL, "NULL out");
-	ok(good, "mmhal_ctx_create: NULL model or out: -EINVAL with a message");
+	tap_ok(good, "mmhal_ctx_create: NULL model or out: -EINVAL with a message");
 
 	/* size and reserved */
 	good = !!m;
@@ -956,7 +935,7 @@ static void test_ctx_params(void)
 	p.reserved[1] = 1;
 	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
 	good &= rejected(r, -EINVAL, err, c, "reserved[1] set");
-	ok(good, "params.size 0, 6 or inside a pointer, unknown trailing fields set, reserved set: -EINVAL with a message");
+	tap_ok(good, "params.size 0, 6 or inside a pointer, unknown trailing fields set, reserved set: -EINVAL with a message");
 
 	/* sizes accepted: larger with zeros past ours, an older header's
 	 * smaller one (fields past it are not read: abort_cb garbage here),
@@ -980,7 +959,7 @@ static void test_ctx_params(void)
 		!err[0];
 	mmhal_ctx_free(c);
 	c = NULL;
-	ok(good, "params: a larger size with zeros past ours, an older (smaller) size, NULL (defaults) accepted");
+	tap_ok(good, "params: a larger size with zeros past ours, an older (smaller) size, NULL (defaults) accepted");
 
 	/* values */
 	good = !!m && !!g4;
@@ -999,7 +978,7 @@ static void test_ctx_params(void)
 	p.n_threads = 5000;
 	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
 	good &= rejected(r, -EINVAL, err, c, "n_threads 5000");
-	ok(good, "kv_type 3, n_ctx 2^21, n_threads 5000: -EINVAL; Q8_0 KV with head dim 24: -ENOTSUP");
+	tap_ok(good, "kv_type 3, n_ctx 2^21, n_threads 5000: -EINVAL; Q8_0 KV with head dim 24: -ENOTSUP");
 
 	/* eval_embd arguments */
 	good = !!m;
@@ -1027,7 +1006,7 @@ static void test_ctx_params(void)
 		!strcmp(mmhal_ctx_error(NULL), "") && !mmhal_ctx_model(NULL) &&
 		!mmhal_model_ctx(NULL);
 	mmhal_ctx_free(NULL);
-	ok(good, "eval_embd: n_embd 255 (model 256), NULL rows, 0 rows, NaN: -EINVAL, nothing evaluated; NULL session: -EINVAL");
+	tap_ok(good, "eval_embd: n_embd 255 (model 256), NULL rows, 0 rows, NaN: -EINVAL, nothing evaluated; NULL session: -EINVAL");
 	mmhal_ctx_free(c);
 	mmhal_model_free(m);
 	mmhal_model_free(g4);
@@ -1085,7 +1064,7 @@ static void test_threads(void)
 		}
 		rounds++;
 	}
-	ok(!ret && same && rounds == 3,
+	tap_ok(!ret && same && rounds == 3,
 	   "q4_K: two sessions on two threads at once == one after the other (bitwise, 3 rounds)");
 	mmhal_ctx_free(c[0]);
 	mmhal_ctx_free(c[1]);
@@ -1107,7 +1086,7 @@ static void test_sampler(void)
 	}
 	p.temperature = 0;
 	mmhal_sampler_create(&p, &s);
-	ok(s && mmhal_sampler_sample(s, lg, 300, NULL, 0) == argmax(lg, 300),
+	tap_ok(s && mmhal_sampler_sample(s, lg, 300, NULL, 0) == argmax(lg, 300),
 	   "temperature 0: greedy = argmax (%d)", argmax(lg, 300));
 	{
 		/* the blocked scan against the plain one: sizes around its
@@ -1140,7 +1119,7 @@ static void test_sampler(void)
 			if (mmhal_sampler_sample(s, v, n, NULL, 0) != argmax(v, n))
 				bad = c;
 		}
-		ok(v && bad < 0, "greedy = a plain scan: 60 vectors of 1-49152 logits, ties, NaN, inf (first bad %d)",
+		tap_ok(v && bad < 0, "greedy = a plain scan: 60 vectors of 1-49152 logits, ties, NaN, inf (first bad %d)",
 		   bad);
 		free(v);
 	}
@@ -1167,7 +1146,7 @@ static void test_sampler(void)
 		if (i == 63)
 			diff = diff && d2;
 	}
-	ok(same && diff, "seeded sampling reproducible, another seed differs");
+	tap_ok(same && diff, "seeded sampling reproducible, another seed differs");
 	mmhal_sampler_free(s);
 	mmhal_sampler_free(s2);
 
@@ -1177,7 +1156,7 @@ static void test_sampler(void)
 	for (int i = 0; i < 32; i++)
 		same &= mmhal_sampler_sample(s, lg, 300, NULL, 0) ==
 			argmax(lg, 300);
-	ok(same, "top-k 1 equals greedy");
+	tap_ok(same, "top-k 1 equals greedy");
 	mmhal_sampler_free(s);
 
 	/* probabilities 0.5, 0.3, 0.15, 0.05 */
@@ -1191,7 +1170,7 @@ static void test_sampler(void)
 		mmhal_sampler_create(&p, &s);
 		for (int i = 0; i < 2000; i++)
 			cnt[mmhal_sampler_sample(s, l4, 4, NULL, 0)]++;
-		ok(cnt[3] == 0 && cnt[0] > cnt[1] && cnt[1] > cnt[2] &&
+		tap_ok(cnt[3] == 0 && cnt[0] > cnt[1] && cnt[1] > cnt[2] &&
 		   cnt[2] > 0 && fabs(cnt[0] / 2000.0 - 0.5 / 0.95) < 0.05,
 		   "top-p 0.9 drops the 5%% tail, keeps the rest in proportion (%d %d %d %d)",
 		   cnt[0], cnt[1], cnt[2], cnt[3]);
@@ -1201,7 +1180,7 @@ static void test_sampler(void)
 		same = 1;
 		for (int i = 0; i < 200; i++)
 			same &= mmhal_sampler_sample(s, l4, 4, NULL, 0) == 0;
-		ok(same, "top-p 0.4 keeps only the top token");
+		tap_ok(same, "top-p 0.4 keeps only the top token");
 		mmhal_sampler_free(s);
 	}
 
@@ -1224,19 +1203,19 @@ static void test_sampler(void)
 		mmhal_sampler_free(s);
 		p.repeat_last_n = 1;	/* only the last token (1) counts */
 		mmhal_sampler_create(&p, &s);
-		ok(g1 == 1 && g2 == 0 && g3 == 0 && g4 == 1 &&
+		tap_ok(g1 == 1 && g2 == 0 && g3 == 0 && g4 == 1 &&
 		   mmhal_sampler_sample(s, l3, 4, (int32_t[]){ 1, 0 }, 2) == 1 &&
 		   l3[1] == 1.2f,
 		   "repetition penalty lowers repeated tokens (positive and negative logits, window)");
 		/* embedding positions in the history: neither penalised nor
 		 * counted in the window of 1 (token 1 is still its last) */
-		ok(mmhal_sampler_sample(s, l3, 4, (int32_t[]){ 1, MMHAL_TOKEN_EMBD,
+		tap_ok(mmhal_sampler_sample(s, l3, 4, (int32_t[]){ 1, MMHAL_TOKEN_EMBD,
 			MMHAL_TOKEN_EMBD }, 3) == 0 &&
 		   mmhal_sampler_sample(s, l3, 4, (int32_t[]){ MMHAL_TOKEN_EMBD }, 1) == 1,
 		   "repetition penalty skips MMHAL_TOKEN_EMBD entries (window counts token ids)");
 		mmhal_sampler_free(s);
 	}
-	ok(mmhal_sampler_create(&(struct mmhal_sampler_params){
+	tap_ok(mmhal_sampler_create(&(struct mmhal_sampler_params){
 		.temperature = NAN, .top_p = 1, .repeat_penalty = 1 }, &s) ==
 	   -EINVAL && !s, "bad sampler params: -EINVAL");
 }
@@ -1277,8 +1256,8 @@ static void test_chat(void)
 	int n = 0, ng = 0, ret;
 
 	if (!m) {
-		ok(0, "chat path");
-		ok(0, "generate stats");
+		tap_ok(0, "chat path");
+		tap_ok(0, "generate stats");
 		return;
 	}
 	ret = mmhal_model_chat_format(m, msgs, 2, 1, buf, sizeof(buf), &len);
@@ -1297,7 +1276,7 @@ static void test_chat(void)
 		ret = mmhal_model_detokenize(m, out, ng, text, sizeof(text),
 					     &tl);
 	printf("# generated %d tokens: \"%s\"\n", ng, ret ? "" : text);
-	ok(!ret && len > 0 && strstr(buf, "<|im_start|>assistant\n") &&
+	tap_ok(!ret && len > 0 && strstr(buf, "<|im_start|>assistant\n") &&
 	   n > 10 && ng == 16 && tl > 0 && cb.n == 16 && cb.len > 0,
 	   "chat path: chat_format -> tokenize -> generate -> detokenize gives text (%zu bytes)",
 	   tl);
@@ -1305,7 +1284,7 @@ static void test_chat(void)
 		struct mmhal_model_stats st;
 
 		mmhal_model_stats(m, &st);
-		ok(st.prefill_tokens == n && st.decode_tokens == 16 &&
+		tap_ok(st.prefill_tokens == n && st.decode_tokens == 16 &&
 		   st.sample_tokens == 16 && mmhal_model_n_past(m) == n + 16,
 		   "generate accounting: prefill %lld, decode %lld, sampled %lld",
 		   (long long)st.prefill_tokens, (long long)st.decode_tokens,
@@ -1372,7 +1351,7 @@ static void test_shift_exact(int kv, double tol)
 		d = reldiff(la, lb, 300);
 	}
 	mmhal_ctx_stats(a, &st);
-	ok(!ret && n == 22 && st.shifts == 1 && st.shift_discarded == 13 &&
+	tap_ok(!ret && n == 22 && st.shifts == 1 && st.shift_discarded == 13 &&
 	   kept[3] == toks[3] && kept[4] == toks[17] && kept[21] == toks[34] &&
 	   d <= tol,
 	   "context shift (KV %s): n_past %d, shifts %lld, discarded %lld; logits vs a fresh session on the kept tokens %.2e (tol %.0e)",
@@ -1392,7 +1371,7 @@ static void test_shift_exact(int kv, double tol)
 		d = reldiff(la, lb, 300);
 	}
 	mmhal_ctx_stats(a, &st);
-	ok(!ret && st.shifts >= 2 && d <= tol,
+	tap_ok(!ret && st.shifts >= 2 && d <= tol,
 	   "decode steps through %lld shifts: logits vs fresh %.2e",
 	   (long long)st.shifts, d);
 	mmhal_ctx_free(a);
@@ -1506,7 +1485,7 @@ static void test_shift_rows(int kv)
 							 a->kv_rs);
 				}
 	}
-	ok(!ret && vsame && worst >= 0 && worst <= 1,
+	tap_ok(!ret && vsame && worst >= 0 && worst <= 1,
 	   "context shift (tiny, KV %s): V rows moved bit for bit, K rows = old rotated by -14 within %.2f of the rounding bound",
 	   kn, worst);
 	free(old);
@@ -1534,7 +1513,7 @@ static void test_shift_generate(void)
 					 MMHAL_GEN_IGNORE_EOG, out, NULL, NULL,
 					 &n);
 	mmhal_ctx_stats(a, &st);
-	ok(!ret && n == 96 && st.shifts >= 3 && mmhal_ctx_n_past(a) <= 32 &&
+	tap_ok(!ret && n == 96 && st.shifts >= 3 && mmhal_ctx_n_past(a) <= 32 &&
 	   !memcmp(mmhal_ctx_tokens(a), prompt, 5 * sizeof(int32_t)) &&
 	   st.n_past + st.shift_discarded == 8 + 96,
 	   "generate 96 tokens in n_ctx 32 (KV Q8_0, n_keep 5): ret %d, %d tokens, %lld shifts, %lld discarded, n_past %d",
@@ -1544,7 +1523,7 @@ static void test_shift_generate(void)
 		rb = mmhal_ctx_generate(b, prompt, 8, 96, NULL,
 					MMHAL_GEN_IGNORE_EOG, NULL, NULL, NULL,
 					&nb);
-	ok(rb == -ENOSPC && nb == 25 &&
+	tap_ok(rb == -ENOSPC && nb == 25 &&
 	   mmhal_ctx_n_past(b) == 32,
 	   "shift off (default): generate stops with -ENOSPC at n_ctx (%d tokens, %d)",
 	   nb, rb);
@@ -1579,7 +1558,7 @@ static void test_shift_generate(void)
 			mmhal_ctx_n_past(bad) == 32 && named;
 		mmhal_ctx_free(bad);
 	}
-	ok(good, "n_keep n_ctx / -1, ctx_shift 2: -EINVAL; n_keep 31: an eval of 2 -ENOSPC, of 1 shifts out the one position after n_keep");
+	tap_ok(good, "n_keep n_ctx / -1, ctx_shift 2: -EINVAL; n_keep 31: an eval of 2 -ENOSPC, of 1 shifts out the one position after n_keep");
 	mmhal_ctx_free(a);
 	mmhal_ctx_free(b);
 	mmhal_model_free(m);
@@ -1641,7 +1620,7 @@ static void test_shift_runs(void)
 	 * 2: the same with one id's two runs and markers between (20);
 	 * 3: two ids: the cut at 15 moves to the end of the first (16: 14);
 	 * 4: n_keep 3 inside the run at 2..5 keeps it: 6 + max(11, 2) = 17 */
-	ok(!ret && st[0].shift_discarded == 20 && embd_left[0] == 0 &&
+	tap_ok(!ret && st[0].shift_discarded == 20 && embd_left[0] == 0 &&
 	   st[1].shift_discarded == 20 && embd_left[1] == 0 &&
 	   st[2].shift_discarded == 14 && embd_left[2] == 4 &&
 	   st[3].shift_discarded == 11 && embd_left[3] == 4,
@@ -1735,7 +1714,7 @@ static void test_state(int kv)
 		ret |= mmhal_ctx_eval(b, (int32_t[]){ 77 }, 1, lb);
 		same &= !memcmp(la, lb, sizeof(la));
 	}
-	ok(!ret && same && access(tmpn, F_OK) != 0,
+	tap_ok(!ret && same && access(tmpn, F_OK) != 0,
 	   "state (KV %s): saved and loaded into a new session: tokens, ids, logits and the next step's logits bit for bit (%s)",
 	   kn, ret ? mmhal_ctx_error(b) : "");
 	{
@@ -1784,7 +1763,7 @@ static void test_state(int kv)
 		good &= mmhal_ctx_eval(b, (int32_t[]){ 5 }, 1, lb) == 0 &&
 			mmhal_ctx_eval(a, (int32_t[]){ 5 }, 1, la) == 0 &&
 			!memcmp(la, lb, sizeof(la));
-		ok(good, "state (KV %s): truncated, corrupted, other model / KV type / too long refused, naming the field; the session unchanged",
+		tap_ok(good, "state (KV %s): truncated, corrupted, other model / KV type / too long refused, naming the field; the session unchanged",
 		   kn);
 		mmhal_ctx_free(o);
 		mmhal_ctx_free(q);
@@ -1901,7 +1880,7 @@ static void test_tiers(void)
 		ti[1].bits_per_weight < ti[2].bits_per_weight &&
 		mmhal_model_tier_info(m, 3, &ti[0]) == -EINVAL &&
 		ti[0].matrix_bytes == 0;
-	ok(good, "add_tier: Q4_K base + Q8_0 + F16: 3 tiers in order of bits per weight");
+	tap_ok(good, "add_tier: Q4_K base + Q8_0 + F16: 3 tiers in order of bits per weight");
 
 	/* thresholds 0: all at Q4_K == the Q4_K file alone */
 	c = tier_ctx(m, MMHAL_TIER_CONFIDENCE, 0, 0, 0);
@@ -1914,7 +1893,7 @@ static void test_tiers(void)
 		!st.tier_evals[1] && !st.tier_evals[2] && !st.tier_recomputes;
 	good &= !memcmp(lg[0], lg[1], sizeof(lg[0])) &&
 		!memcmp(tk[0], tk[1], sizeof(tk[0]));
-	ok(good, "confidence, thresholds 0: %lld/%lld steps at Q4_K, no recompute, logits == the Q4_K file alone (bitwise)",
+	tap_ok(good, "confidence, thresholds 0: %lld/%lld steps at Q4_K, no recompute, logits == the Q4_K file alone (bitwise)",
 	   (long long)st.tier_steps[0], (long long)st.decode_tokens);
 	mmhal_ctx_free(c);
 	mmhal_ctx_free(r);
@@ -1932,7 +1911,7 @@ static void test_tiers(void)
 		st.tier_recomputes == 2 * TIER_STEPS;
 	good &= !memcmp(lg[0], lg[1], sizeof(lg[0])) &&
 		!memcmp(tk[0], tk[1], sizeof(tk[0]));
-	ok(good, "confidence, thresholds 2: %lld/%d steps at F16 after %lld recomputes, tokens and logits == the F16 file alone (bitwise)",
+	tap_ok(good, "confidence, thresholds 2: %lld/%d steps at F16 after %lld recomputes, tokens and logits == the F16 file alone (bitwise)",
 	   (long long)st.tier_steps[2], TIER_STEPS,
 	   (long long)st.tier_recomputes);
 	mmhal_ctx_free(c);
@@ -1949,7 +1928,7 @@ static void test_tiers(void)
 	ret = ret || tier_run(r, prompt, 8, 4, tk[3], lg[3]);
 	good &= !ret && !memcmp(lg[2], lg[3], 5 * 300 * sizeof(float)) &&
 		memcmp(lg[2], lg[1], 300 * sizeof(float));
-	ok(good, "fixed tier 2 == the F16 file, fixed tier 0 == the Q4_K file (prefill and decode, bitwise), and they differ");
+	tap_ok(good, "fixed tier 2 == the F16 file, fixed tier 0 == the Q4_K file (prefill and decode, bitwise), and they differ");
 	mmhal_ctx_free(c);
 	mmhal_ctx_free(r);
 
@@ -2011,7 +1990,7 @@ static void test_tiers(void)
 			st.tier_evals[1] == st.decode_tokens - st.tier_steps[0] &&
 			st.tier_evals[2] == st.tier_steps[2] &&
 			st.tier_recomputes == st.tier_evals[1] + st.tier_evals[2];
-		ok(good, "confidence, thresholds at quantiles: steps Q4_K %lld, Q8_0 %lld, F16 %lld, recomputes %lld; kept logits meet their tier's threshold; counts consistent",
+		tap_ok(good, "confidence, thresholds at quantiles: steps Q4_K %lld, Q8_0 %lld, F16 %lld, recomputes %lld; kept logits meet their tier's threshold; counts consistent",
 		   (long long)st.tier_steps[0], (long long)st.tier_steps[1],
 		   (long long)st.tier_steps[2],
 		   (long long)st.tier_recomputes);
@@ -2019,7 +1998,7 @@ static void test_tiers(void)
 		good = !mmhal_ctx_stats(c, &st) && !st.tier_steps[0] &&
 			!st.tier_steps[1] && !st.tier_steps[2] &&
 			!st.tier_evals[0] && !st.tier_recomputes;
-		ok(good, "stats_reset zeroes the tier counts");
+		tap_ok(good, "stats_reset zeroes the tier counts");
 		mmhal_ctx_free(c);
 	}
 	mmhal_model_free(m);
@@ -2059,7 +2038,7 @@ static void test_tier_refused(void)
 			     "Q4_K again");
 	good &= tier_refused(m, "/nonexistent.gguf", -ENOENT, "",
 			     "missing file");
-	ok(good, "add_tier: another shape, vocabulary, architecture, the same precision: -EINVAL naming it; the model keeps 1 tier");
+	tap_ok(good, "add_tier: another shape, vocabulary, architecture, the same precision: -EINVAL naming it; the model keeps 1 tier");
 
 	c = ctx_new(m, 64, 0, NULL, NULL);
 	good = !!c && tier_refused(m, path[1], -EBUSY, "sessions", "session alive");
@@ -2068,7 +2047,7 @@ static void test_tier_refused(void)
 		!mmhal_model_add_tier(m, tier_path[0], err, sizeof(err));
 	good &= tier_refused(m, path[2], -ENOSPC, "at most", "fourth tier");
 	good &= m && !mmhal_model_eval(m, prompt, 8, l);
-	ok(good, "add_tier: -EBUSY while a session exists, accepted once freed; a fourth tier: -ENOSPC; the default session runs on");
+	tap_ok(good, "add_tier: -EBUSY while a session exists, accepted once freed; a fourth tier: -ENOSPC; the default session runs on");
 
 	good = !!m;
 	p.tier_mode = 3;
@@ -2086,7 +2065,7 @@ static void test_tier_refused(void)
 	p.tier_threshold[1] = -0.5f;
 	r = m ? mmhal_ctx_create(m, &p, &c, err, sizeof(err)) : 0;
 	good &= rejected(r, -EINVAL, err, c, "threshold -0.5");
-	ok(good, "params: tier_mode 3, tier 3 of 3 tiers, a NaN or negative threshold: -EINVAL");
+	tap_ok(good, "params: tier_mode 3, tier 3 of 3 tiers, a NaN or negative threshold: -EINVAL");
 	mmhal_model_free(m);
 }
 
@@ -2100,7 +2079,6 @@ int main(void)
 	char err[256];
 	int ret, fb;
 
-	printf("1..%d\n", N_TESTS);
 	for (int i = 0; i < 40; i++)
 		long_prompt[i] = (i * 71 + 3) % 300;
 	snprintf(dir, sizeof(dir), "%s/llama_test.XXXXXX", tmp ? tmp : "/tmp");
@@ -2114,14 +2092,14 @@ int main(void)
 	snprintf(path[Q5], sizeof(path[Q5]), "%s/tiny-q5_0.gguf", dir);
 	snprintf(path[GQA4], sizeof(path[GQA4]), "%s/gqa4-f32.gguf", dir);
 	ret = mm_gen_model(&gp, path[0], err, sizeof(err));
-	ok(!ret, "generate tiny model at F32%s%s", ret ? ": " : "",
+	tap_ok(!ret, "generate tiny model at F32%s%s", ret ? ": " : "",
 	   ret ? err : "");
 	for (int t = 1; t <= Q5; t++) {
 		if (t == GQA4)
 			continue;
 		ret = ref_quantize_file(path[0], path[t], ttype[t], &fb, err,
 					sizeof(err));
-		ok(!ret && !fb, "quantize tiny to %s%s%s", tname[t],
+		tap_ok(!ret && !fb, "quantize tiny to %s%s%s", tname[t],
 		   ret ? ": " : "", ret ? err : "");
 	}
 	for (int t = 0; t < 4; t++)
@@ -2129,7 +2107,7 @@ int main(void)
 	test_vs_ref(Q5);
 	gp.shape = "gqa4";
 	ret = mm_gen_model(&gp, path[GQA4], err, sizeof(err));
-	ok(!ret, "generate gqa4 model at F32%s%s", ret ? ": " : "",
+	tap_ok(!ret, "generate gqa4 model at F32%s%s", ret ? ": " : "",
 	   ret ? err : "");
 	test_vs_ref(GQA4);
 	test_prefill_vs_steps();
@@ -2178,7 +2156,7 @@ int main(void)
 		}
 		if (!ret)
 			ret = mm_gen_mmproj(&mp, tier_path[3], err, sizeof(err));
-		ok(!ret, "generate tiny at F16, with SmolVLM's vocabulary, gqa4 at F16, a clip file%s%s",
+		tap_ok(!ret, "generate tiny at F16, with SmolVLM's vocabulary, gqa4 at F16, a clip file%s%s",
 		   ret ? ": " : "", ret ? err : "");
 		test_tiers();
 		test_tier_refused();
@@ -2189,8 +2167,5 @@ int main(void)
 	for (int t = 0; t < 6; t++)
 		unlink(path[t]);
 	rmdir(dir);
-	if (n_test != N_TESTS)
-		printf("# planned %d tests, ran %d\n", N_TESTS, n_test);
-	printf("RESULT llama %d %d\n", n_test - n_fail, n_fail);
-	return n_fail || n_test != N_TESTS;
+	return tap_done("llama");
 }

@@ -37,7 +37,7 @@
 #include "quant.h"
 #include "ref_llama.h"
 #include "ref_mm.h"
-#include "tap.h"
+#include "../../tests/tap.h"
 
 #define N_STEPS 12
 

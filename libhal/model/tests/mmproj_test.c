@@ -19,7 +19,7 @@
 #include "gguf.h"
 #include "mmproj.h"
 #include "quant.h"
-#include "tap.h"
+#include "../../tests/tap.h"
 
 static void *gen_mem(const char *vision, const char *audio, uint32_t type,
 		     size_t *size)

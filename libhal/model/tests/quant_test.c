@@ -22,24 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int t_num, t_pass, t_fail;
-
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	t_num++;
-	printf("%s %d - ", cond ? "ok" : "not ok", t_num);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (cond)
-		t_pass++;
-	else
-		t_fail++;
-	fflush(stdout);
-}
+#include "../../tests/tap.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
@@ -97,7 +80,7 @@ static void test_type_table(void)
 	good &= !strcmp(mm_type_name(MM_TYPE_Q4_K), "q4_K") &&
 		!strcmp(mm_type_name(MM_TYPE_Q8_0), "q8_0") &&
 		!strcmp(mm_type_name(MM_TYPE_Q5_0), "q5_0");
-	ok(good, "type table: block sizes, row bytes, names, validity");
+	tap_ok(good, "type table: block sizes, row bytes, names, validity");
 }
 
 static void test_f16_bf16(void)
@@ -121,7 +104,7 @@ static void test_f16_bf16(void)
 	for (uint32_t h = 0; h < 0x7C00; h++)	/* all finite positives */
 		if (mm_f32_to_f16(mm_f16_to_f32(h)) != h)
 			good = 0;
-	ok(good, "f16: known values, round to nearest even, round trip");
+	tap_ok(good, "f16: known values, round to nearest even, round trip");
 
 	uint32_t u[] = { 0x3F800000, 0x3F808000, 0x3F818000, 0x3F80C000 };
 	uint16_t want[] = { 0x3F80, 0x3F80, 0x3F82, 0x3F81 };
@@ -134,7 +117,7 @@ static void test_f16_bf16(void)
 			good = 0;
 	}
 	good &= mm_bf16_to_f32(0x3F80) == 1.0f && mm_bf16_to_f32(0xC000) == -2.0f;
-	ok(good, "bf16: round to nearest even, decode");
+	tap_ok(good, "bf16: round to nearest even, decode");
 }
 
 static void test_golden(void)
@@ -151,7 +134,7 @@ static void test_golden(void)
 	want[1] = 0x3C;
 	for (int j = 0; j < 32; j++)
 		want[2 + j] = (uint8_t)(int8_t)x[j];
-	ok(!memcmp(got, want, 34), "golden: q8_0 block bytes");
+	tap_ok(!memcmp(got, want, 34), "golden: q8_0 block bytes");
 
 	/* Q4_0: max by |x| is x[0] = -8 -> d = -8/-8 = 1.0,
 	 * q = (int8)(x + 8.5) = j % 16; byte j = q[j] | q[j+16] << 4. */
@@ -162,7 +145,7 @@ static void test_golden(void)
 	want[1] = 0x3C;
 	for (int j = 0; j < 16; j++)
 		want[2 + j] = (uint8_t)(j | (j << 4));
-	ok(!memcmp(got, want, 18), "golden: q4_0 block bytes");
+	tap_ok(!memcmp(got, want, 18), "golden: q4_0 block bytes");
 
 	/* Q4_1: min -4, max 11 -> d = 1.0, m = -4 (f16 0xC400), q = x + 4. */
 	for (int j = 0; j < 32; j++)
@@ -171,7 +154,7 @@ static void test_golden(void)
 	uint8_t w41[20] = { 0x00, 0x3C, 0x00, 0xC4 };
 	for (int j = 0; j < 16; j++)
 		w41[4 + j] = (uint8_t)(j | (j << 4));
-	ok(!memcmp(got, w41, 20), "golden: q4_1 block bytes");
+	tap_ok(!memcmp(got, w41, 20), "golden: q4_1 block bytes");
 
 	/* Q5_0: max by |x| is x[0] = -16 -> d = 1.0, q = (int8)(x + 16.5) =
 	 * j; qs byte j = low 4 bits of q[j] | of q[j+16] << 4, qh bit j = bit
@@ -182,7 +165,7 @@ static void test_golden(void)
 	uint8_t w50[22] = { 0x00, 0x3C, 0x00, 0x00, 0xFF, 0xFF };
 	for (int j = 0; j < 16; j++)
 		w50[6 + j] = (uint8_t)(j | (j << 4));
-	ok(!memcmp(got, w50, 22), "golden: q5_0 block bytes");
+	tap_ok(!memcmp(got, w50, 22), "golden: q5_0 block bytes");
 	{
 		float back[32];
 		int same = 1;
@@ -190,7 +173,7 @@ static void test_golden(void)
 		mm_dequantize_row(MM_TYPE_Q5_0, w50, back, 32);
 		for (int j = 0; j < 32; j++)
 			same &= back[j] == x[j];
-		ok(same, "golden: q5_0 block decodes to -16..15");
+		tap_ok(same, "golden: q5_0 block decodes to -16..15");
 	}
 
 	/* Q4_K: hand-built block, d = 1, dmin = 0.5; sub-block j has
@@ -223,7 +206,7 @@ static void test_golden(void)
 		for (int l = 0; l < 32; l++)
 			if (y[32 * j + l] != (float)((j + 1) * (l % 16)) - 0.5f * (2 * j + 40))
 				good = 0;
-	ok(good, "golden: q4_K layout (6-bit scales/mins, nibble order)");
+	tap_ok(good, "golden: q4_K layout (6-bit scales/mins, nibble order)");
 
 	/* Q6_K: d = 1, scale of sub-block s = s - 8; q6 of element e is
 	 * (e * 7) % 64 stored as ggml's ql/qh interleave. */
@@ -251,7 +234,7 @@ static void test_golden(void)
 	for (int e = 0; e < 256; e++)
 		if (y[e] != (float)((e / 16 - 8) * (L[e] - 32)))
 			good = 0;
-	ok(good, "golden: q6_K layout (ql/qh interleave, 16 scales)");
+	tap_ok(good, "golden: q6_K layout (ql/qh interleave, 16 scales)");
 
 	/* Q6_K and Q4_K quantizers reproduce exactly representable data. */
 	float xs[256], z[256];
@@ -266,7 +249,7 @@ static void test_golden(void)
 		err = fmaxf(err, fabsf(z[e] - xs[e]));
 		mx = fmaxf(mx, fabsf(xs[e]));
 	}
-	ok(err <= mx * 0.02f, "q6_K quantizer on near-representable data (max err %g of %g)", err, mx);
+	tap_ok(err <= mx * 0.02f, "q6_K quantizer on near-representable data (max err %g of %g)", err, mx);
 }
 
 /* ---- quantize -> dequantize error ------------------------------------ */
@@ -304,7 +287,7 @@ static void test_roundtrip(void)
 				zero_ok = 0;
 		double rel = sqrt(se / sx);
 
-		ok(rel <= tab[i].rel && zero_ok,
+		tap_ok(rel <= tab[i].rel && zero_ok,
 		   "%s quantize/dequantize: relative rms error %.2e <= %.1e, zeros kept",
 		   mm_type_name(tab[i].t), rel, tab[i].rel);
 	}
@@ -411,13 +394,12 @@ static void test_kernels(void)
 	struct mm_ctx *ref;
 
 	if (mm_ctx_create_with(1, "scalar", &ref)) {
-		ok(0, "scalar reference ctx");
+		tap_ok(0, "scalar reference ctx");
 		return;
 	}
 	for (size_t s = 0; s < sizeof(sets) / sizeof(sets[0]); s++) {
 		if (!mm_kernels_available(sets[s])) {
-			printf("ok %d - # SKIP %s kernels: not on this CPU\n", ++t_num, sets[s]);
-			t_pass++;
+			tap_skip("%s kernels: not on this CPU", sets[s]);
 			continue;
 		}
 		for (size_t ti = 0; ti < NTYPES; ti++) {
@@ -445,7 +427,7 @@ static void test_kernels(void)
 				for (size_t si = 0; isf && si < sizeof(odd_k) / sizeof(odd_k[0]); si++)
 					good &= check_kernels(sets[s], t, mm, 2, ref, &odd_k[si], 0,
 							      &worst);
-				ok(good, "%s %s %s vs scalar, odd shapes%s, 1-3 threads (worst |d|/S %.1e)",
+				tap_ok(good, "%s %s %s vs scalar, odd shapes%s, 1-3 threads (worst |d|/S %.1e)",
 				   sets[s], mm_type_name(t), mm ? "matmul" : "matvec",
 				   isf ? " (k = 3, 37, 45 too)" : "", worst);
 			}
@@ -461,7 +443,7 @@ static void test_kernels(void)
 					for (int ext = -1; ext <= 1; ext += 2)
 						good &= check_kernels(sets[s], t, mm, 2, ref,
 								      &lim, ext, &worst);
-				ok(good, "%s %s at the range limits (|q| max, x = +-127) vs scalar (worst |d|/S %.1e)",
+				tap_ok(good, "%s %s at the range limits (|q| max, x = +-127) vs scalar (worst |d|/S %.1e)",
 				   sets[s], mm_type_name(t), worst);
 			}
 		}
@@ -535,7 +517,7 @@ static void test_matvec_n(void)
 			free(r[i]);
 		}
 	}
-	ok(good, "matvec_n: 1-4 matrices of mixed types (one empty) = separate matvecs, bitwise, 1-3 threads");
+	tap_ok(good, "matvec_n: 1-4 matrices of mixed types (one empty) = separate matvecs, bitwise, 1-3 threads");
 	free(x);
 	free(tmp);
 }
@@ -574,7 +556,7 @@ static void test_pool(void)
 		}
 		mm_ctx_destroy(ctx);
 	}
-	ok(good, "thread pool: parallel_for covers [0,n) once, 1-3 threads, repeated");
+	tap_ok(good, "thread pool: parallel_for covers [0,n) once, 1-3 threads, repeated");
 }
 
 static void test_env(void)
@@ -596,7 +578,7 @@ static void test_env(void)
 		printf("# default kernels: %s, %d threads\n", mm_ctx_kernels(ctx),
 		       mm_ctx_threads(ctx));
 	mm_ctx_destroy(ctx);
-	ok(good, "MMHAL_KERNELS forces a set, rejects unknown; default = online CPUs");
+	tap_ok(good, "MMHAL_KERNELS forces a set, rejects unknown; default = online CPUs");
 }
 
 /* Q8_0 quantization (SIMD where the CPU has it) against a plain roundf
@@ -648,9 +630,9 @@ static void test_q8_0_bits(void)
 				bad_act = b;
 		}
 	}
-	ok(bad < 0, "q8_0 quantize (kernel) == roundf reference bit for bit, ties and zeros, 1-64 blocks (first bad block %d)",
+	tap_ok(bad < 0, "q8_0 quantize (kernel) == roundf reference bit for bit, ties and zeros, 1-64 blocks (first bad block %d)",
 	   bad);
-	ok(bad_act < 0, "q8_0 activation rows for q4_0: the same blocks, then 8 * sum(qs) (first bad block %d)",
+	tap_ok(bad_act < 0, "q8_0 activation rows for q4_0: the same blocks, then 8 * sum(qs) (first bad block %d)",
 	   bad_act);
 	free(x);
 	free(y);
@@ -733,7 +715,7 @@ static void test_matmul_n(void)
 			free(r[i]);
 		}
 	}
-	ok(good && close, "matmul_n: 1-4 matrices (one empty, 13-130 rows) = separate matmuls bitwise (%s), rows = matvec (%s), n = 2/37/100, 1-3 threads",
+	tap_ok(good && close, "matmul_n: 1-4 matrices (one empty, 13-130 rows) = separate matmuls bitwise (%s), rows = matvec (%s), n = 2/37/100, 1-3 threads",
 	   good ? "yes" : "no", close ? "yes" : "no");
 	free(x);
 	free(tmp);
@@ -766,7 +748,7 @@ static void test_repack(enum mm_type from, enum mm_type to, int vnni)
 	int refused = 1;
 
 	if (mm_ctx_create_with(1, "scalar", &sc)) {
-		ok(0, "scalar ctx");
+		tap_ok(0, "scalar ctx");
 		return;
 	}
 	refused &= mm_repack_type(sc, from, 64, 64) == from;
@@ -786,8 +768,7 @@ static void test_repack(enum mm_type from, enum mm_type to, int vnni)
 		int good = refused, tail = 1, rows = 1;
 
 		if (!mm_kernels_available(sets[s])) {
-			printf("ok %d - # SKIP %s kernels: not on this CPU\n", ++t_num, sets[s]);
-			t_pass++;
+			tap_skip("%s kernels: not on this CPU", sets[s]);
 			continue;
 		}
 		if (s == 1 && !vnni) {
@@ -798,7 +779,7 @@ static void test_repack(enum mm_type from, enum mm_type to, int vnni)
 				good &= mm_repack_type(ctx, from, 64, 64) == from;
 				mm_ctx_destroy(ctx);
 			}
-			ok(good, "%s has no %s layout: %s matrices stay as stored",
+			tap_ok(good, "%s has no %s layout: %s matrices stay as stored",
 			   sets[s], mm_type_name(to), mm_type_name(from));
 			continue;
 		}
@@ -905,7 +886,7 @@ static void test_repack(enum mm_type from, enum mm_type to, int vnni)
 			}
 			mm_ctx_destroy(ctx);
 		}
-		ok(good && tail && rows, "%s %s = %s bitwise in matvec/matmul/matvec_n/matmul_n (%s), rows read back by mm_layout_row (%s), 8-136 rows, tail rows kept (%s), 1-3 threads; scalar, short and other types not repacked",
+		tap_ok(good && tail && rows, "%s %s = %s bitwise in matvec/matmul/matvec_n/matmul_n (%s), rows read back by mm_layout_row (%s), 8-136 rows, tail rows kept (%s), 1-3 threads; scalar, short and other types not repacked",
 		   sets[s], mm_type_name(to), mm_type_name(from), good ? "yes" : "no",
 		   rows ? "yes" : "no", tail ? "yes" : "no");
 	}
@@ -978,7 +959,7 @@ static void test_q8_k_bits(void)
 		if (memcmp(&r, &y[b], sizeof(r)))
 			bad = b;
 	}
-	ok(bad < 0, "q8_K quantize (kernel) == ggml's definition bit for bit, ties, zeros, equal magnitudes, NaN/inf, tiny (first bad block %d)",
+	tap_ok(bad < 0, "q8_K quantize (kernel) == ggml's definition bit for bit, ties, zeros, equal magnitudes, NaN/inf, tiny (first bad block %d)",
 	   bad);
 	free(x);
 	free(y);
@@ -1017,7 +998,7 @@ static void test_f16_row_bits(void)
 		    y[i] != want)
 			bad = i;
 	}
-	ok(bad < 0, "f16 rows (kernel) == mm_f32_to_f16 bit for bit, sweep, ties, subnormals, overflow (first bad %lld)",
+	tap_ok(bad < 0, "f16 rows (kernel) == mm_f32_to_f16 bit for bit, sweep, ties, subnormals, overflow (first bad %lld)",
 	   (long long)bad);
 	free(x);
 	free(y);
@@ -1041,7 +1022,5 @@ int main(void)
 	test_repack(MM_TYPE_Q5_0, MM_TYPE_Q5_0_R8, 1);
 	test_repack(MM_TYPE_Q8_0, MM_TYPE_Q8_0_R8, 0);
 	test_repack(MM_TYPE_Q4_K, MM_TYPE_Q4_K_R8, 1);
-	printf("1..%d\n", t_num);
-	printf("RESULT quant %d %d\n", t_pass, t_fail);
-	return t_fail ? 1 : 0;
+	return tap_done("quant");
 }

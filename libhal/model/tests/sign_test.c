@@ -23,7 +23,7 @@
 #include "mmhal_model.h"
 #include "quant.h"
 #include "sign.h"
-#include "tap.h"
+#include "../../tests/tap.h"
 #include "tfile.h"
 
 static char dir[256];

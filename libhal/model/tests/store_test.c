@@ -30,7 +30,7 @@
 #include "mmhal_store.h"
 #include "quant.h"
 #include "sign.h"
-#include "tap.h"
+#include "../../tests/tap.h"
 #include "tfile.h"
 
 #define N_COMMIT 3

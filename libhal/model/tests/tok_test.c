@@ -11,7 +11,7 @@
 #include "gen.h"
 #include "gguf.h"
 #include "quant.h"
-#include "tap.h"
+#include "../../tests/tap.h"
 #include "tokenizer.h"
 
 struct model {

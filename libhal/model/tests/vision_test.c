@@ -23,7 +23,7 @@
 #include "gen.h"
 #include "mmproj.h"
 #include "quant.h"
-#include "tap.h"
+#include "../../tests/tap.h"
 #include "vision.h"
 
 /* the reference, compiled into this test (gguf.mk builds each test from
