@@ -452,7 +452,8 @@ int mm_audio_encode_dev(const struct mm_mmproj *p, struct mm_calib *cal,
 	 * not read (exact mode's dropped positions), rows P .. G * sf - 1
 	 * are the zero padding of the last group */
 	if (G * sf > P)
-		memset(x + P * e, 0, (size_t)((G * sf - P) * e) * sizeof(float));
+		memset(x + P * e, 0,
+		       (size_t)((G * sf - P) * e) * sizeof(float));
 	mm_enc_rmsnorm(&s, &a->norm_pre, x, x, G, sf * e, AU_RMS_EPS);
 	mm_enc_linear(&s, &a->mlp1_w, NULL, x, hid, G);
 	if (a->swiglu) {

@@ -441,10 +441,7 @@ static void test_exact_counts(void)
 	int16_t *pcm = make_pcm(16000);
 
 	for (int i = 0; i < 2; i++) {
-		struct mmhal_mmproj *px = m ? load_proj(exact_path[i], m, 0, 1) :
-					      NULL;
-		struct mmhal_mmproj *pl = m ? load_proj(exact_path[i], m, 0, 0) :
-					      NULL;
+		struct mmhal_mmproj *px, *pl;
 		struct mmhal_chunk *cx = NULL, *cl = NULL;
 		struct mmhal_chunk_info ix = { .size = sizeof(ix) };
 		struct mmhal_chunk_info il = { .size = sizeof(il) };
@@ -453,6 +450,8 @@ static void test_exact_counts(void)
 		char err[256] = "";
 		int ret = -1, sf = 0, want_x = 0, want_l = 0;
 
+		px = m ? load_proj(exact_path[i], m, 0, 1) : NULL;
+		pl = m ? load_proj(exact_path[i], m, 0, 0) : NULL;
 		if (!mm_mmproj_load(exact_path[i], &raw, err, sizeof(err)))
 			a = mm_mmproj_audio(raw);
 		if (a) {
@@ -1203,8 +1202,9 @@ int main(void)
 			    9600, 0, 0);
 		free(pcm);
 		pcm = make_pcm(16000);
-		e2e(0, exact_path[0], "ultravox exact 1 s audio (30 s window, stack 8)",
-		    NULL, pcm, 16000, 0, 1);
+		e2e(0, exact_path[0],
+		    "ultravox exact 1 s audio (30 s window, stack 8)", NULL,
+		    pcm, 16000, 0, 1);
 		free(pcm);
 		test_exact_counts();
 		test_tiles();
