@@ -619,10 +619,11 @@ struct mmhal_mmproj_params {
 	 * clip.vision.preproc_image_size); 0: the overview only */
 	int image_tiles;
 	/* 1 (default): audio in 30 s windows of 3000 mel frames, padded,
-	 * as mtmd (the encoders' training); 0: latency mode, a window
-	 * shorter than 30 s is encoded at its own length (fewer
-	 * positions; see Documentation/model-runtime.rst for the
-	 * difference) */
+	 * as mtmd (the encoders' training), with mtmd's embedding count
+	 * (ultravox: ceil(3000 / stack_factor) / 2, e.g. 187 at stack 8);
+	 * 0: latency mode, a window shorter than 30 s is encoded at its
+	 * own length (fewer positions), every position kept (the last
+	 * stack group zero-padded); see Documentation/model-runtime.rst */
 	int audio_exact;
 	/* as mmhal_model_params: the mmproj file must be signed by this key
 	 * (PATH.sig) with a version >= min_version. NULL: the model's key

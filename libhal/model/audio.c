@@ -87,14 +87,19 @@ static size_t au_n_pos(size_t n_frames)
 	return (n_frames + 1) / 2;	/* conv k 3, stride 2, pad 1 */
 }
 
-size_t mm_audio_n_tokens(const struct mm_mmproj *p, size_t n_frames)
+size_t mm_audio_n_tokens(const struct mm_mmproj *p, size_t n_frames,
+			 int exact)
 {
 	const struct mm_mmproj_audio *a = au_get(p);
-	size_t np = au_n_pos(n_frames);
+	size_t np = au_n_pos(n_frames), sf;
 
 	if (!a || !n_frames || np > a->n_pos)
 		return 0;
-	return (np + a->stack_factor - 1) / a->stack_factor;
+	sf = a->stack_factor;
+	/* exact: clip_n_output_tokens(), on the frames before the conv */
+	if (exact)
+		return (n_frames + sf - 1) / sf / 2;
+	return (np + sf - 1) / sf;
 }
 
 size_t mm_audio_n_embd_out(const struct mm_mmproj *p)
@@ -312,26 +317,27 @@ static int64_t au_max(int64_t a, int64_t b)
 }
 
 int mm_audio_encode(const struct mm_mmproj *p, const float *mel,
-		    size_t n_frames, float *out, size_t n_out, int n_threads,
-		    char *err, size_t errlen)
+		    size_t n_frames, int exact, float *out, size_t n_out,
+		    int n_threads, char *err, size_t errlen)
 {
-	return mm_audio_encode_cal(p, NULL, 0, mel, n_frames, out, n_out,
-				   n_threads, err, errlen);
+	return mm_audio_encode_cal(p, NULL, 0, mel, n_frames, exact, out,
+				   n_out, n_threads, err, errlen);
 }
 
 int mm_audio_encode_cal(const struct mm_mmproj *p, struct mm_calib *cal,
 			int mode, const float *mel, size_t n_frames,
-			float *out, size_t n_out, int n_threads, char *err,
-			size_t errlen)
+			int exact, float *out, size_t n_out, int n_threads,
+			char *err, size_t errlen)
 {
-	return mm_audio_encode_dev(p, cal, mode, NULL, mel, n_frames, out,
-				   n_out, n_threads, err, errlen);
+	return mm_audio_encode_dev(p, cal, mode, NULL, mel, n_frames, exact,
+				   out, n_out, n_threads, err, errlen);
 }
 
 int mm_audio_encode_dev(const struct mm_mmproj *p, struct mm_calib *cal,
 			int mode, const struct mm_enc_dev *dev,
-			const float *mel, size_t n_frames, float *out,
-			size_t n_out, int n_threads, char *err, size_t errlen)
+			const float *mel, size_t n_frames, int exact,
+			float *out, size_t n_out, int n_threads, char *err,
+			size_t errlen)
 {
 	const struct mm_mmproj_audio *a = au_get(p);
 	struct mm_enc s = { 0 };
@@ -352,7 +358,11 @@ int mm_audio_encode_dev(const struct mm_mmproj *p, struct mm_calib *cal,
 		return mm_errf(-EINVAL, err, errlen,
 			       "audio encode: %zu mel frames, the encoder takes 1 to %u (tensor a.position_embd.weight has %u positions)",
 			       n_frames, 2 * a->n_pos, a->n_pos);
-	n_tok = mm_audio_n_tokens(p, n_frames);
+	n_tok = mm_audio_n_tokens(p, n_frames, exact);
+	if (!n_tok)
+		return mm_errf(-EINVAL, err, errlen,
+			       "audio encode: %zu mel frames give no token in exact mode (stack factor %u)",
+			       n_frames, a->stack_factor);
 	if (n_out != n_tok * a->n_out)
 		return mm_errf(-EINVAL, err, errlen,
 			       "audio encode: output of %zu floats, %zu frames give %zu tokens x %u = %zu",
@@ -375,7 +385,9 @@ int mm_audio_encode_dev(const struct mm_mmproj *p, struct mm_calib *cal,
 	s.dev = mode ? NULL : dev;
 	col = malloc((size_t)ncol * sizeof(float));
 	c1 = malloc((size_t)(T * e) * sizeof(float));
-	x = calloc((size_t)(G * sf * e), sizeof(float));
+	/* P rows for the encoder, G * sf for the stacking: exact mode may
+	 * keep fewer positions than it computed */
+	x = calloc((size_t)(au_max(P, G * sf) * e), sizeof(float));
 	hid = malloc((size_t)(G * H) * sizeof(float));
 	bufs.h = malloc((size_t)(P * e) * sizeof(float));
 	bufs.q = malloc((size_t)(P * e) * sizeof(float));
@@ -436,8 +448,12 @@ int mm_audio_encode_dev(const struct mm_mmproj *p, struct mm_calib *cal,
 		mm_enc_layernorm(&s, &a->post_ln_w, &a->post_ln_b, x, x, P, e,
 				 a->eps);
 
-	/* ultravox: stack sf positions per row (x's tail rows stay 0) */
-	memset(x + P * e, 0, (size_t)((G * sf - P) * e) * sizeof(float));
+	/* ultravox: stack sf positions per row: rows G * sf .. P - 1 are
+	 * not read (exact mode's dropped positions), rows P .. G * sf - 1
+	 * are the zero padding of the last group */
+	if (G * sf > P)
+		memset(x + P * e, 0,
+		       (size_t)((G * sf - P) * e) * sizeof(float));
 	mm_enc_rmsnorm(&s, &a->norm_pre, x, x, G, sf * e, AU_RMS_EPS);
 	mm_enc_linear(&s, &a->mlp1_w, NULL, x, hid, G);
 	if (a->swiglu) {

@@ -37,10 +37,11 @@
  * + a.position_embd rows 0..n_pos-1; pre-LN blocks (bidirectional
  * attention, no mask; absent biases are zero), a.post_ln; ultravox
  * projector: consecutive groups of stack_factor positions concatenated
- * (the tail zero-padded to a full group), RMS norm (eps 1e-6) * norm_pre,
- * mm.a.mlp.1, SwiGLU (silu of the second half times the first half) when
- * mm.a.mlp.2 takes half of mm.a.mlp.1's outputs, else GELU (erf), RMS norm
- * (eps 1e-6) * norm_mid, mm.a.mlp.2. Weights are multiplied in their file
+ * (how many groups: mm_audio_n_tokens(); a group reaching past the last
+ * position is zero-padded), RMS norm (eps 1e-6) * norm_pre, mm.a.mlp.1,
+ * SwiGLU (silu of the second half times the first half) when mm.a.mlp.2
+ * takes half of mm.a.mlp.1's outputs, else GELU (erf), RMS norm (eps
+ * 1e-6) * norm_mid, mm.a.mlp.2. Weights are multiplied in their file
  * type by quant.h's kernels (activations quantized on the fly).
  *
  * Threading: no shared mutable state; any number of calls may run at once
@@ -100,29 +101,40 @@ MM_MODEL_API size_t mm_audio_chunk(const struct mm_mmproj *p, const float *mel,
 				   const float **chunk);
 
 /*
- * Embeddings one chunk of n_frames mel frames gives: positions
- * ceil(n_frames / 2) after the stride-2 conv, then
- * ceil(positions / stack_factor) (the tail group zero-padded, as the
- * graph clip.cpp builds and Ultravox's StackAudioFrames). Note that
- * clip.cpp's clip_n_output_tokens() rounds the other way (3000 frames,
- * stack 8: 187, while its graph gives 188 rows); this follows the graph.
+ * Embeddings one chunk of n_frames mel frames gives.
+ *  - exact (mtmd): clip.cpp's clip_n_output_tokens(), counted on the mel
+ *    frames: ceil(n_frames / stack_factor) / 2, rounded down (3000 frames,
+ *    stack 8: 187). These are the first groups of stack_factor positions:
+ *    when the positions (1500) do not fill the groups, the positions past
+ *    the last kept group are dropped (stack 8: 187 groups of 8, the last 4
+ *    positions dropped), or, when the count asks for one group more than
+ *    the positions fill (stack 9: 167 for 1500 positions), that group is
+ *    zero-padded. This is what llama.cpp returns wherever it runs; where
+ *    its graph's row count differs from this count it aborts instead
+ *    (Documentation/model-runtime.rst lists which widths).
+ *  - latency (exact = 0): every position kept, the last group zero-padded:
+ *    ceil(ceil(n_frames / 2) / stack_factor) (200 frames, stack 8: 13).
  * 0 without audio, for 0 frames or more than the encoder's positions
  * allow (2 * a.position_embd rows: an exact-mode chunk of 3000 frames
- * needs 1500).
+ * needs 1500), or when the count is 0 (exact mode, n_frames <=
+ * stack_factor).
  */
 MM_MODEL_API size_t mm_audio_n_tokens(const struct mm_mmproj *p,
-				      size_t n_frames);
+				      size_t n_frames, int exact);
 /* Width of each embedding (the projector's output; 0 without audio). */
 MM_MODEL_API size_t mm_audio_n_embd_out(const struct mm_mmproj *p);
 
 /*
  * Encodes one chunk: mel holds n_frames frames (1 ..
  * 2 * a.position_embd rows), frame-major; out receives n_out =
- * mm_audio_n_tokens() x mm_audio_n_embd_out() floats, token-major.
+ * mm_audio_n_tokens(exact) x mm_audio_n_embd_out() floats, token-major
+ * (exact: the stacking of mm_audio_n_tokens(); the other layers do not
+ * depend on it).
  */
 MM_MODEL_API int mm_audio_encode(const struct mm_mmproj *p, const float *mel,
-				 size_t n_frames, float *out, size_t n_out,
-				 int n_threads, char *err, size_t errlen);
+				 size_t n_frames, int exact, float *out,
+				 size_t n_out, int n_threads, char *err,
+				 size_t errlen);
 /*
  * mm_audio_encode() in a calibration mode (calib.h's enum mm_cal_mode;
  * 0 with cal NULL is mm_audio_encode()). -ENOENT also when a STATIC
@@ -132,8 +144,8 @@ struct mm_calib;
 MM_MODEL_API int mm_audio_encode_cal(const struct mm_mmproj *p,
 				     struct mm_calib *cal, int mode,
 				     const float *mel, size_t n_frames,
-				     float *out, size_t n_out, int n_threads,
-				     char *err, size_t errlen);
+				     int exact, float *out, size_t n_out,
+				     int n_threads, char *err, size_t errlen);
 /* mm_audio_encode_cal() with the weight products of the dynamic mode
  * offered to a device first (encoder.h's struct mm_enc_dev; NULL: the
  * CPU): the CUDA back end of mmhal_mmproj_load(). */
@@ -142,8 +154,8 @@ MM_MODEL_API int mm_audio_encode_dev(const struct mm_mmproj *p,
 				     struct mm_calib *cal, int mode,
 				     const struct mm_enc_dev *dev,
 				     const float *mel, size_t n_frames,
-				     float *out, size_t n_out, int n_threads,
-				     char *err, size_t errlen);
+				     int exact, float *out, size_t n_out,
+				     int n_threads, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -382,7 +382,7 @@ int mm_cal_encode(const struct mm_mmproj *p, struct mm_calib *c, int mode,
 		for (size_t k = 0; k < mm_audio_n_chunks(nf) && !ret; k++) {
 			const float *win;
 			const size_t f = mm_audio_chunk(p, mel, nf, k, &win);
-			const size_t nt = mm_audio_n_tokens(p, f);
+			const size_t nt = mm_audio_n_tokens(p, f, 0);
 			float *no;
 
 			if (!f)
@@ -399,8 +399,9 @@ int mm_cal_encode(const struct mm_mmproj *p, struct mm_calib *c, int mode,
 				break;
 			}
 			o = no;
-			ret = mm_audio_encode_cal(p, c, mode, win, f, o + rows * ne,
-						  nt * ne, n_threads, err, errlen);
+			ret = mm_audio_encode_cal(p, c, mode, win, f, 0,
+						  o + rows * ne, nt * ne,
+						  n_threads, err, errlen);
 			rows += nt;
 		}
 		free(mel);

@@ -8,10 +8,13 @@
  *
  * Chunk layouts, as llama.cpp's tools/mtmd (mtmd.cpp) lays media out for
  * each projector:
- *  - idefics3 (SmolVLM), overview only:
- *      <fake_token_around_image><global-img> E(overview)
+ *  - idefics3 (SmolVLM), overview only (no clip.vision.preproc_image_size,
+ *    or tiles off):
+ *      "\n\n" <fake_token_around_image><global-img> E(overview)
  *      <fake_token_around_image>
- *    (transformers' Idefics3Processor single-image prompt);
+ *    (mtmd's idefics3 slice template with no tiles: its overview always
+ *    opens with "\n\n", unlike transformers' Idefics3Processor
+ *    single-image prompt, which has none);
  *  - idefics3 with tiles (an R x C grid; mtmd's slice template):
  *      for each row r, each column c:
  *        <fake_token_around_image><row_r_col_c> E(tile r, c)
@@ -625,8 +628,8 @@ MMHAL_API int mmhal_encode_image(const struct mmhal_mmproj *mp,
 		} else if (idefics) {
 			int32_t ov[2] = { mp->tok_fake, mp->tok_global };
 
-			if (tiles)
-				ret = mm_chunk_toks(c, mp->nlnl, mp->n_nlnl);
+			/* "\n\n" with or without tiles, as mtmd */
+			ret = mm_chunk_toks(c, mp->nlnl, mp->n_nlnl);
 			if (!ret)
 				ret = mm_chunk_toks(c, ov, 2);
 		}
@@ -754,7 +757,7 @@ MMHAL_API int mmhal_encode_audio(const struct mmhal_mmproj *mp,
 	for (size_t k = 0; k < n_chunks; k++) {
 		const float *win;
 		size_t nf = mm_audio_chunk(mp->p, mel, n_frames, k, &win);
-		size_t nt = mm_audio_n_tokens(mp->p, nf);
+		size_t nt = mm_audio_n_tokens(mp->p, nf, exact);
 		float *rows;
 
 		if (!nf)
@@ -775,7 +778,7 @@ MMHAL_API int mmhal_encode_audio(const struct mmhal_mmproj *mp,
 		ret = mm_audio_encode_dev(mp->p, mp->cal, mp->cal ?
 					  MM_CAL_STATIC : MM_CAL_DYNAMIC,
 					  mm_cuda_enc_dev(mp->cuda), win,
-					  nf, rows,
+					  nf, exact, rows,
 					  nt * mm_audio_n_embd_out(mp->p),
 					  mp->params.n_threads, err, errlen);
 		c->encode_ms += mm_api_ms() - t0;

@@ -82,10 +82,11 @@ static int run(const struct mm_mmproj *p, const char *label, double secs,
 			break;
 		/* the first chunk: 30 s (exact) or the whole 2 s window */
 		nf = nf > MM_AUDIO_CHUNK_FRAMES ? MM_AUDIO_CHUNK_FRAMES : nf;
-		nt = mm_audio_n_tokens(p, nf);
+		nt = mm_audio_n_tokens(p, nf, exact);
 		no = nt * mm_audio_n_embd_out(p);
 		out = malloc(no * sizeof(float));
-		ret = mm_audio_encode(p, mel, nf, out, no, nth, err, sizeof(err));
+		ret = mm_audio_encode(p, mel, nf, exact, out, no, nth, err,
+				      sizeof(err));
 		tm[r] = t1 - t0;
 		te[r] = now() - t1;
 		free(out);
@@ -128,15 +129,15 @@ static int compare(const struct mm_mmproj *p, int nth)
 		ret = mm_audio_mel(p, pcm, n, 1, &mx, &nx, err, sizeof(err));
 	if (!ret) {
 		nx = MM_AUDIO_CHUNK_FRAMES;
-		tl = mm_audio_n_tokens(p, nl);
-		tx = mm_audio_n_tokens(p, nx);
+		tl = mm_audio_n_tokens(p, nl, 0);
+		tx = mm_audio_n_tokens(p, nx, 1);
 		ol = malloc(tl * d * sizeof(float));
 		ox = malloc(tx * d * sizeof(float));
-		ret = mm_audio_encode(p, ml, nl, ol, tl * d, nth, err,
+		ret = mm_audio_encode(p, ml, nl, 0, ol, tl * d, nth, err,
 				      sizeof(err));
 	}
 	if (!ret)
-		ret = mm_audio_encode(p, mx, nx, ox, tx * d, nth, err,
+		ret = mm_audio_encode(p, mx, nx, 1, ox, tx * d, nth, err,
 				      sizeof(err));
 	for (size_t t = 0; !ret && t < tl; t++) {
 		double dot = 0, na = 0, nb = 0;

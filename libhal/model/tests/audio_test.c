@@ -133,8 +133,13 @@ static const char *tname(uint32_t t)
 	return mm_type_name((enum mm_type)t);
 }
 
+/*
+ * Encodes the first window of n_samples of a chirp in one framing against
+ * the double reference; exact: the 3000-frame window, stacked as llama.cpp
+ * counts (clip_n_output_tokens()).
+ */
 static void test_encode(const char *shape, uint32_t type, size_t n_samples,
-			double tol)
+			int exact, double tol)
 {
 	void *buf;
 	struct mm_mmproj *p = load(NULL, shape, type, &buf);
@@ -151,20 +156,25 @@ static void test_encode(const char *shape, uint32_t type, size_t n_samples,
 		tap_ok(0, "audio %s %s: threads", shape, tname(type));
 		goto done;
 	}
-	ret = mm_audio_mel(p, s, n_samples, 0, &mel, &nf, err, sizeof(err));
-	nt = mm_audio_n_tokens(p, nf);
+	ret = mm_audio_mel(p, s, n_samples, exact, &mel, &nf, err,
+			   sizeof(err));
+	if (nf > MM_AUDIO_CHUNK_FRAMES)
+		nf = MM_AUDIO_CHUNK_FRAMES;	/* the first window */
+	nt = mm_audio_n_tokens(p, nf, exact);
 	no = nt * mm_audio_n_embd_out(p);
 	out = malloc((no ? no : 1) * sizeof(float));
 	out3 = malloc((no ? no : 1) * sizeof(float));
 	if (!ret)
-		ret = mm_audio_encode(p, mel, nf, out, no, 1, err, sizeof(err));
+		ret = mm_audio_encode(p, mel, nf, exact, out, no, 1, err,
+				      sizeof(err));
 	if (!ret)
-		ret = mm_audio_encode(p, mel, nf, out3, no, 3, err, sizeof(err));
+		ret = mm_audio_encode(p, mel, nf, exact, out3, no, 3, err,
+				      sizeof(err));
 	if (!ret) {
 		dmel = malloc(nf * a->n_mel * sizeof(double));
 		for (size_t i = 0; i < nf * a->n_mel; i++)
 			dmel[i] = mel[i];
-		ref = ref_mm_audio(a, dmel, nf, &rt);
+		ref = ref_mm_audio(a, dmel, nf, exact, &rt);
 		for (size_t i = 0; rt == nt && i < no; i++) {
 			emax = fmax(emax, fabs(out[i] - ref[i]));
 			amax = fmax(amax, fabs(ref[i]));
@@ -173,12 +183,13 @@ static void test_encode(const char *shape, uint32_t type, size_t n_samples,
 	}
 	tap_ok(!ret && nt && rt == nt && amax > 0 &&
 	       emax / amax <= tol,
-	       "audio %s (%zu frames, %zu tokens x %u, %s) %s: max |err| %.3g of max |ref| %.3g = %.2e <= %g%s%s",
-	       shape, nf, nt, a->n_out, a->swiglu ? "SwiGLU" : "GELU",
-	       tname(type), emax, amax, amax > 0 ? emax / amax : 0, tol,
-	       ret ? ": " : "", ret ? err : "");
-	tap_ok(!ret && d3 == 0, "audio %s %s: 1 and 3 threads agree (max diff %.2e)",
-	       shape, tname(type), d3);
+	       "audio %s %s (%zu frames, %zu tokens x %u, stack %u, %s) %s: max |err| %.3g of max |ref| %.3g = %.2e <= %g%s%s",
+	       shape, exact ? "exact" : "latency", nf, nt, a->n_out,
+	       a->stack_factor, a->swiglu ? "SwiGLU" : "GELU", tname(type),
+	       emax, amax, amax > 0 ? emax / amax : 0, tol, ret ? ": " : "",
+	       ret ? err : "");
+	tap_ok(!ret && d3 == 0, "audio %s %s %s: 1 and 3 threads agree (max diff %.2e)",
+	       shape, exact ? "exact" : "latency", tname(type), d3);
 done:
 	free(ref);
 	free(dmel);
@@ -220,14 +231,25 @@ static void test_counts(void)
 	       mm_audio_n_frames(p, n61, 0) == 6100 &&
 	       mm_audio_n_chunks(6100) == 3,
 	       "latency frames: ceil(n / 160): 2 s -> 200, 1 sample -> 1, 161 -> 2, 61 s -> 6100 (3 chunks)");
-	tap_ok(mm_audio_n_tokens(p, 3000) == (1500 + sf - 1) / sf &&
-	       mm_audio_n_tokens(p, 200) == (100 + sf - 1) / sf &&
-	       mm_audio_n_tokens(p, 201) == (101 + sf - 1) / sf &&
-	       mm_audio_n_tokens(p, 1) == 1 &&
-	       mm_audio_n_tokens(p, 3001) == 0 && mm_audio_n_tokens(p, 0) == 0,
-	       "whisper-tiny tokens (stack %zu): exact 30 s window %zu, latency 2 s %zu, 201 frames %zu, 3001 frames 0",
-	       sf, mm_audio_n_tokens(p, 3000), mm_audio_n_tokens(p, 200),
-	       mm_audio_n_tokens(p, 201));
+	/* exact: clip_n_output_tokens(): align the frames up to the stack
+	 * factor, / stack factor, / 2 (the conv's stride), rounded down */
+	tap_ok(mm_audio_n_tokens(p, 3000, 1) == (3000 + sf - 1) / sf * sf /
+						sf / 2 &&
+	       mm_audio_n_tokens(p, 3000, 1) < (1500 + sf - 1) / sf &&
+	       mm_audio_n_tokens(p, 3001, 1) == 0 &&
+	       mm_audio_n_tokens(p, 0, 1) == 0 &&
+	       mm_audio_n_tokens(p, sf, 1) == 0,
+	       "whisper-tiny exact tokens (stack %zu): 30 s window %zu as mtmd (not the %zu groups of 1500 positions the last one zero-padded), 3001 frames 0, %zu frames 0",
+	       sf, mm_audio_n_tokens(p, 3000, 1), (1500 + sf - 1) / sf, sf);
+	tap_ok(mm_audio_n_tokens(p, 3000, 0) == (1500 + sf - 1) / sf &&
+	       mm_audio_n_tokens(p, 200, 0) == (100 + sf - 1) / sf &&
+	       mm_audio_n_tokens(p, 201, 0) == (101 + sf - 1) / sf &&
+	       mm_audio_n_tokens(p, 1, 0) == 1 &&
+	       mm_audio_n_tokens(p, 3001, 0) == 0 &&
+	       mm_audio_n_tokens(p, 0, 0) == 0,
+	       "whisper-tiny latency tokens (stack %zu, every position, the last group zero-padded): 3000 frames %zu, 2 s %zu, 201 frames %zu, 3001 frames 0",
+	       sf, mm_audio_n_tokens(p, 3000, 0), mm_audio_n_tokens(p, 200, 0),
+	       mm_audio_n_tokens(p, 201, 0));
 	{
 		float dummy[1];
 		const float *c = NULL;
@@ -264,7 +286,7 @@ static void test_errors(void)
 	tap_ok(ret == -EINVAL && err[0], "mel: NULL mmproj: \"%s\"", err);
 	ret = mm_audio_mel(v, pcm, 320, 1, &m, &nf, err, sizeof(err));
 	tap_ok(ret == -ENOENT && strstr(err, "no audio encoder") &&
-	       !mm_audio_n_frames(v, 320, 1) && !mm_audio_n_tokens(v, 10),
+	       !mm_audio_n_frames(v, 320, 1) && !mm_audio_n_tokens(v, 10, 0),
 	       "mel: vision-only mmproj: -ENOENT: \"%s\"", err);
 	ret = mm_audio_mel(p, NULL, 320, 1, &m, &nf, err, sizeof(err));
 	tap_ok(ret == -EINVAL && strstr(err, "NULL samples"),
@@ -276,24 +298,29 @@ static void test_errors(void)
 	tap_ok(ret == -EINVAL && strstr(err, "NULL mel"),
 	       "mel: NULL output: \"%s\"", err);
 
-	ret = mm_audio_encode(v, mel, 10, out, 32, 1, err, sizeof(err));
+	ret = mm_audio_encode(v, mel, 10, 0, out, 32, 1, err, sizeof(err));
 	tap_ok(ret == -ENOENT && strstr(err, "no audio encoder"),
 	       "encode: vision-only mmproj: \"%s\"", err);
-	ret = mm_audio_encode(p, NULL, 10, out, 96, 1, err, sizeof(err));
+	ret = mm_audio_encode(p, NULL, 10, 0, out, 96, 1, err, sizeof(err));
 	tap_ok(ret == -EINVAL && strstr(err, "NULL mel"),
 	       "encode: NULL mel: \"%s\"", err);
-	ret = mm_audio_encode(p, mel, 10, NULL, 96, 1, err, sizeof(err));
+	ret = mm_audio_encode(p, mel, 10, 0, NULL, 96, 1, err, sizeof(err));
 	tap_ok(ret == -EINVAL && strstr(err, "NULL output"),
 	       "encode: NULL output: \"%s\"", err);
-	ret = mm_audio_encode(p, mel, 0, out, 0, 1, err, sizeof(err));
+	ret = mm_audio_encode(p, mel, 0, 0, out, 0, 1, err, sizeof(err));
 	tap_ok(ret == -EINVAL && strstr(err, "0 mel frames"),
 	       "encode: 0 frames: \"%s\"", err);
-	ret = mm_audio_encode(p, mel, 33, out, 64 * 32, 1, err, sizeof(err));
+	ret = mm_audio_encode(p, mel, 33, 0, out, 64 * 32, 1, err, sizeof(err));
 	tap_ok(ret == -EINVAL && strstr(err, "33 mel frames"),
 	       "encode: 33 frames for 16 positions: \"%s\"", err);
-	ret = mm_audio_encode(p, mel, 10, out, 97, 1, err, sizeof(err));
+	ret = mm_audio_encode(p, mel, 10, 0, out, 97, 1, err, sizeof(err));
 	tap_ok(ret == -EINVAL && strstr(err, "output of 97 floats"),
 	       "encode: wrong output size: \"%s\"", err);
+	/* exact mode: micro's stack 2, 2 frames -> ceil(2 / 2) / 2 = 0 */
+	ret = mm_audio_encode(p, mel, 2, 1, out, 32, 1, err, sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "no token in exact mode"),
+	       "encode: exact mode, 2 frames at stack 2: no token: \"%s\"",
+	       err);
 out:
 	mm_mmproj_free(p);
 	mm_mmproj_free(v);
@@ -342,9 +369,15 @@ int main(void)
 
 		/* micro: 16 positions, 31 frames; tiny: 64, 101 frames (odd:
 		 * a short last stack group) */
-		test_encode("micro", types[i], 31 * 160, tol);
-		test_encode("tiny", types[i], 101 * 160, tol);
+		test_encode("micro", types[i], 31 * 160, 0, tol);
+		test_encode("tiny", types[i], 101 * 160, 0, tol);
 	}
+	/* exact mode: a 1 s clip padded to a 30 s window, 1500 positions:
+	 * stack 8 keeps 187 groups (the last 4 positions dropped), stack 9
+	 * keeps 167 (the last group zero-padded), as mtmd */
+	test_encode("tiny-30s", MM_TYPE_F32, 16000, 1, 1e-5);
+	test_encode("tiny-30s", MM_TYPE_F16, 16000, 1, 1e-5);
+	test_encode("tiny-30s-s9", MM_TYPE_F32, 16000, 1, 1e-5);
 	test_counts();
 	test_errors();
 	return tap_done("audio");

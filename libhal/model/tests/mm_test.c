@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "mmhal_model.h"
+#include "audio.h"
 #include "gen.h"
 #include "gguf.h"
 #include "mmproj.h"
@@ -46,6 +47,7 @@ static char llm_path[2][300];	/* F32, Q8_0 */
 static char proj_path[2][300];	/* tiny vision + tiny audio, F32 / Q8_0 */
 static char mlp_path[300];	/* tiny-mlp, F32 */
 static char tiles_path[300];	/* tiny vision with preproc_image_size */
+static char exact_path[2][300];	/* tiny-30s, tiny-30s-s9 audio, F32 */
 static const char *const tname[2] = { "F32", "Q8_0" };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -246,8 +248,9 @@ static double *ref_image_rows(const char *proj, const struct mmhal_image *im,
 	return rows;
 }
 
+/* exact: the first 30 s window of mtmd's framing, stacked as mtmd */
 static double *ref_audio_rows(const char *proj, const int16_t *pcm, size_t n,
-			      int *n_tok, int *n_out)
+			      int exact, int *n_tok, int *n_out)
 {
 	struct mm_mmproj *p = NULL;
 	const struct mm_mmproj_audio *a;
@@ -260,8 +263,10 @@ static double *ref_audio_rows(const char *proj, const int16_t *pcm, size_t n,
 		return NULL;
 	}
 	a = mm_mmproj_audio(p);
-	mel = ref_mm_mel((int)a->n_mel, pcm, n, 0, &nf);
-	rows = ref_mm_audio(a, mel, nf, &nt);
+	mel = ref_mm_mel((int)a->n_mel, pcm, n, exact, &nf);
+	if (exact && nf > MM_AUDIO_CHUNK_FRAMES)
+		nf = MM_AUDIO_CHUNK_FRAMES;
+	rows = ref_mm_audio(a, mel, nf, exact, &nt);
 	*n_tok = (int)nt;
 	*n_out = (int)a->n_out;
 	free(mel);
@@ -299,14 +304,15 @@ static const char *const user_text = "What is in this?";
 
 /*
  * One medium through both pipelines: t the weight type, proj the mmproj,
- * img or pcm the input, idefics: whether the markers wrap the rows.
+ * img or pcm the input, idefics: whether the markers wrap the rows,
+ * exact: the audio's exact (mtmd) mode.
  */
 static void e2e(int t, const char *proj, const char *what,
 		const struct mmhal_image *img, const int16_t *pcm, size_t n_pcm,
-		int idefics)
+		int idefics, int exact)
 {
 	struct mmhal_model *m = load_llm(t);
-	struct mmhal_mmproj *p = m ? load_proj(proj, m, 0, 0) : NULL;
+	struct mmhal_mmproj *p = m ? load_proj(proj, m, 0, exact) : NULL;
 	struct mmhal_chunk *c = NULL;
 	struct mmhal_chunk_info ci = { .size = sizeof(ci) };
 	struct mmhal_ctx *ctx = NULL;
@@ -339,7 +345,7 @@ static void e2e(int t, const char *proj, const char *what,
 		goto out;
 	}
 	ref = img ? ref_image_rows(proj, img, &n_tok, &n_out) :
-		    ref_audio_rows(proj, pcm, n_pcm, &n_tok, &n_out);
+		    ref_audio_rows(proj, pcm, n_pcm, exact, &n_tok, &n_out);
 	if (!ref || n_tok != ci.n_embd_rows || n_out != ci.n_embd) {
 		tap_ok(0, "%s %s: %d rows x %d, reference %d x %d", what,
 		       tname[t], ci.n_embd_rows, ci.n_embd, n_tok, n_out);
@@ -375,9 +381,12 @@ static void e2e(int t, const char *proj, const char *what,
 
 		*mk = 0;
 		seq_text(&s, m, prompt, 1);
-		if (idefics)
+		/* mtmd's idefics3 overview, tiles or not: "\n\n" first */
+		if (idefics) {
+			seq_text(&s, m, "\n\n", 0);
 			seq_text(&s, m, "<fake_token_around_image><global-img>",
 				 0);
+		}
 		seq_rows(&s, rf, n_tok, n_out);
 		if (idefics)
 			seq_text(&s, m, "<fake_token_around_image>", 0);
@@ -391,7 +400,7 @@ static void e2e(int t, const char *proj, const char *what,
 		lay = ct[i] == s.tok[i];
 	tap_ok(lay, "%s %s: prompt of %d positions (%d embeddings%s) laid out as built independently%s%s",
 	       what, tname[t], s.n, n_tok,
-	       idefics ? " between <fake_token_around_image><global-img> and <fake_token_around_image>" : "",
+	       idefics ? " between \"\\n\\n\"<fake_token_around_image><global-img> and <fake_token_around_image>" : "",
 	       ret ? ": " : "", ret ? (ctx ? mmhal_ctx_error(ctx) : err) : "");
 	ret = ret || n_gen != N_STEPS ? -1 :
 	      ref_greedy(llm_path[t], &s, want, N_STEPS, lg_ref);
@@ -417,6 +426,65 @@ out:
 	mmhal_ctx_free(ctx);
 	mmhal_chunk_free(c);
 	mmhal_mmproj_free(p);
+	mmhal_model_free(m);
+}
+
+/*
+ * Exact mode's audio chunk has mtmd's count: clip_n_output_tokens() on
+ * the 3000-frame window (frames aligned up to the stack factor, / stack
+ * factor, / 2), not every position of the window; latency mode keeps
+ * every position (ceil(positions / stack factor)).
+ */
+static void test_exact_counts(void)
+{
+	struct mmhal_model *m = load_llm(0);
+	int16_t *pcm = make_pcm(16000);
+
+	for (int i = 0; i < 2; i++) {
+		struct mmhal_mmproj *px, *pl;
+		struct mmhal_chunk *cx = NULL, *cl = NULL;
+		struct mmhal_chunk_info ix = { .size = sizeof(ix) };
+		struct mmhal_chunk_info il = { .size = sizeof(il) };
+		struct mm_mmproj *raw = NULL;
+		const struct mm_mmproj_audio *a = NULL;
+		char err[256] = "";
+		int ret = -1, sf = 0, want_x = 0, want_l = 0;
+
+		px = m ? load_proj(exact_path[i], m, 0, 1) : NULL;
+		pl = m ? load_proj(exact_path[i], m, 0, 0) : NULL;
+		if (!mm_mmproj_load(exact_path[i], &raw, err, sizeof(err)))
+			a = mm_mmproj_audio(raw);
+		if (a) {
+			sf = (int)a->stack_factor;
+			want_x = (3000 + sf - 1) / sf * sf / sf / 2;
+			/* 1 s: 100 frames, 50 positions */
+			want_l = (50 + sf - 1) / sf;
+		}
+		if (px && pl && a)
+			ret = mmhal_encode_audio(px, &(struct mmhal_audio){
+							 pcm, 16000, 16000 },
+						 &cx, err, sizeof(err));
+		if (!ret)
+			ret = mmhal_encode_audio(pl, &(struct mmhal_audio){
+							 pcm, 16000, 16000 },
+						 &cl, err, sizeof(err));
+		if (!ret)
+			ret = mmhal_chunk_info(cx, &ix) ||
+			      mmhal_chunk_info(cl, &il);
+		tap_ok(!ret && ix.n_embd_rows == want_x &&
+		       ix.n_pos == want_x && ix.n_tiles == 1 &&
+		       il.n_embd_rows == want_l && il.n_pos == want_l,
+		       "audio 1 s, stack %d: exact chunk %d positions (mtmd: %d; the 1500 positions fill %d groups), latency %d (want %d)%s%s",
+		       sf, ix.n_embd_rows, want_x, (1500 + sf - 1) / sf,
+		       il.n_embd_rows, want_l, ret ? ": " : "",
+		       ret ? err : "");
+		mmhal_chunk_free(cx);
+		mmhal_chunk_free(cl);
+		mmhal_mmproj_free(px);
+		mmhal_mmproj_free(pl);
+		mm_mmproj_free(raw);
+	}
+	free(pcm);
 	mmhal_model_free(m);
 }
 
@@ -477,20 +545,37 @@ static void test_tiles(void)
 		ok = ct[i] == s.tok[i];
 	tap_ok(ok, "tiles: 48x40 frame at preproc_image_size 64 -> 2x2 tiles + overview (%d encoder passes), %d positions laid out as mtmd's idefics3 slice template%s%s",
 	       ci.n_tiles, ci.n_pos, ret ? ": " : "", ret ? err : "");
-	/* the overview is the last image; tiles off gives it alone */
+	/* the overview is the last image; tiles off gives it alone, laid
+	 * out as mtmd lays out an idefics3 image without tiles (no
+	 * preproc_image_size): "\n\n" <fake><global-img> rows <fake> */
 	ok = !ret && co;
-	if (ok) {
+	{
 		struct mmhal_chunk_info oi = { .size = sizeof(oi) };
+		struct mmhal_ctx *octx = NULL;
+		struct seq so = { .n = 0 };
+		const int32_t *ot;
 
-		mmhal_chunk_info(co, &oi);
-		ok = oi.n_embd_rows == nt && oi.n_tiles == 1 &&
-		     oi.n_pos == nt + 3 &&
+		seq_text(&so, m, "\n\n", 0);
+		seq_text(&so, m, "<fake_token_around_image><global-img>", 0);
+		seq_rows(&so, &dummy, nt, 0);
+		seq_text(&so, m, "<fake_token_around_image>", 0);
+		if (ok)
+			ok = !mmhal_chunk_info(co, &oi) &&
+			     !mmhal_ctx_create(m, NULL, &octx, err,
+					       sizeof(err)) &&
+			     !mmhal_ctx_eval_chunk(octx, co, NULL);
+		ot = ok ? mmhal_ctx_tokens(octx) : NULL;
+		ok = ok && ot && oi.n_embd_rows == nt && oi.n_tiles == 1 &&
+		     oi.n_pos == so.n && mmhal_ctx_n_past(octx) == so.n &&
 		     !memcmp(mmhal_chunk_embd(co),
 			     mmhal_chunk_embd(c) + (size_t)4 * nt * ci.n_embd,
 			     (size_t)nt * ci.n_embd * sizeof(float));
+		for (int i = 0; ok && i < so.n; i++)
+			ok = ot[i] == so.tok[i];
+		tap_ok(ok, "tiles: image_tiles 0 gives the overview alone, %d positions laid out as mtmd's idefics3 overview (\"\\n\\n\" <fake><global-img> %d rows <fake>), rows equal to the tiled chunk's last image",
+		       oi.n_pos, nt);
+		mmhal_ctx_free(octx);
 	}
-	tap_ok(ok, "tiles: image_tiles 0 gives the overview alone (%d + 3 positions), equal to the tiled chunk's last image",
-	       nt);
 out:
 	frame_free(&f);
 	mmhal_ctx_free(ctx);
@@ -729,9 +814,16 @@ static void test_eval_errors(void)
 	       "eval_prompt: 0 markers, 1 chunk: -EINVAL");
 	ret = mmhal_ctx_eval_prompt(ctx, MMHAL_MEDIA_MARKER "x"
 				    MMHAL_MEDIA_MARKER, cc, 2, 0, NULL);
-	tap_ok(!ret && mmhal_ctx_n_past(ctx) == 2 * 7 + 1,
-	       "eval_prompt: 2 markers, 2 chunks: %d positions (7 + 1 + 7)",
-	       mmhal_ctx_n_past(ctx));
+	{
+		struct mmhal_chunk_info ci = { .size = sizeof(ci) };
+		int cn = mmhal_chunk_info(c, &ci) ? -1 : ci.n_pos;
+
+		/* the chunk: "\n\n" <fake><global-img>, 4 rows, <fake> */
+		tap_ok(!ret && ci.n_embd_rows == 4 && cn > 4 + 3 &&
+		       mmhal_ctx_n_past(ctx) == 2 * cn + 1,
+		       "eval_prompt: 2 markers, 2 chunks: %d positions (%d + 1 + %d)",
+		       mmhal_ctx_n_past(ctx), cn, cn);
+	}
 	/* a chunk into a session of another model */
 	ret = mmhal_ctx_create(m2, NULL, &other, err, sizeof(err));
 	if (!ret)
@@ -750,7 +842,7 @@ static void test_eval_errors(void)
 		ret = mmhal_ctx_eval_chunk(small, c, NULL);
 	tap_ok(ret == -ENOSPC && mmhal_ctx_n_past(small) == 4 &&
 	       strstr(mmhal_ctx_error(small), "n_ctx 10"),
-	       "eval_chunk: 4 + 7 positions in a 10-position session: -ENOSPC, nothing evaluated: \"%s\"",
+	       "eval_chunk: 4 + the image chunk's positions in a 10-position session: -ENOSPC, nothing evaluated: \"%s\"",
 	       small ? mmhal_ctx_error(small) : err);
 	ret = mmhal_ctx_eval_prompt(small, "ab cd ef gh ij " MMHAL_MEDIA_MARKER,
 				    cc, 1, 0, NULL);
@@ -875,6 +967,10 @@ static int make_files(void)
 	}
 	snprintf(mlp_path, sizeof(mlp_path), "%s/mmproj-mlp.gguf", dir);
 	snprintf(tiles_path, sizeof(tiles_path), "%s/mmproj-tiles.gguf", dir);
+	snprintf(exact_path[0], sizeof(exact_path[0]), "%s/mmproj-30s.gguf",
+		 dir);
+	snprintf(exact_path[1], sizeof(exact_path[1]),
+		 "%s/mmproj-30s-s9.gguf", dir);
 	ret = mm_gen_model(&gp, llm_path[0], err, sizeof(err));
 	if (!ret)
 		ret = ref_quantize_file(llm_path[0], llm_path[1], MM_TYPE_Q8_0,
@@ -893,7 +989,14 @@ static int make_files(void)
 		ret = gguf_copy_add_u32(proj_path[0], tiles_path,
 					"clip.vision.preproc_image_size", 64,
 					err, sizeof(err));
-	tap_ok(!ret, "generate tiny LLM (smolvlm vocab) at F32 and Q8_0, tiny vision+audio mmproj at F32 and Q8_0, tiny-mlp, a tiled variant%s%s",
+	mp.vision = NULL;
+	mp.audio = "tiny-30s";
+	if (!ret)
+		ret = mm_gen_mmproj(&mp, exact_path[0], err, sizeof(err));
+	mp.audio = "tiny-30s-s9";
+	if (!ret)
+		ret = mm_gen_mmproj(&mp, exact_path[1], err, sizeof(err));
+	tap_ok(!ret, "generate tiny LLM (smolvlm vocab) at F32 and Q8_0, tiny vision+audio mmproj at F32 and Q8_0, tiny-mlp, a tiled variant, two 1500-position audio mmprojs%s%s",
 	       ret ? ": " : "", ret ? err : "");
 	return ret;
 }
@@ -1081,7 +1184,8 @@ int main(void)
 				frame_make(&f, fmts[i], 64, 48, 16);
 				snprintf(what, sizeof(what),
 					 "idefics3 %s 64x48 image", fname[i]);
-				e2e(t, proj_path[t], what, &f.img, NULL, 0, 1);
+				e2e(t, proj_path[t], what, &f.img, NULL, 0, 1,
+				    0);
 				frame_free(&f);
 			}
 		{
@@ -1089,14 +1193,20 @@ int main(void)
 
 			frame_make(&f, MMHAL_IMAGE_NV12, 50, 36, 2);
 			e2e(0, mlp_path, "mlp NV12 50x36 image", &f.img, NULL,
-			    0, 0);
+			    0, 0, 0);
 			frame_free(&f);
 		}
 		pcm = make_pcm(9600);
 		for (int t = 0; t < 2; t++)
 			e2e(t, proj_path[t], "ultravox 0.6 s audio", NULL, pcm,
-			    9600, 0);
+			    9600, 0, 0);
 		free(pcm);
+		pcm = make_pcm(16000);
+		e2e(0, exact_path[0],
+		    "ultravox exact 1 s audio (30 s window, stack 8)", NULL,
+		    pcm, 16000, 0, 1);
+		free(pcm);
+		test_exact_counts();
 		test_tiles();
 		test_info_params();
 		test_load_errors();
@@ -1110,6 +1220,8 @@ int main(void)
 	}
 	unlink(mlp_path);
 	unlink(tiles_path);
+	unlink(exact_path[0]);
+	unlink(exact_path[1]);
 	rmdir(dir);
 	return tap_done("mm");
 }

@@ -501,7 +501,7 @@ static void ref_rms(const struct mm_mmproj_w *g, double *x, int64_t n,
 }
 
 double *ref_mm_audio(const struct mm_mmproj_audio *a, const double *mel,
-		     size_t n_frames, size_t *n_tok)
+		     size_t n_frames, int exact, size_t *n_tok)
 {
 	int64_t e = a->n_embd, n1, n2, sf = a->stack_factor, nt, in;
 	int64_t hid = a->n_mm_hidden, mid = a->n_mm_mid;
@@ -519,11 +519,21 @@ double *ref_mm_audio(const struct mm_mmproj_audio *a, const double *mel,
 		   a->n_head);
 	ref_ln(&a->post_ln_w, &a->post_ln_b, x, n2, e, a->eps);
 
-	/* ultravox: stack sf positions per row, zero tail */
-	nt = (n2 + sf - 1) / sf;
+	/*
+	 * ultravox: stack sf positions per row. How many rows: latency,
+	 * every position (the last row zero-padded); exact, llama.cpp's
+	 * clip_n_output_tokens() on the mel width: n_frames rounded up to
+	 * a multiple of sf, / sf, / 2 (rounded down). Positions past the
+	 * rows kept are dropped; a row past the positions is zero.
+	 */
+	if (exact)
+		nt = ((int64_t)n_frames + sf - 1) / sf * sf / sf / 2;
+	else
+		nt = (n2 + sf - 1) / sf;
 	in = e * sf;
 	st = calloc((size_t)(nt * in), sizeof(double));
-	memcpy(st, x, (size_t)(n2 * e) * sizeof(double));
+	memcpy(st, x, (size_t)(n2 * e < nt * in ? n2 * e : nt * in) *
+	       sizeof(double));
 	free(x);
 	ref_rms(&a->norm_pre, st, nt, in);
 	m1 = malloc((size_t)(nt * hid) * sizeof(double));

@@ -44,8 +44,11 @@ double *ref_mm_mel(int n_mel, const int16_t *pcm, size_t n, int exact,
 /*
  * Whisper-style encoder + ultravox projector on n_frames mel frames
  * (frame-major doubles); returns *n_tok x n_out doubles (malloc'd).
+ * exact: as many stacked rows as llama.cpp's clip_n_output_tokens()
+ * gives (the positions past them dropped); 0: every position, the last
+ * row zero-padded.
  */
 double *ref_mm_audio(const struct mm_mmproj_audio *a, const double *mel,
-		     size_t n_frames, size_t *n_tok);
+		     size_t n_frames, int exact, size_t *n_tok);
 
 #endif

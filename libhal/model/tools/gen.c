@@ -574,6 +574,12 @@ static const struct mm_gen_ashape mm_gen_ashapes[] = {
 	{ "whisper-tiny", 80, 384, 1536, 4, 6, 1500, 8, 2304, 576 },
 	{ "tiny", 16, 256, 512, 2, 4, 64, 2, 512, 256 },
 	{ "micro", 8, 32, 64, 1, 2, 16, 2, 64, 32 },
+	/* exact-mode (30 s, 1500 positions) windows on small encoders into
+	 * the 256-wide "tiny" decoder; widths llama.cpp's graph accepts
+	 * (Documentation/model-runtime.rst): stack 8 drops the last 4
+	 * positions (187 tokens), stack 9 zero-pads the last group (167) */
+	{ "tiny-30s", 8, 40, 80, 1, 2, 1500, 8, 64, 256 },
+	{ "tiny-30s-s9", 8, 32, 64, 1, 2, 1500, 9, 64, 256 },
 };
 
 const char *const *mm_gen_vision_names(void)
@@ -587,7 +593,7 @@ const char *const *mm_gen_vision_names(void)
 const char *const *mm_gen_audio_names(void)
 {
 	static const char *const names[] = { "whisper-tiny", "tiny", "micro",
-					     NULL };
+					     "tiny-30s", "tiny-30s-s9", NULL };
 	return names;
 }
 
@@ -884,7 +890,7 @@ static int mm_gen_mmproj_build(const struct mm_gen_mmproj_params *p,
 			a = &mm_gen_ashapes[i];
 	if ((p->vision && !v) || (p->audio && !a) || (!v && !a)) {
 		snprintf(err, errlen,
-			 "unknown mmproj shape (vision: smolvlm-256m, smolvlm-224, llava-mlp, tiny, tiny-mlp, micro; audio: whisper-tiny, tiny, micro)");
+			 "unknown mmproj shape (vision: smolvlm-256m, smolvlm-224, llava-mlp, tiny, tiny-mlp, micro; audio: whisper-tiny, tiny, micro, tiny-30s, tiny-30s-s9)");
 		return -EINVAL;
 	}
 	if (!mm_type_valid(p->type)) {

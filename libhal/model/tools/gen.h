@@ -57,7 +57,8 @@ int mm_gen_model_mem(const struct mm_gen_params *p, void **buf, size_t *size,
  * mlp projector into 576), "tiny" and "tiny-mlp" (32 px, 256 wide), "micro"
  * (16 px, 32 wide). Audio shapes: "whisper-tiny" (384 wide, 4 blocks, 80
  * mel bins, ultravox stack 8, SwiGLU -> 576), "tiny" (256 wide), "micro"
- * (32 wide). Both set: one file with both
+ * (32 wide), "tiny-30s" and "tiny-30s-s9" (1500 positions for exact-mode
+ * windows, 40 wide stack 8 and 32 wide stack 9, -> 256). Both set: one file with both
  * encoders (per-encoder projector_type keys).
  */
 struct mm_gen_mmproj_params {
