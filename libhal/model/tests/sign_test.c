@@ -11,10 +11,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gen.h"
@@ -509,6 +512,262 @@ static void test_tier_mmproj(void)
 	mmhal_model_free(m);
 }
 
+/* ---- the bytes used are the bytes verified ---------------------------- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The file (and its start offset) of tensor name in path. */
+static int tensor_span(const char *path, const char *name, off_t *off,
+		       size_t *size)
+{
+	struct mm_gguf *g = NULL;
+	const struct mm_gguf_tensor *t;
+	char err[256];
+
+	if (mm_gguf_open(path, &g, err, sizeof(err)))
+		return -EINVAL;
+	t = mm_gguf_tensor(g, name);
+	if (t) {
+		*off = (off_t)(mm_gguf_data_offset(g) + t->offset);
+		*size = (size_t)t->size;
+	}
+	mm_gguf_close(g);
+	return t ? 0 : -ENOENT;
+}
+
+/* pwrite n bytes of value c at off of path (the same inode, in place) */
+static int scribble(const char *path, off_t off, size_t n, int c)
+{
+	uint8_t buf[4096];
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	memset(buf, c, sizeof(buf));
+	while (n && !ret) {
+		size_t k = n < sizeof(buf) ? n : sizeof(buf);
+
+		if (pwrite(fd, buf, k, off) != (ssize_t)k)
+			ret = -EIO;
+		off += (off_t)k;
+		n -= k;
+	}
+	close(fd);
+	return ret;
+}
+
+/* The first token's logits of the model at path (loaded with pk). */
+static int first_logits(struct mmhal_model *m, float *out, int n)
+{
+	int32_t tok = 1;
+	const float *lg;
+
+	mmhal_model_reset(m);
+	if (mmhal_model_eval(m, &tok, 1, NULL))
+		return -EIO;
+	lg = mmhal_model_logits(m);
+	if (!lg)
+		return -EIO;
+	memcpy(out, lg, (size_t)n * sizeof(float));
+	return 0;
+}
+
+/*
+ * Runs fn(arg) in a child (so that a signal or a block is a failed test,
+ * not a dead test program): its exit status, -ETIMEDOUT when it ran past
+ * secs (then killed), or 128 + the signal that ended it.
+ */
+static int in_child(int (*fn)(const void *), const void *arg, double secs)
+{
+	double t0 = now_s();
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid)
+		_exit(fn(arg));
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			break;
+		if (r < 0)
+			return -errno;
+		if (now_s() - t0 > secs) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -ETIMEDOUT;
+		}
+		usleep(10000);
+	}
+	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+/* child: load the signed file, truncate it to 0, decode: 0 when it ran */
+static int truncate_child(const void *arg)
+{
+	const char *path = arg;
+	struct mmhal_model_params p = mmhal_model_default_params();
+	struct mmhal_model *m = NULL;
+	char err[512];
+	float lg[8];
+
+	p.n_ctx = 64;
+	p.n_threads = 1;
+	p.trusted_key = pk_a;
+	p.repack = 0;
+	if (mmhal_model_load(path, &p, &m, err, sizeof(err)))
+		return 3;
+	if (truncate(path, 0))
+		return 4;
+	if (first_logits(m, lg, 8))
+		return 5;
+	mmhal_model_free(m);
+	return 0;
+}
+
+struct load_arg {
+	const char *path;
+	int use_mmap;
+};
+
+/* child: a verified load of a->path; 0 when it was refused with -EINVAL */
+static int refuse_child(const void *arg)
+{
+	const struct load_arg *a = arg;
+	char err[512];
+	int ret = load(a->path, pk_a, 0, a->use_mmap, err, sizeof(err));
+
+	printf("#   (child: %d \"%s\")\n", ret, err);
+	fflush(stdout);
+	return ret == -EINVAL && strstr(err, "not a regular file") ? 0 : 1;
+}
+
+static void test_copy(void)
+{
+	struct mm_gen_params gp = { .shape = "micro", .tokenizer = "gpt2",
+				    .type = MM_TYPE_F32, .seed = 5 };
+	struct mmhal_model_params mp = mmhal_model_default_params();
+	struct mmhal_model *m = NULL;
+	float ref[300], got[300];
+	char good[400], err[512], s1[420];
+	const char *p;
+	off_t off = 0;
+	size_t tsize = 0;
+	double t0, dt;
+	int ret, fd;
+
+	snprintf(good, sizeof(good), "%s", tpath("copy.gguf"));
+	ret = mm_gen_model(&gp, good, err, sizeof(err));
+	if (!ret)
+		ret = mm_sign_file(good, sk_a, "copy", 1, NULL, NULL, err,
+				   sizeof(err));
+	if (!tap_ok(!ret && !tensor_span(good, "token_embd.weight", &off,
+					 &tsize) && tsize >= 128,
+		    "model for the copy checks: %s", err))
+		return;
+	mp.n_ctx = 64;
+	mp.n_threads = 1;
+	mp.trusted_key = pk_a;
+	for (int mm = 1; mm >= 0; mm--) {
+		mp.use_mmap = mm;
+		p = copy_pair(good, "victim.gguf", 1);
+		ret = p ? mmhal_model_load(p, &mp, &m, err, sizeof(err)) : -EIO;
+		if (!tap_ok(!ret && !first_logits(m, ref, 300),
+			    "%s: signed model loads and decodes: %s",
+			    mm ? "mapped" : "read", err)) {
+			mmhal_model_free(m);
+			m = NULL;
+			continue;
+		}
+		/* the whole embedding table rewritten in the file */
+		ret = scribble(p, off, tsize, 0x7f);
+		tap_ok(!ret && !first_logits(m, got, 300) &&
+		       !memcmp(ref, got, sizeof(ref)),
+		       "%s: token_embd.weight rewritten in the file after the verified load: the logits do not change",
+		       mm ? "mapped" : "read");
+		mmhal_model_free(m);
+		m = NULL;
+		ret = load(p, pk_a, 0, mm, err, sizeof(err));
+		tap_ok(ret == -EBADMSG && strstr(err, "BLAKE2b"),
+		       "  and the rewritten file is refused at the next load: \"%s\"",
+		       err);
+	}
+
+	/* truncated under a running process: no SIGBUS */
+	p = copy_pair(good, "trunc.gguf", 1);
+	ret = p ? in_child(truncate_child, p, 60) : -EIO;
+	tap_ok(ret == 0, "file truncated to 0 bytes after the verified load: the model still decodes (child: %d%s)",
+	       ret, ret == 128 + SIGBUS ? ", SIGBUS" : "");
+
+	/* a FIFO at the model path, a valid signature beside it */
+	for (int mm = 1; mm >= 0; mm--) {
+		struct load_arg a = { tpath("fifo.gguf"), mm };
+
+		unlink(a.path);
+		snprintf(s1, sizeof(s1), "%s.sig", good);
+		ret = mkfifo(a.path, 0644) ? -errno : 0;
+		if (!ret)
+			ret = copy_file(s1, tpath("fifo.gguf.sig"));
+		t0 = now_s();
+		ret = ret ? ret : in_child(refuse_child, &a, 10);
+		dt = now_s() - t0;
+		tap_ok(ret == 0, "%s: a FIFO at the model path is refused at once (%.2f s, child: %d%s)",
+		       mm ? "mapped" : "read", dt, ret,
+		       ret == -ETIMEDOUT ? ", blocked in open" : "");
+	}
+	/* a FIFO as the signature */
+	{
+		struct load_arg a = { tpath("fifosig.gguf"), 1 };
+		int r2;
+
+		copy_file(good, a.path);
+		snprintf(s1, sizeof(s1), "%s.sig", a.path);
+		unlink(s1);
+		r2 = mkfifo(s1, 0644) ? -errno : 0;
+		ret = r2 ? r2 : in_child(refuse_child, &a, 10);
+		tap_ok(ret == 0, "a FIFO as the signature is refused at once (child: %d%s)",
+		       ret, ret == -ETIMEDOUT ? ", blocked in open" : "");
+	}
+	/* a symbolic link to /dev/zero with a valid signature beside it */
+	p = tpath("zero.gguf");
+	unlink(p);
+	snprintf(s1, sizeof(s1), "%s.sig", good);
+	ret = symlink("/dev/zero", p) ? -errno : 0;
+	if (!ret)
+		ret = copy_file(s1, tpath("zero.gguf.sig"));
+	if (!ret) {
+		struct load_arg a = { p, 0 };
+
+		ret = in_child(refuse_child, &a, 10);
+	}
+	tap_ok(ret == 0, "a link to /dev/zero with a signature: refused as not a regular file (child: %d)",
+	       ret);
+
+	/* an unsigned 2 GiB file read whole (use_mmap 0): refused first */
+	p = tpath("big.gguf");
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ret = fd < 0 ? -errno : ftruncate(fd, (off_t)2 << 30) ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	t0 = now_s();
+	ret = ret ? ret : load(p, pk_a, 0, 0, err, sizeof(err));
+	dt = now_s() - t0;
+	tap_ok(ret == -ENOKEY && dt < 1.0,
+	       "unsigned 2 GiB file, read (use_mmap 0): -ENOKEY in %.3f s, before a byte is read: \"%s\"",
+	       dt, err);
+	unlink(p);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -527,6 +786,7 @@ int main(void)
 	test_format();
 	test_load();
 	test_tier_mmproj();
+	test_copy();
 	if (!tap_fail) {
 		char cmd[300];
 
