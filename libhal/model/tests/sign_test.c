@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,12 +23,14 @@
 
 #include "gen.h"
 #include "gguf.h"
+#include "gguf_internal.h"
 #include "mhash.h"
 #include "mmhal_model.h"
 #include "quant.h"
 #include "sign.h"
 #include "tap.h"
 #include "tfile.h"
+#include "tokenizer.h"
 
 static char dir[256];
 static uint8_t pk_a[MM_KEY_PUB_BYTES], pk_b[MM_KEY_PUB_BYTES];
@@ -768,6 +771,226 @@ static void test_copy(void)
 	unlink(p);
 }
 
+/* ---- concurrent writers ------------------------------------------------ */
+
+struct writer {
+	const char *path;
+	off_t off;		/* where to write */
+	uint8_t a[8], b[8];	/* the two values written in turn */
+	size_t n;
+	volatile int stop;
+	long writes;
+};
+
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+	int fd = open(w->path, O_WRONLY);
+
+	if (fd < 0)
+		return NULL;
+	while (!w->stop) {
+		if (pwrite(fd, w->a, w->n, w->off) != (ssize_t)w->n ||
+		    pwrite(fd, w->b, w->n, w->off) != (ssize_t)w->n)
+			break;
+		w->writes++;
+	}
+	/* the file as it was */
+	if (pwrite(fd, w->a, w->n, w->off) != (ssize_t)w->n)
+		w->writes = -1;
+	close(fd);
+	return NULL;
+}
+
+/* offset in buf (n bytes) of the value of the string key key */
+static off_t str_value_off(const uint8_t *buf, size_t n, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (size_t i = 8; i + kl + 12 <= n; i++)
+		if (!memcmp(buf + i, key, kl) &&
+		    buf[i - 8] == kl && buf[i + kl] == MM_GGUF_STR)
+			return (off_t)(i + kl + 4 + 8);
+	return -1;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/*
+ * A GGUF holding only a vocabulary of n tokens ("llama" model), token
+ * n / 2 long (len bytes); *len_off gets the file offset of its length.
+ */
+static int vocab_file(const char *path, uint64_t n, size_t len,
+		      off_t *len_off, char *err, size_t errlen)
+{
+	struct mm_gguf_writer *w = mm_gguf_writer_new(32);
+	char **strs = calloc(n, sizeof(*strs));
+	int ret = w && strs ? 0 : -ENOMEM;
+
+	for (uint64_t i = 0; !ret && i < n; i++) {
+		strs[i] = malloc(i == n / 2 ? len + 1 : 24);
+		if (!strs[i]) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (i == n / 2) {
+			memset(strs[i], 'x', len);
+			strs[i][len] = 0;
+		} else {
+			snprintf(strs[i], 24, "tok%llu", (unsigned long long)i);
+		}
+	}
+	if (!ret)
+		ret = mm_gguf_w_str(w, "tokenizer.ggml.model", "llama");
+	if (!ret)
+		ret = mm_gguf_w_arr_str(w, "tokenizer.ggml.tokens",
+					(const char *const *)strs, NULL, n);
+	if (!ret)
+		ret = mm_gguf_w_write_file(w, path, err, errlen);
+	if (!ret) {
+		/* the 8-byte length before the long token */
+		int fd = open(path, O_RDONLY);
+		off_t fs = file_size(path);
+		uint8_t *buf = fs > 0 ? malloc((size_t)fs) : NULL;
+		size_t got = 0;
+
+		ret = fd < 0 || !buf ? -EIO :
+			mm_read_upto(fd, buf, (size_t)fs, &got);
+		*len_off = -1;
+		for (size_t i = 8; !ret && i + len <= got; i++)
+			if (buf[i] == 'x' && le64(buf + i - 8) == len) {
+				*len_off = (off_t)(i - 8);
+				break;
+			}
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		if (!ret && *len_off < 0)
+			ret = -ENOENT;
+	}
+	for (uint64_t i = 0; strs && i < n; i++)
+		free(strs[i]);
+	free(strs);
+	mm_gguf_writer_free(w);
+	return ret;
+}
+
+static void test_race(void)
+{
+	struct mm_gen_params gp = { .shape = "micro", .tokenizer = "gpt2",
+				    .type = MM_TYPE_F32, .seed = 9 };
+	struct writer w = { 0 };
+	struct mm_gguf *g = NULL;
+	struct mm_tok *tok = NULL;
+	char path[400], err[512];
+	void *buf = NULL;
+	size_t size = 0, len;
+	pthread_t th;
+	long loads = 0, ok = 0, refused = 0, other = 0, wrong = 0;
+	uint64_t big = 4000;
+	double t0;
+	off_t voff;
+	int ret;
+
+	/* (1) mapped, unsigned: the tokenizer under a writer that changes
+	 * a token's length between 4000 and 0 */
+	snprintf(path, sizeof(path), "%s", tpath("vocab_race.gguf"));
+	ret = vocab_file(path, 20000, (size_t)big, &w.off, err, sizeof(err));
+	if (!tap_ok(!ret, "a vocabulary of 20000 tokens, one of %llu bytes at offset %lld: %s",
+		    (unsigned long long)big, (long long)w.off, err))
+		return;
+	for (int i = 0; i < 8; i++)
+		w.a[i] = (uint8_t)(big >> (8 * i));
+	memset(w.b, 0, 8);
+	w.n = 8;
+	w.path = path;
+	pthread_create(&th, NULL, writer_fn, &w);
+	t0 = now_s();
+	while (now_s() - t0 < 4 && loads < 4000) {
+		loads++;
+		if (mm_gguf_open(path, &g, err, sizeof(err))) {
+			refused++;
+			continue;
+		}
+		ret = mm_tok_load(g, &tok, err, sizeof(err));
+		if (!ret)
+			ok++;
+		else
+			other++;
+		mm_tok_free(tok);
+		tok = NULL;
+		mm_gguf_close(g);
+		g = NULL;
+	}
+	w.stop = 1;
+	pthread_join(th, NULL);
+	tap_ok(w.writes > 0 && ok + other > 0,
+	       "%ld mapped tokenizer loads under a writer of a token's length (%ld writes): %ld loaded, %ld refused by the parser, %ld by the tokenizer, no memory error (ASan)",
+	       loads, w.writes, ok, refused, other);
+
+	/* (2) verified: a value rewritten between the hash and the parse */
+	snprintf(path, sizeof(path), "%s", tpath("race.gguf"));
+	ret = mm_gen_model_mem(&gp, &buf, &size, err, sizeof(err));
+	if (!ret) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		ret = fd < 0 || write(fd, buf, size) != (ssize_t)size ? -EIO : 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	voff = ret ? -1 : str_value_off(buf, size, "general.name");
+	ret = voff > 0 ? mm_sign_file(path, sk_a, "race", 1, NULL, NULL, err,
+				      sizeof(err)) : -ENOENT;
+	if (!tap_ok(!ret, "signed model, general.name at %lld: %s",
+		    (long long)voff, err)) {
+		free(buf);
+		return;
+	}
+	memcpy(w.a, (const uint8_t *)buf + voff, 1);
+	w.b[0] = w.a[0] ^ 0x20;	/* another letter's case */
+	w.n = 1;
+	w.off = voff;
+	w.stop = 0;
+	w.writes = 0;
+	loads = ok = refused = other = 0;
+	pthread_create(&th, NULL, writer_fn, &w);
+	t0 = now_s();
+	while (now_s() - t0 < 3 && loads < 2000) {
+		const char *name;
+
+		loads++;
+		ret = mm_gguf_open_verified(path, pk_a, 0, 0, NULL, &g, err,
+					    sizeof(err));
+		if (ret == -EBADMSG) {
+			refused++;
+			continue;
+		}
+		if (ret) {
+			other++;
+			continue;
+		}
+		ok++;
+		if (mm_gguf_get_str(g, "general.name", &name, &len) ||
+		    (uint8_t)name[0] != w.a[0])
+			wrong++;
+		mm_gguf_close(g);
+		g = NULL;
+	}
+	w.stop = 1;
+	pthread_join(th, NULL);
+	tap_ok(wrong == 0 && other == 0 && w.writes > 0,
+	       "%ld verified loads under a writer of general.name (%ld writes): %ld loaded, every one with the signed value (%ld not), %ld refused (-EBADMSG), %ld other errors",
+	       loads, w.writes, ok, wrong, refused, other);
+	free(buf);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -787,6 +1010,7 @@ int main(void)
 	test_load();
 	test_tier_mmproj();
 	test_copy();
+	test_race();
 	if (!tap_fail) {
 		char cmd[300];
 
