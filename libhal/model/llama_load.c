@@ -600,6 +600,25 @@ static int mm_llama_open(const struct mmhal_model *m, const char *path,
 	return mm_gguf_open_mem(*filebuf, n, g, err, errlen);
 }
 
+/*
+ * The vocabulary's size against the tensors that imply one, as llama.cpp
+ * refuses at load (it creates token_embd.weight and output.weight as
+ * {n_embd, n_tokens}, n_tokens the tokenizer's): token_embd.weight has a
+ * row per token (hp.n_vocab; output.weight was checked against it).
+ * Otherwise a token the tokenizer makes has no row, or a row no token.
+ */
+static int mm_llama_vocab_shape(const struct mmhal_model *m, char *err,
+				size_t errlen)
+{
+	if (m->tok && mm_tok_n_vocab(m->tok) != m->hp.n_vocab)
+		return mm_errf(-EINVAL, err, errlen,
+			       "key tokenizer.ggml.tokens: %d tokens, but tensor token_embd.weight%s has %d rows (one per token)",
+			       mm_tok_n_vocab(m->tok),
+			       m->output.d != m->tok_embd.d ?
+			       " (and output.weight)" : "", m->hp.n_vocab);
+	return 0;
+}
+
 MMHAL_API int mmhal_model_load(const char *path,
 			       const struct mmhal_model_params *params,
 			       struct mmhal_model **out, char *err,
@@ -653,7 +672,9 @@ MMHAL_API int mmhal_model_load(const char *path,
 	}
 	if (ret)
 		m->tok = NULL;
-	ret = 0;
+	ret = mm_llama_vocab_shape(m, err, errlen);
+	if (ret)
+		goto fail;
 	if (!m->inv_freq) {
 		m->inv_freq = mm_llama_alloc(&m->mem,
 					     m->hp.n_rot / 2 * sizeof(float));

@@ -991,6 +991,105 @@ static void test_race(void)
 	free(buf);
 }
 
+/* ---- shapes ------------------------------------------------------------ */
+
+/* in, with tokenizer.ggml.tokens (and scores, token_type) one longer or
+ * shorter (delta +1 / -1), written to out */
+static int vocab_resize(const char *in, const char *out, int delta,
+			char *err, size_t errlen)
+{
+	struct mm_gguf *g = NULL;
+	struct mm_gguf_writer *w = NULL;
+	const char **strs = NULL;
+	size_t *lens = NULL;
+	int ret;
+
+	ret = mm_gguf_open(in, &g, err, errlen);
+	if (ret)
+		return ret;
+	w = mm_gguf_writer_new(mm_gguf_alignment(g));
+	ret = w ? 0 : -ENOMEM;
+	for (uint64_t i = 0; !ret && i < mm_gguf_n_kv(g); i++) {
+		const struct mm_gguf_kv *kv = mm_gguf_kv_at(g, i);
+		uint64_t n = kv->n, k = delta > 0 ? n + 1 : n - 1;
+
+		if (!strcmp(kv->key, "general.alignment"))
+			continue;
+		if (!strcmp(kv->key, "tokenizer.ggml.tokens")) {
+			strs = calloc(k, sizeof(*strs));
+			lens = calloc(k, sizeof(*lens));
+			if (!strs || !lens) {
+				ret = -ENOMEM;
+				break;
+			}
+			for (uint64_t j = 0; j < k && j < n; j++)
+				mm_gguf_arr_str(kv, j, &strs[j], &lens[j]);
+			if (k > n) {
+				strs[n] = "<extra_token>";
+				lens[n] = strlen(strs[n]);
+			}
+			ret = mm_gguf_w_arr_str(w, kv->key, strs, lens, k);
+		} else if (!strcmp(kv->key, "tokenizer.ggml.scores") ||
+			   !strcmp(kv->key, "tokenizer.ggml.token_type")) {
+			uint32_t esz = mm_gguf__vtype_size(kv->arr_type);
+			uint8_t *d = calloc(k, esz);
+
+			if (!d) {
+				ret = -ENOMEM;
+				break;
+			}
+			memcpy(d, mm_gguf_arr_data(kv), (k < n ? k : n) * esz);
+			if (k > n && kv->arr_type == MM_GGUF_I32)
+				d[n * esz] = 1;	/* normal */
+			ret = mm_gguf_w_arr(w, kv->key, kv->arr_type, d, k);
+			free(d);
+		} else {
+			ret = mm_gguf_w_kv(w, kv);
+		}
+	}
+	for (uint64_t i = 0; !ret && i < mm_gguf_n_tensors(g); i++) {
+		const struct mm_gguf_tensor *t = mm_gguf_tensor_at(g, i);
+
+		ret = mm_gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne,
+				       t->data);
+	}
+	if (!ret)
+		ret = mm_gguf_w_write_file(w, out, err, errlen);
+	free(strs);
+	free(lens);
+	mm_gguf_writer_free(w);
+	mm_gguf_close(g);
+	return ret;
+}
+
+static void test_vocab_shape(void)
+{
+	struct mm_gen_params gp = { .shape = "micro", .tokenizer = "gpt2",
+				    .type = MM_TYPE_F32, .seed = 11 };
+	char good[400], bad[400], err[512];
+	int ret;
+
+	snprintf(good, sizeof(good), "%s", tpath("vocab.gguf"));
+	ret = mm_gen_model(&gp, good, err, sizeof(err));
+	ret = ret ? ret : load(good, NULL, 0, 1, err, sizeof(err));
+	if (!tap_ok(!ret, "model for the vocabulary shape checks loads: %s",
+		    err))
+		return;
+	for (int d = 1; d >= -1; d -= 2) {
+		snprintf(bad, sizeof(bad), "%s", tpath(d > 0 ? "vocab_more.gguf" :
+						       "vocab_less.gguf"));
+		ret = vocab_resize(good, bad, d, err, sizeof(err));
+		if (!tap_ok(!ret, "a copy with one token %s: %s",
+			    d > 0 ? "more" : "fewer", err))
+			continue;
+		ret = load(bad, NULL, 0, 1, err, sizeof(err));
+		tap_ok(ret == -EINVAL && strstr(err, "token_embd.weight") &&
+		       strstr(err, "rows"),
+		       "one token %s than token_embd.weight has rows: refused \"%s\"",
+		       d > 0 ? "more" : "fewer", err);
+	}
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -1011,6 +1110,7 @@ int main(void)
 	test_tier_mmproj();
 	test_copy();
 	test_race();
+	test_vocab_shape();
 	if (!tap_fail) {
 		char cmd[300];
 
