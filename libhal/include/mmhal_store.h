@@ -58,7 +58,10 @@ struct mmhal_store_params {
 	int n_commit;
 	/* 1: create DIR (and its layout) when it does not exist */
 	int create;
-	uint32_t reserved[8];	/* zero */
+	/* how long an operation waits for DIR/lock held by another process
+	 * before it fails with -ETIMEDOUT; <= 0: 10000 (at most 3600000) */
+	int lock_timeout_ms;
+	uint32_t reserved[7];	/* zero */
 };
 
 MMHAL_API struct mmhal_store_params mmhal_store_default_params(void);
