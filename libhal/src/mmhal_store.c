@@ -622,12 +622,16 @@ static double now_ms(void)
 static int lock(struct mmhal_store *s, int excl, char *err, size_t errlen)
 {
 	double t0 = now_ms();
+	struct stat st;
 	int ret;
 
-	ret = strict_path(s->dir, 1, err, errlen);
-	if (ret == -ENOENT)
-		return errf(ret, err, errlen, "store %s: no such directory",
-			    s->dir);
+	/* the directory itself may be reached through a link (stat) */
+	if (stat(s->dir, &st)) {
+		ret = -errno;
+		return errf(ret, err, errlen, "store %s: %s", s->dir,
+			    strerror(-ret));
+	}
+	ret = strict_st(s->dir, &st, 1, err, errlen);
 	if (ret)
 		return ret;
 	while (flock(s->lock_fd, (excl ? LOCK_EX : LOCK_SH) | LOCK_NB)) {

@@ -730,6 +730,18 @@ static void test_hostile(void)
 	       load_with(s, NULL, &rb, err, sizeof(err)) == 0 && !rb,
 	       "modes restored: v2 still on trial, loads (%s)", err);
 
+	/* the store reached through a link to its directory */
+	{
+		struct mmhal_store *s2;
+
+		unlink(tpath("h1-link"));
+		ret = symlink(sd, tpath("h1-link")) ? -errno : 0;
+		s2 = ret ? NULL : open_store(tpath("h1-link"), err, sizeof(err));
+		tap_ok(s2 && !status(s2, &st) && st.active == 'b',
+		       "a link to the store directory opens it: %s", err);
+		mmhal_store_close(s2);
+	}
+
 	/* a caller's parameter error never rolls back */
 	mp.n_ctx = 32;
 	mp.n_threads = 1;
