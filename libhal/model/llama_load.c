@@ -589,7 +589,7 @@ static int mm_llama_open(const struct mmhal_model *m, const char *path,
 	*mapped = use_mmap || m->has_key;
 	if (m->has_key)
 		return mm_gguf_open_verified(path, m->trusted_key,
-					     m->min_version, 0, man, g, err,
+					     m->min_version, man, g, err,
 					     errlen);
 	if (use_mmap)
 		return mm_gguf_open(path, g, err, errlen);

@@ -724,7 +724,7 @@ int mm_mmproj_load_verified(const char *path, const unsigned char *pk,
 	if (!p)
 		return -ENOMEM;
 	return mmp_finish(p, out, pk ?
-			  mm_gguf_open_verified(path, pk, min_version, 0, NULL,
+			  mm_gguf_open_verified(path, pk, min_version, NULL,
 						&p->g, err, errlen) :
 			  mm_gguf_open(path, &p->g, err, errlen), err, errlen);
 }

@@ -628,8 +628,8 @@ int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 }
 
 int mm_sig_load_copy(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
-		     uint64_t min_version, unsigned int flags, struct mm_manifest *m,
-		     void **buf, size_t *size, char *err, size_t errlen)
+		     uint64_t min_version, struct mm_manifest *m, void **buf,
+		     size_t *size, char *err, size_t errlen)
 {
 	struct mm_manifest man;
 	struct stat st;
@@ -653,14 +653,11 @@ int mm_sig_load_copy(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 			       "%s: the signature is of %llu bytes, which cannot be loaded",
 			       path, (unsigned long long)man.size);
 	/* O_NONBLOCK: a FIFO or device node cannot hold the open */
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC |
-		  (flags & MM_SIG_NOFOLLOW ? O_NOFOLLOW : 0));
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		return mm_errf(ret, err, errlen, "cannot open %s: %s%s", path,
-			       strerror(-ret), ret == -ELOOP &&
-			       (flags & MM_SIG_NOFOLLOW) ?
-			       " (a symbolic link, refused here)" : "");
+		return mm_errf(ret, err, errlen, "cannot open %s: %s", path,
+			       strerror(-ret));
 	}
 	if (fstat(fd, &st)) {
 		ret = -errno;
@@ -731,9 +728,8 @@ out_fd:
 }
 
 int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
-			  uint64_t min_version, unsigned int flags,
-			  struct mm_manifest *m, struct mm_gguf **out,
-			  char *err, size_t errlen)
+			  uint64_t min_version, struct mm_manifest *m,
+			  struct mm_gguf **out, char *err, size_t errlen)
 {
 	struct mm_manifest man;
 	size_t size;
@@ -743,8 +739,8 @@ int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 	if (!out)
 		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
 	*out = NULL;
-	ret = mm_sig_load_copy(path, pk, min_version, flags, &man, &p, &size,
-			       err, errlen);
+	ret = mm_sig_load_copy(path, pk, min_version, &man, &p, &size, err,
+			       errlen);
 	if (ret)
 		return ret;
 	/* the handle owns the copy (munmap at close, or now on failure) */

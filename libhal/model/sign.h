@@ -133,9 +133,6 @@ struct mmhal_model;
  */
 int mm_model_manifest(const struct mmhal_model *m, struct mm_manifest *out);
 
-/* mm_sig_load_copy() flags */
-#define MM_SIG_NOFOLLOW	1u	/* refuse a symbolic link at path */
-
 #ifndef MM_NO_SIGN
 /*
  * The file at path, verified against path.sig with pk and min_version, as
@@ -143,25 +140,22 @@ int mm_model_manifest(const struct mmhal_model *m, struct mm_manifest *out);
  * were hashed, whatever happens to the file afterwards (rewritten,
  * truncated). In order: path.sig is read and checked (key, signature,
  * version) before path is opened; path is opened O_NONBLOCK (a FIFO does
- * not block the open) and O_NOFOLLOW with MM_SIG_NOFOLLOW; it must be a
- * regular file of exactly the signed size; at most that many bytes are
+ * not block the open); it must be a regular file of exactly the signed size; at most that many bytes are
  * read into anonymous memory (a file that shrinks or grows meanwhile is
  * refused), hashed and compared, and the memory made read-only (PROT_READ,
  * it may be mprotect()ed writable again to repack weights in place).
  * *buf (munmap(*buf, *size) to free) and *size get the copy.
  */
 int mm_sig_load_copy(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
-		     uint64_t min_version, unsigned int flags,
-		     struct mm_manifest *m, void **buf, size_t *size,
-		     char *err, size_t errlen);
+		     uint64_t min_version, struct mm_manifest *m, void **buf,
+		     size_t *size, char *err, size_t errlen);
 /*
  * mm_gguf_open() of a signed file: mm_sig_load_copy(), then the parser
  * reads that copy (the handle owns it).
  */
 int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
-			  uint64_t min_version, unsigned int flags,
-			  struct mm_manifest *m, struct mm_gguf **out,
-			  char *err, size_t errlen);
+			  uint64_t min_version, struct mm_manifest *m,
+			  struct mm_gguf **out, char *err, size_t errlen);
 #else
 /*
  * A build without libsodium (the arm64 cross-built decoder test): a model
@@ -171,12 +165,11 @@ int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 #include "gguf.h"
 static inline int mm_gguf_open_verified(const char *path, const uint8_t *pk,
 					uint64_t min_version,
-					unsigned int flags,
 					struct mm_manifest *m,
 					struct mm_gguf **out, char *err,
 					size_t errlen)
 {
-	(void)pk; (void)min_version; (void)flags; (void)m; (void)out;
+	(void)pk; (void)min_version; (void)m; (void)out;
 	return mm_errf(-ENOTSUP, err, errlen,
 		       "%s: built without signature verification (libsodium)",
 		       path);

@@ -966,7 +966,7 @@ static void test_race(void)
 		const char *name;
 
 		loads++;
-		ret = mm_gguf_open_verified(path, pk_a, 0, 0, NULL, &g, err,
+		ret = mm_gguf_open_verified(path, pk_a, 0, NULL, &g, err,
 					    sizeof(err));
 		if (ret == -EBADMSG) {
 			refused++;
