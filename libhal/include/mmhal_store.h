@@ -104,7 +104,16 @@ struct mmhal_store_status {
 	struct mmhal_store_slot slot[2];	/* a, b */
 	int n_sensors;
 	struct mmhal_store_sensor sensor[MMHAL_STORE_MAX_SENSORS];
-	uint32_t reserved[8];
+	/*
+	 * The active slot's signature file read now (key checked): 0 when
+	 * it names the version, size and hash the state recorded, so that
+	 * mmhal_store_load() loads that file (its content is checked by the
+	 * load); else -errno: -EBADMSG another file (replayed or copied
+	 * in), -ENOKEY missing, -EKEYREJECTED another key or altered.
+	 * 0 when no model is active.
+	 */
+	int32_t active_sig;
+	uint32_t reserved[7];
 };
 
 MMHAL_API int mmhal_store_status(const struct mmhal_store *store,

@@ -843,6 +843,21 @@ MMHAL_API int mmhal_store_status(const struct mmhal_store *cs,
 		o.slot[i].size = sl->size;
 		mm_hash_hex(sl->hash, o.slot[i].hash);
 	}
+	if (st->active >= 0) {
+		const struct st_slot *sl = &st->slot[st->active];
+		struct mm_manifest man;
+		char sp[4096];
+
+		ret = spath(s, sp, sizeof(sp), "%c/%s.sig",
+			    slot_ch(st->active), MODEL_FILE);
+		if (!ret)
+			ret = mm_sig_read(sp, s->key, 0, &man, NULL, 0);
+		if (!ret && (man.version != sl->version ||
+			     man.size != sl->size ||
+			     memcmp(man.hash, sl->hash, sizeof(man.hash))))
+			ret = -EBADMSG;
+		o.active_sig = ret;
+	}
 	o.n_sensors = st->n_sensors;
 	for (int i = 0; i < st->n_sensors; i++) {
 		snprintf(o.sensor[i].type, sizeof(o.sensor[i].type), "%s",

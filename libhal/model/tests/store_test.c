@@ -760,8 +760,16 @@ static void test_hostile(void)
 	       ret, err);
 
 	/* a validly signed file the store did not install, in a slot */
+	ret = status(s, &st);
+	tap_ok(!ret && st.active_sig == 0,
+	       "status: the active slot's signature names the installed file (%d)",
+	       st.active_sig);
 	sh("cp '%s' '%s'", tpath("v3.gguf"), tpath("h1/b/model.gguf"));
 	sh("cp '%s' '%s'", tpath("v3.gguf.sig"), tpath("h1/b/model.gguf.sig"));
+	ret = status(s, &st);
+	tap_ok(!ret && st.active == 'b' && st.active_sig == -EBADMSG,
+	       "status with v3 copied into the active slot: active_sig -EBADMSG (%d)",
+	       st.active_sig);
 	ret = load_with(s, NULL, &rb, err, sizeof(err));
 	tap_ok(!ret && rb && strstr(err, "state recorded version 2") &&
 	       active_version(s) == 1,
