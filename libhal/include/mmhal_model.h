@@ -82,7 +82,10 @@ struct mmhal_model_params {
 	int n_batch;	/* tokens per prefill step; <= 0: 512 */
 	int n_threads;	/* <= 0: online CPUs */
 	int kv_type;	/* enum mmhal_kv_type */
-	int use_mmap;	/* 1: map the file (weights in place); 0: read it */
+	/* 1: map the file (weights in place); 0: read it. Without effect
+	 * with trusted_key: a verified file is always read into a private
+	 * copy, which is hashed and then used */
+	int use_mmap;
 	/* 1 (default): Q4_0, Q5_0, Q4_K (and with the AVX2 kernels Q8_0)
 	 * matrices are rearranged in place at load into the layout the
 	 * CPU's kernels read fastest (x86: 8 rows interleaved), on the
@@ -92,10 +95,12 @@ struct mmhal_model_params {
 	/* Integrity (Documentation/model-store.rst): a 32-byte Ed25519
 	 * public key. When set, the file must come with a detached
 	 * signature PATH.sig by this key over its size and BLAKE2b-256,
-	 * of a version >= min_version; it is checked before the GGUF
-	 * parser reads the file (the hash is the pass that reads it in),
-	 * and so are the files of mmhal_model_add_tier(). NULL (default):
-	 * no check. */
+	 * of a version >= min_version; the signature is checked before
+	 * the file is opened, then the file (a regular file of the signed
+	 * size, opened O_NONBLOCK) is read into private read-only memory,
+	 * hashed, and only that copy is parsed and used: rewriting or
+	 * truncating the file afterwards changes nothing. So are the files
+	 * of mmhal_model_add_tier(). NULL (default): no check. */
 	const unsigned char *trusted_key;
 	uint64_t min_version;
 	/* enum mmhal_backend: where the decoder's weight matrix products

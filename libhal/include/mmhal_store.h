@@ -58,7 +58,10 @@ struct mmhal_store_params {
 	int n_commit;
 	/* 1: create DIR (and its layout) when it does not exist */
 	int create;
-	uint32_t reserved[8];	/* zero */
+	/* how long an operation waits for DIR/lock held by another process
+	 * before it fails with -ETIMEDOUT; <= 0: 10000 (at most 3600000) */
+	int lock_timeout_ms;
+	uint32_t reserved[7];	/* zero */
 };
 
 MMHAL_API struct mmhal_store_params mmhal_store_default_params(void);
@@ -101,7 +104,16 @@ struct mmhal_store_status {
 	struct mmhal_store_slot slot[2];	/* a, b */
 	int n_sensors;
 	struct mmhal_store_sensor sensor[MMHAL_STORE_MAX_SENSORS];
-	uint32_t reserved[8];
+	/*
+	 * The active slot's signature file read now (key checked): 0 when
+	 * it names the version, size and hash the state recorded, so that
+	 * mmhal_store_load() loads that file (its content is checked by the
+	 * load); else -errno: -EBADMSG another file (replayed or copied
+	 * in), -ENOKEY missing, -EKEYREJECTED another key or altered.
+	 * 0 when no model is active.
+	 */
+	int32_t active_sig;
+	uint32_t reserved[7];
 };
 
 MMHAL_API int mmhal_store_status(const struct mmhal_store *store,

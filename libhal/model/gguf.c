@@ -503,19 +503,25 @@ static int mm_gguf_read_kv(struct mm_gguf *g, struct mm_gguf_rd *r,
 		return mm_gguf_fail(r, "key '%s': array of %" PRIu64
 				    " strings runs past the end of the file (%zu bytes left)",
 				    kv->key, n, mm_gguf_left(r));
+	/*
+	 * Each element's offset and length, read once here: the accessor
+	 * returns these, never a length read again from the file (a mapped
+	 * file can change between two reads).
+	 */
 	kv->raw = r->p + r->pos;
-	kv->soff = malloc((n ? n : 1) * sizeof(*kv->soff));
+	kv->soff = malloc((n ? n : 1) * 2 * sizeof(*kv->soff));
 	if (!kv->soff)
 		return -ENOMEM;
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t len;
+		uint64_t *so = (uint64_t *)kv->soff + 2 * i, len;
 
-		((uint64_t *)kv->soff)[i] = (uint64_t)(r->p + r->pos - kv->raw);
 		if (mm_gguf_left(r) < 8 ||
 		    (len = mm_le(r->p + r->pos, 8)) > mm_gguf_left(r) - 8)
 			return mm_gguf_fail(r, "key '%s': string element %" PRIu64
 					    " at offset %zu runs past the end of the file",
 					    kv->key, i, r->pos);
+		so[0] = (uint64_t)(r->p + r->pos + 8 - kv->raw);
+		so[1] = len;
 		r->pos += 8 + len;
 	}
 	return 0;
@@ -815,7 +821,7 @@ int mm_gguf_open(const char *path, struct mm_gguf **out, char *err,
 		return -EINVAL;
 	}
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot open %s: %s", path,
@@ -1042,15 +1048,13 @@ int mm_gguf_arr(const struct mm_gguf_kv *kv, uint32_t *elem_type, uint64_t *n)
 int mm_gguf_arr_str(const struct mm_gguf_kv *kv, uint64_t i, const char **s,
 		    size_t *len)
 {
-	const uint8_t *p;
-
 	if (!kv || kv->type != MM_GGUF_ARR || kv->arr_type != MM_GGUF_STR)
 		return -EPROTO;
 	if (i >= kv->n)
 		return -ERANGE;
-	p = kv->raw + kv->soff[i];
-	*len = (size_t)mm_le(p, 8);
-	*s = (const char *)p + 8;
+	/* the offset and length the parser checked (no second read) */
+	*s = (const char *)kv->raw + kv->soff[2 * i];
+	*len = (size_t)kv->soff[2 * i + 1];
 	return 0;
 }
 

@@ -78,7 +78,9 @@ struct mm_gguf_kv {
 	} v;
 	/* private */
 	const uint8_t *raw;	/* array elements in the file */
-	const uint64_t *soff;	/* string arrays: element offsets into raw */
+	/* string arrays: per element, the offset of its bytes in raw and
+	 * its length, as parsed */
+	const uint64_t *soff;
 };
 
 /* One tensor; read-only view. */

@@ -29,6 +29,7 @@
 #include "mmhal_model.h"
 #include "gguf.h"
 #include "quant.h"
+#include "sign.h"
 #include "tokenizer.h"
 #include "vec.h"
 
@@ -122,6 +123,9 @@ struct mmhal_model {
 	struct mm_llama_tier tier[MMHAL_MAX_TIERS];
 	int n_tiers;
 	int use_mmap, repack;		/* the load's params */
+	int mapped;		/* the weights are in a mapping (a file's, or
+				 * the verified copy) */
+	struct mm_manifest man;	/* has_key: the manifest verified */
 	/* params.trusted_key and min_version (tiers and the mmproj are
 	 * checked with them too) */
 	int has_key;

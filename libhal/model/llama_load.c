@@ -127,13 +127,18 @@ static int mm_llama_read_file(const char *path, void **buf, size_t *size)
 {
 	struct stat sb;
 	size_t off = 0, cap;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+	/* O_NONBLOCK: a FIFO at path cannot hold the open */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), ret = 0;
 	uint8_t *p;
 
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &sb) < 0) {
 		ret = -errno;
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		ret = -EINVAL;	/* "Invalid argument": not a regular file */
 		goto out;
 	}
 	cap = ((size_t)sb.st_size + 4095) & ~(size_t)4095;
@@ -566,34 +571,52 @@ static void mm_llama_tier_size(struct mm_llama_tier *T,
 }
 
 /*
- * The GGUF at path, mapped or read (use_mmap); with the model's trusted key
- * it is verified against path.sig first (sign.h): the mapping is hashed
- * before the parser reads it, a read file before it is parsed.
+ * The GGUF at path, mapped or read (use_mmap). With the model's trusted
+ * key it is verified against path.sig first and used from a private
+ * read-only copy of the verified bytes whatever use_mmap says
+ * (mm_gguf_open_verified(): nothing of the file is read before its
+ * signature, nor used that was not hashed); *man gets its manifest.
+ * *mapped: the weights are in a mapping (repacked through mprotect()).
  */
 static int mm_llama_open(const struct mmhal_model *m, const char *path,
 			 int use_mmap, struct mm_gguf **g, void **filebuf,
-			 char *err, size_t errlen)
+			 struct mm_manifest *man, int *mapped, char *err,
+			 size_t errlen)
 {
 	size_t n = 0;
 	int ret;
 
+	*mapped = use_mmap || m->has_key;
+	if (m->has_key)
+		return mm_gguf_open_verified(path, m->trusted_key,
+					     m->min_version, man, g, err,
+					     errlen);
 	if (use_mmap)
-		return m->has_key ?
-			mm_gguf_open_verified(path, m->trusted_key,
-					      m->min_version, NULL, g, err,
-					      errlen) :
-			mm_gguf_open(path, g, err, errlen);
+		return mm_gguf_open(path, g, err, errlen);
 	ret = mm_llama_read_file(path, filebuf, &n);
 	if (ret)
 		return mm_errf(ret, err, errlen, "%s: %s", path,
 			       strerror(-ret));
-	if (m->has_key) {
-		ret = mm_sig_check_mem(path, m->trusted_key, m->min_version,
-				       *filebuf, n, NULL, err, errlen);
-		if (ret)
-			return ret;
-	}
 	return mm_gguf_open_mem(*filebuf, n, g, err, errlen);
+}
+
+/*
+ * The vocabulary's size against the tensors that imply one, as llama.cpp
+ * refuses at load (it creates token_embd.weight and output.weight as
+ * {n_embd, n_tokens}, n_tokens the tokenizer's): token_embd.weight has a
+ * row per token (hp.n_vocab; output.weight was checked against it).
+ * Otherwise a token the tokenizer makes has no row, or a row no token.
+ */
+static int mm_llama_vocab_shape(const struct mmhal_model *m, char *err,
+				size_t errlen)
+{
+	if (m->tok && mm_tok_n_vocab(m->tok) != m->hp.n_vocab)
+		return mm_errf(-EINVAL, err, errlen,
+			       "key tokenizer.ggml.tokens: %d tokens, but tensor token_embd.weight%s has %d rows (one per token)",
+			       mm_tok_n_vocab(m->tok),
+			       m->output.d != m->tok_embd.d ?
+			       " (and output.weight)" : "", m->hp.n_vocab);
+	return 0;
 }
 
 MMHAL_API int mmhal_model_load(const char *path,
@@ -629,8 +652,8 @@ MMHAL_API int mmhal_model_load(const char *path,
 		memcpy(m->trusted_key, p.trusted_key, sizeof(m->trusted_key));
 		m->min_version = p.min_version;
 	}
-	ret = mm_llama_open(m, path, p.use_mmap, &m->g, &m->filebuf, err,
-			    errlen);
+	ret = mm_llama_open(m, path, p.use_mmap, &m->g, &m->filebuf, &m->man,
+			    &m->mapped, err, errlen);
 	if (ret)
 		goto fail;
 	ret = mm_llama_hparams(m, err, errlen);
@@ -649,7 +672,9 @@ MMHAL_API int mmhal_model_load(const char *path,
 	}
 	if (ret)
 		m->tok = NULL;
-	ret = 0;
+	ret = mm_llama_vocab_shape(m, err, errlen);
+	if (ret)
+		goto fail;
 	if (!m->inv_freq) {
 		m->inv_freq = mm_llama_alloc(&m->mem,
 					     m->hp.n_rot / 2 * sizeof(float));
@@ -685,7 +710,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 		goto fail;
 	if (p.repack) {
 		ret = mm_llama_repack(m, m->layers, &m->output, &m->tok_embd,
-				      m->ctx->mm, p.use_mmap, err, errlen);
+				      m->ctx->mm, m->mapped, err, errlen);
 		if (ret)
 			goto fail;
 	}
@@ -738,6 +763,16 @@ MMHAL_API void mmhal_model_free(struct mmhal_model *m)
 	mm_gguf_close(m->g);
 	free(m->filebuf);
 	free(m);
+}
+
+int mm_model_manifest(const struct mmhal_model *m, struct mm_manifest *out)
+{
+	if (!m || !out)
+		return -EINVAL;
+	if (!m->has_key)
+		return -ENOKEY;
+	*out = m->man;
+	return 0;
 }
 
 MMHAL_API int mmhal_model_info(const struct mmhal_model *m,
@@ -906,8 +941,8 @@ MMHAL_API int mmhal_model_add_tier(struct mmhal_model *m, const char *path,
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return mm_errf(-ENOMEM, err, errlen, "out of memory");
-	ret = mm_llama_open(m, path, m->use_mmap, &t->g, &t->filebuf, err,
-			    errlen);
+	ret = mm_llama_open(m, path, m->use_mmap, &t->g, &t->filebuf, &t->man,
+			    &t->mapped, err, errlen);
 	if (ret)
 		goto fail;
 	arch = mm_gguf_arch(t->g);
@@ -972,7 +1007,7 @@ MMHAL_API int mmhal_model_add_tier(struct mmhal_model *m, const char *path,
 		uint64_t before = m->repacked_bytes;
 
 		ret = mm_llama_repack(m, T.layers, &T.output, &t->tok_embd,
-				      m->ctx->mm, m->use_mmap, err, errlen);
+				      m->ctx->mm, t->mapped, err, errlen);
 		if (ret)
 			goto fail_tier;
 		m->info.repacked_bytes += m->repacked_bytes - before;

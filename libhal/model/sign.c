@@ -416,12 +416,14 @@ int mm_sig_read(const char *sig_path, const uint8_t *pk, uint64_t min_version,
 		struct mm_manifest *m, char *err, size_t errlen)
 {
 	uint8_t buf[MM_SIG_BYTES + 1];
+	struct stat st;
 	size_t n = 0;
 	int fd, ret = 0;
 
 	if (!sig_path)
 		return mm_errf(-EINVAL, err, errlen, "signature: invalid argument");
-	fd = open(sig_path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO in its place cannot hold the open */
+	fd = open(sig_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
 		if (ret == -ENOENT)
@@ -430,6 +432,17 @@ int mm_sig_read(const char *sig_path, const uint8_t *pk, uint64_t min_version,
 				       sig_path);
 		return mm_errf(ret, err, errlen, "cannot open %s: %s",
 			       sig_path, strerror(-ret));
+	}
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		close(fd);
+		return mm_errf(ret, err, errlen, "cannot stat %s: %s",
+			       sig_path, strerror(-ret));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return mm_errf(-EINVAL, err, errlen,
+			       "%s is not a regular file", sig_path);
 	}
 	/* one byte more than a signature: a longer file is refused */
 	ret = mm_read_upto(fd, buf, sizeof(buf), &n);
@@ -614,25 +627,33 @@ int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 	return 0;
 }
 
-int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
-			  uint64_t min_version, struct mm_manifest *m,
-			  struct mm_gguf **out, char *err, size_t errlen)
+int mm_sig_load_copy(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
+		     uint64_t min_version, struct mm_manifest *m, void **buf,
+		     size_t *size, char *err, size_t errlen)
 {
 	struct mm_manifest man;
 	struct stat st;
-	void *map;
+	size_t n = 0;
+	uint8_t extra;
+	void *p;
 	int fd, ret;
 
 	if (err && errlen)
 		err[0] = 0;
-	if (!path || !pk || !out)
+	if (!path || !pk || !buf || !size)
 		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
-	*out = NULL;
+	*buf = NULL;
+	*size = 0;
 	/* the signature, its key and version before the file is opened */
 	ret = sig_of(path, pk, min_version, &man, err, errlen);
 	if (ret)
 		return ret;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (man.size == 0 || man.size > SIZE_MAX / 2)
+		return mm_errf(-EFBIG, err, errlen,
+			       "%s: the signature is of %llu bytes, which cannot be loaded",
+			       path, (unsigned long long)man.size);
+	/* O_NONBLOCK: a FIFO or device node cannot hold the open */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
 		return mm_errf(ret, err, errlen, "cannot open %s: %s", path,
@@ -640,64 +661,90 @@ int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 	}
 	if (fstat(fd, &st)) {
 		ret = -errno;
-		close(fd);
-		return mm_errf(ret, err, errlen, "cannot stat %s: %s", path,
-			       strerror(-ret));
+		mm_errf(ret, err, errlen, "cannot stat %s: %s", path,
+			strerror(-ret));
+		goto out_fd;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return mm_errf(-EINVAL, err, errlen, "%s is not a regular file",
-			       path);
+		ret = mm_errf(-EINVAL, err, errlen,
+			      "%s is not a regular file (mode %06o)", path,
+			      (unsigned int)st.st_mode);
+		goto out_fd;
 	}
-	if ((uint64_t)st.st_size != man.size) {
-		close(fd);
-		return mm_errf(-EBADMSG, err, errlen,
-			       "%s: %llu bytes, the signature is of %llu (%s)",
-			       path, (unsigned long long)st.st_size,
-			       (unsigned long long)man.size,
-			       (uint64_t)st.st_size < man.size ? "truncated" :
-			       "extended or another file");
-	}
-	if (man.size == 0 || man.size > SIZE_MAX) {
-		close(fd);
-		return mm_errf(-EINVAL, err, errlen,
-			       "%s: %llu bytes cannot be mapped", path,
-			       (unsigned long long)man.size);
-	}
-	map = mmap(NULL, (size_t)man.size, PROT_READ, MAP_PRIVATE, fd, 0);
-	ret = map == MAP_FAILED ? -errno : 0;
-	close(fd);
+	ret = size_check(&man, path, (uint64_t)st.st_size, err, errlen);
 	if (ret)
-		return mm_errf(ret, err, errlen, "cannot map %s: %s", path,
-			       strerror(-ret));
-	/* the one pass: read ahead while hashing */
-	madvise(map, (size_t)man.size, MADV_SEQUENTIAL);
-	ret = mm_sig_match(&man, path, map, (size_t)man.size, err, errlen);
-	madvise(map, (size_t)man.size, MADV_NORMAL);
-	if (ret) {
-		munmap(map, (size_t)man.size);
-		return ret;
+		goto out_fd;
+	p = mmap(NULL, (size_t)man.size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		ret = -errno;
+		mm_errf(ret, err, errlen, "%s: cannot allocate %llu bytes: %s",
+			path, (unsigned long long)man.size, strerror(-ret));
+		goto out_fd;
 	}
-	ret = mm_gguf_open_mapped(map, (size_t)man.size, out, err, errlen);
-	if (!ret && m)
+	/* at most the signed size, and nothing after it */
+	ret = mm_read_upto(fd, p, (size_t)man.size, &n);
+	if (ret) {
+		mm_errf(ret, err, errlen, "cannot read %s: %s", path,
+			strerror(-ret));
+		goto out_map;
+	}
+	if (n != man.size) {
+		ret = mm_errf(-EBADMSG, err, errlen,
+			      "%s: shrank to %zu bytes while it was read (signed: %llu)",
+			      path, n, (unsigned long long)man.size);
+		goto out_map;
+	}
+	ret = mm_read_upto(fd, &extra, 1, &n);
+	if (!ret && n)
+		ret = mm_errf(-EBADMSG, err, errlen,
+			      "%s: grew past the signed %llu bytes while it was read",
+			      path, (unsigned long long)man.size);
+	else if (ret)
+		mm_errf(ret, err, errlen, "cannot read %s: %s", path,
+			strerror(-ret));
+	if (ret)
+		goto out_map;
+	ret = mm_sig_match(&man, path, p, (size_t)man.size, err, errlen);
+	if (ret)
+		goto out_map;
+	if (mprotect(p, (size_t)man.size, PROT_READ)) {
+		ret = -errno;
+		mm_errf(ret, err, errlen, "%s: cannot make the copy read-only: %s",
+			path, strerror(-ret));
+		goto out_map;
+	}
+	close(fd);
+	*buf = p;
+	*size = (size_t)man.size;
+	if (m)
 		*m = man;
+	return 0;
+out_map:
+	munmap(p, (size_t)man.size);
+out_fd:
+	close(fd);
 	return ret;
 }
 
-int mm_sig_check_mem(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
-		     uint64_t min_version, const void *data, size_t size,
-		     struct mm_manifest *m, char *err, size_t errlen)
+int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
+			  uint64_t min_version, struct mm_manifest *m,
+			  struct mm_gguf **out, char *err, size_t errlen)
 {
 	struct mm_manifest man;
+	size_t size;
+	void *p;
 	int ret;
 
-	if (err && errlen)
-		err[0] = 0;
-	if (!path || !pk || (!data && size))
+	if (!out)
 		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
-	ret = sig_of(path, pk, min_version, &man, err, errlen);
-	if (!ret)
-		ret = mm_sig_match(&man, path, data, size, err, errlen);
+	*out = NULL;
+	ret = mm_sig_load_copy(path, pk, min_version, &man, &p, &size, err,
+			       errlen);
+	if (ret)
+		return ret;
+	/* the handle owns the copy (munmap at close, or now on failure) */
+	ret = mm_gguf_open_mapped(p, size, out, err, errlen);
 	if (!ret && m)
 		*m = man;
 	return ret;

@@ -126,20 +126,36 @@ int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 
 struct mm_gguf;
 
+struct mmhal_model;
+/*
+ * The manifest a model loaded with a trusted key was verified against
+ * (mmhal_model_load()): 0, or -ENOKEY for a model loaded without a key.
+ */
+int mm_model_manifest(const struct mmhal_model *m, struct mm_manifest *out);
+
 #ifndef MM_NO_SIGN
 /*
- * mm_gguf_open() of a signed file: path.sig is read and checked against pk
- * and min_version before the file is opened, the file's size is compared
- * with the signed one, and the mapping is hashed (the pass that faults the
- * file in) and compared before the GGUF parser reads a byte of it.
+ * The file at path, verified against path.sig with pk and min_version, as
+ * a private read-only copy: the bytes the caller uses are the bytes that
+ * were hashed, whatever happens to the file afterwards (rewritten,
+ * truncated). In order: path.sig is read and checked (key, signature,
+ * version) before path is opened; path is opened O_NONBLOCK (a FIFO does
+ * not block the open); it must be a regular file of exactly the signed size; at most that many bytes are
+ * read into anonymous memory (a file that shrinks or grows meanwhile is
+ * refused), hashed and compared, and the memory made read-only (PROT_READ,
+ * it may be mprotect()ed writable again to repack weights in place).
+ * *buf (munmap(*buf, *size) to free) and *size get the copy.
+ */
+int mm_sig_load_copy(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
+		     uint64_t min_version, struct mm_manifest *m, void **buf,
+		     size_t *size, char *err, size_t errlen);
+/*
+ * mm_gguf_open() of a signed file: mm_sig_load_copy(), then the parser
+ * reads that copy (the handle owns it).
  */
 int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 			  uint64_t min_version, struct mm_manifest *m,
 			  struct mm_gguf **out, char *err, size_t errlen);
-/* The content of path, already in memory, against path.sig. */
-int mm_sig_check_mem(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
-		     uint64_t min_version, const void *data, size_t size,
-		     struct mm_manifest *m, char *err, size_t errlen);
 #else
 /*
  * A build without libsodium (the arm64 cross-built decoder test): a model
@@ -154,16 +170,6 @@ static inline int mm_gguf_open_verified(const char *path, const uint8_t *pk,
 					size_t errlen)
 {
 	(void)pk; (void)min_version; (void)m; (void)out;
-	return mm_errf(-ENOTSUP, err, errlen,
-		       "%s: built without signature verification (libsodium)",
-		       path);
-}
-static inline int mm_sig_check_mem(const char *path, const uint8_t *pk,
-				   uint64_t min_version, const void *data,
-				   size_t size, struct mm_manifest *m,
-				   char *err, size_t errlen)
-{
-	(void)pk; (void)min_version; (void)data; (void)size; (void)m;
 	return mm_errf(-ENOTSUP, err, errlen,
 		       "%s: built without signature verification (libsodium)",
 		       path);

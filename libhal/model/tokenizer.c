@@ -776,17 +776,14 @@ int mm_tok_load(const struct mm_gguf *g, struct mm_tok **out, char *err,
 		goto fail;
 	}
 	t->n_vocab = (int32_t)n;
-	for (uint64_t i = 0; i < n; i++) {
-		mm_gguf_arr_str(tokens, i, &s, &len);
-		total += len + 1;	/* bounded by the file size */
-	}
-	t->arena = malloc(total);
 	t->off = malloc(n * sizeof(*t->off));
 	t->len = malloc(n * sizeof(*t->len));
 	t->score = calloc(n, sizeof(*t->score));
 	t->attr = malloc(n);
-	if (!t->arena || !t->off || !t->len || !t->score || !t->attr)
+	if (!t->off || !t->len || !t->score || !t->attr)
 		goto nomem;
+	/* each length taken once (the parser's, mm_gguf_arr_str()): the
+	 * arena is sized and filled with the same numbers */
 	for (uint64_t i = 0; i < n; i++) {
 		mm_gguf_arr_str(tokens, i, &s, &len);
 		if (len > UINT32_MAX) {
@@ -794,12 +791,19 @@ int mm_tok_load(const struct mm_gguf *g, struct mm_tok **out, char *err,
 					  " is too long", i);
 			goto fail;
 		}
-		memcpy(t->arena + pos, s, len);
-		t->arena[pos + len] = 0;
-		t->off[i] = pos;
 		t->len[i] = (uint32_t)len;
+		total += len + 1;	/* bounded by the file size */
+	}
+	t->arena = malloc(total);
+	if (!t->arena)
+		goto nomem;
+	for (uint64_t i = 0; i < n; i++) {
+		mm_gguf_arr_str(tokens, i, &s, &len);
+		memcpy(t->arena + pos, s, t->len[i]);
+		t->arena[pos + t->len[i]] = 0;
+		t->off[i] = pos;
 		t->attr[i] = MM_TOK_NORMAL;
-		pos += len + 1;
+		pos += t->len[i] + 1;
 	}
 	for (uint64_t i = 0; i < n; i++) {
 		ret = mm_strmap_put(&t->map, t->arena + t->off[i], t->len[i],

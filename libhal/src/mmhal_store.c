@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mmhal_store.h"
@@ -27,6 +28,7 @@
 #define STATE_MAX	8192
 #define MODEL_FILE	"model.gguf"
 #define N_COMMIT_DEFAULT 8
+#define LOCK_TIMEOUT_MS_DEFAULT 10000
 
 struct st_slot {
 	int valid;
@@ -54,6 +56,7 @@ struct mmhal_store {
 	char dir[3072];
 	uint8_t key[MM_KEY_PUB_BYTES];
 	int n_commit;
+	int lock_timeout_ms;
 	int lock_fd;
 	struct st_state st;
 };
@@ -98,6 +101,82 @@ static int spath(const struct mmhal_store *s, char *buf, size_t len,
 
 /* ---- files ------------------------------------------------------------- */
 
+/*
+ * The store's own files and directories, as ssh's StrictModes checks a
+ * user's keys: owned by this user, not writable by group or others, and
+ * of the expected kind (a symbolic link is refused: lstat). Another user
+ * who could write any of them could replace a slot or the state.
+ */
+static int strict_st(const char *path, const struct stat *st, int dir,
+		     char *err, size_t errlen)
+{
+	if (dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
+		return errf(-EPERM, err, errlen,
+			    "%s: not a %s (mode %06o): the store refuses it",
+			    path, dir ? "directory" : "regular file",
+			    (unsigned int)st->st_mode);
+	if (st->st_uid != geteuid())
+		return errf(-EPERM, err, errlen,
+			    "%s: owned by uid %u, not by this user (uid %u): the store refuses it (chown it, or use a store of this user)",
+			    path, (unsigned int)st->st_uid,
+			    (unsigned int)geteuid());
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return errf(-EPERM, err, errlen,
+			    "%s: writable by %s (mode %04o): the store refuses it (chmod go-w %s)",
+			    path, st->st_mode & S_IWOTH ? "others" : "its group",
+			    (unsigned int)(st->st_mode & 07777), path);
+	return 0;
+}
+
+/* strict_st() of path; -ENOENT (no message) when it does not exist */
+static int strict_path(const char *path, int dir, char *err, size_t errlen)
+{
+	struct stat st;
+	int ret;
+
+	if (lstat(path, &st)) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			return ret;
+		return errf(ret, err, errlen, "cannot stat %s: %s", path,
+			    strerror(-ret));
+	}
+	return strict_st(path, &st, dir, err, errlen);
+}
+
+/*
+ * Opens a file of the store to read it: no symbolic link followed, no
+ * FIFO waited on, then strict_st(); the fd or -errno (-ENOENT without a
+ * message when it does not exist).
+ */
+static int open_strict(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			return ret;
+		return errf(ret, err, errlen, "cannot open %s: %s%s", path,
+			    strerror(-ret), ret == -ELOOP ?
+			    " (a symbolic link: the store refuses it)" : "");
+	}
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		close(fd);
+		return errf(ret, err, errlen, "cannot stat %s: %s", path,
+			    strerror(-ret));
+	}
+	ret = strict_st(path, &st, 0, err, errlen);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
 static int fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
@@ -123,7 +202,8 @@ static int put_file(const char *dir, const char *path, const void *buf,
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
 		return errf(-ENAMETOOLONG, err, errlen, "%s: name too long",
 			    path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
 	if (fd < 0) {
 		ret = -errno;
 		return errf(ret, err, errlen, "cannot create %s: %s", tmp,
@@ -148,23 +228,50 @@ static int put_file(const char *dir, const char *path, const void *buf,
 	return 0;
 }
 
-/* Copies from to to (written as to.tmp, fsynced, renamed; dir not synced). */
-static int copy_file(const char *from, const char *to, char *err,
-		     size_t errlen)
+/*
+ * Copies from, a regular file of exactly size bytes, to to (written as
+ * to.tmp, fsynced, renamed; dir not synced). from is opened O_NONBLOCK (a
+ * FIFO cannot block), its kind and size checked before a byte is copied,
+ * and no more than size bytes are read; to.tmp is removed on failure.
+ */
+static int copy_file(const char *from, const char *to, uint64_t size,
+		     char *err, size_t errlen)
 {
 	char tmp[4096];
+	struct stat st;
+	uint64_t left = size;
 	uint8_t *buf;
 	int in, out, ret = 0;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", to) >= (int)sizeof(tmp))
 		return errf(-ENAMETOOLONG, err, errlen, "%s: name too long", to);
-	in = open(from, O_RDONLY | O_CLOEXEC);
+	in = open(from, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (in < 0) {
 		ret = -errno;
 		return errf(ret, err, errlen, "cannot open %s: %s", from,
 			    strerror(-ret));
 	}
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
+	if (fstat(in, &st)) {
+		ret = -errno;
+		close(in);
+		return errf(ret, err, errlen, "cannot stat %s: %s", from,
+			    strerror(-ret));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(in);
+		return errf(-EINVAL, err, errlen,
+			    "%s is not a regular file (mode %06o): nothing copied",
+			    from, (unsigned int)st.st_mode);
+	}
+	if ((uint64_t)st.st_size != size) {
+		close(in);
+		return errf(-EBADMSG, err, errlen,
+			    "%s: %lld bytes, the signature is of %llu: nothing copied",
+			    from, (long long)st.st_size,
+			    (unsigned long long)size);
+	}
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		   0444);
 	if (out < 0) {
 		ret = -errno;
 		close(in);
@@ -174,16 +281,23 @@ static int copy_file(const char *from, const char *to, char *err,
 	buf = malloc(1 << 20);
 	if (!buf)
 		ret = -ENOMEM;
-	while (!ret) {
-		ssize_t r = read(in, buf, 1 << 20);
+	while (!ret && left) {
+		size_t want = left < (1u << 20) ? (size_t)left : 1u << 20, n;
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			ret = -errno;
-		if (r <= 0)
-			break;
-		ret = mm_write_all(out, buf, (size_t)r);
+		ret = mm_read_upto(in, buf, want, &n);
+		if (!ret && n != want)
+			ret = -EBADMSG;	/* shrank while copied */
+		if (!ret)
+			ret = mm_write_all(out, buf, n);
+		left -= n;
+	}
+	if (!ret) {
+		size_t n;
+		uint8_t extra;
+
+		ret = mm_read_upto(in, &extra, 1, &n);
+		if (!ret && n)
+			ret = -EBADMSG;	/* grew while copied */
 	}
 	free(buf);
 	close(in);
@@ -195,8 +309,9 @@ static int copy_file(const char *from, const char *to, char *err,
 		ret = -errno;
 	if (ret) {
 		unlink(tmp);
-		return errf(ret, err, errlen, "cannot copy %s to %s: %s", from,
-			    to, strerror(-ret));
+		return errf(ret, err, errlen, "cannot copy %s to %s: %s%s",
+			    from, to, strerror(-ret), ret == -EBADMSG ?
+			    " (its size changed while it was copied)" : "");
 	}
 	return 0;
 }
@@ -217,7 +332,7 @@ static int mkdir_p1(const char *path, char *err, size_t errlen)
 				  parent, strerror(-ret)) : 0;
 	}
 	if (errno == EEXIST)
-		return 0;
+		return strict_path(path, 1, err, errlen);
 	ret = -errno;
 	return errf(ret, err, errlen, "cannot create %s: %s", path,
 		    strerror(-ret));
@@ -446,13 +561,10 @@ static int state_load(struct mmhal_store *s, char *err, size_t errlen)
 	int fd, ret = 0;
 
 	spath(s, path, sizeof(path), "state");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_strict(path, err, errlen);
 	if (fd < 0) {
-		if (errno != ENOENT) {
-			ret = -errno;
-			return errf(ret, err, errlen, "cannot open %s: %s",
-				    path, strerror(-ret));
-		}
+		if (fd != -ENOENT)
+			return fd;
 		/* a new store */
 		memset(&s->st, 0, sizeof(s->st));
 		s->st.active = s->st.previous = s->st.pending = -1;
@@ -494,17 +606,46 @@ static int state_save(struct mmhal_store *s, const struct st_state *st,
 	return ret;
 }
 
-/* the state is re-read under the lock before every operation */
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * The state is re-read under the lock before every operation, after the
+ * directory's owner and mode are checked again. The wait for the lock is
+ * bounded by the store's lock_timeout_ms: -ETIMEDOUT names the lock file.
+ */
 static int lock(struct mmhal_store *s, int excl, char *err, size_t errlen)
 {
+	double t0 = now_ms();
+	struct stat st;
 	int ret;
 
-	while (flock(s->lock_fd, excl ? LOCK_EX : LOCK_SH))
-		if (errno != EINTR) {
+	/* the directory itself may be reached through a link (stat) */
+	if (stat(s->dir, &st)) {
+		ret = -errno;
+		return errf(ret, err, errlen, "store %s: %s", s->dir,
+			    strerror(-ret));
+	}
+	ret = strict_st(s->dir, &st, 1, err, errlen);
+	if (ret)
+		return ret;
+	while (flock(s->lock_fd, (excl ? LOCK_EX : LOCK_SH) | LOCK_NB)) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
 			ret = -errno;
-			return errf(ret, err, errlen, "cannot lock %s: %s",
+			return errf(ret, err, errlen, "cannot lock %s/lock: %s",
 				    s->dir, strerror(-ret));
 		}
+		if (now_ms() - t0 >= s->lock_timeout_ms)
+			return errf(-ETIMEDOUT, err, errlen,
+				    "store %s: %s/lock is held by another process; gave up after %d ms (fuser %s/lock shows which)",
+				    s->dir, s->dir, s->lock_timeout_ms, s->dir);
+		usleep(5000);
+	}
 	ret = state_load(s, err, errlen);
 	if (ret)
 		flock(s->lock_fd, LOCK_UN);
@@ -533,6 +674,7 @@ MMHAL_API struct mmhal_store_params mmhal_store_default_params(void)
 	struct mmhal_store_params p = {
 		.size = sizeof(struct mmhal_store_params),
 		.n_commit = N_COMMIT_DEFAULT,
+		.lock_timeout_ms = LOCK_TIMEOUT_MS_DEFAULT,
 	};
 
 	return p;
@@ -584,6 +726,10 @@ MMHAL_API int mmhal_store_open(const char *dir,
 	if (p.n_commit > 1000000)
 		return errf(-EINVAL, err, errlen,
 			    "store params.n_commit %d is out of range", p.n_commit);
+	if (p.lock_timeout_ms > 3600000)
+		return errf(-EINVAL, err, errlen,
+			    "store params.lock_timeout_ms %d is over an hour",
+			    p.lock_timeout_ms);
 	if (strlen(dir) > 3000)
 		return errf(-ENAMETOOLONG, err, errlen, "store directory name too long");
 	if (stat(dir, &st)) {
@@ -599,19 +745,49 @@ MMHAL_API int mmhal_store_open(const char *dir,
 		return errf(-ENOTDIR, err, errlen, "store %s is not a directory",
 			    dir);
 	}
+	/* the directory itself (a link to one is followed: stat) */
+	if (stat(dir, &st)) {
+		ret = -errno;
+		return errf(ret, err, errlen, "store %s: %s", dir,
+			    strerror(-ret));
+	}
+	ret = strict_st(dir, &st, 1, err, errlen);
+	if (ret)
+		return ret;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return errf(-ENOMEM, err, errlen, "out of memory");
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	memcpy(s->key, p.trusted_key, sizeof(s->key));
 	s->n_commit = p.n_commit > 0 ? p.n_commit : N_COMMIT_DEFAULT;
+	s->lock_timeout_ms = p.lock_timeout_ms > 0 ? p.lock_timeout_ms :
+		LOCK_TIMEOUT_MS_DEFAULT;
 	spath(s, path, sizeof(path), "lock");
-	s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	/* 0600: no other user can open it to hold the lock */
+	s->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+			  O_CLOEXEC, 0600);
 	if (s->lock_fd < 0) {
 		ret = -errno;
 		free(s);
 		return errf(ret, err, errlen, "cannot open %s: %s", path,
 			    strerror(-ret));
+	}
+	ret = fstat(s->lock_fd, &st) ? -errno : 0;
+	if (ret)
+		errf(ret, err, errlen, "cannot stat %s: %s", path,
+		     strerror(-ret));
+	else
+		ret = strict_st(path, &st, 0, err, errlen);
+	/* a lock file of an older store (0644) is made private */
+	if (!ret && (st.st_mode & 077) && fchmod(s->lock_fd, 0600)) {
+		ret = -errno;
+		errf(ret, err, errlen, "cannot chmod 600 %s: %s", path,
+		     strerror(-ret));
+	}
+	if (ret) {
+		close(s->lock_fd);
+		free(s);
+		return ret;
 	}
 	ret = lock(s, 0, err, errlen);
 	if (ret) {
@@ -666,6 +842,21 @@ MMHAL_API int mmhal_store_status(const struct mmhal_store *cs,
 		o.slot[i].version = sl->version;
 		o.slot[i].size = sl->size;
 		mm_hash_hex(sl->hash, o.slot[i].hash);
+	}
+	if (st->active >= 0) {
+		const struct st_slot *sl = &st->slot[st->active];
+		struct mm_manifest man;
+		char sp[4096];
+
+		ret = spath(s, sp, sizeof(sp), "%c/%s.sig",
+			    slot_ch(st->active), MODEL_FILE);
+		if (!ret)
+			ret = mm_sig_read(sp, s->key, 0, &man, NULL, 0);
+		if (!ret && (man.version != sl->version ||
+			     man.size != sl->size ||
+			     memcmp(man.hash, sl->hash, sizeof(man.hash))))
+			ret = -EBADMSG;
+		o.active_sig = ret;
 	}
 	o.n_sensors = st->n_sensors;
 	for (int i = 0; i < st->n_sensors; i++) {
@@ -757,9 +948,10 @@ MMHAL_API int mmhal_store_install(struct mmhal_store *s, const char *path,
 		goto out;
 	spath(s, dst, sizeof(dst), "%c/%s", slot_ch(t), MODEL_FILE);
 	spath(s, dsig, sizeof(dsig), "%c/%s.sig", slot_ch(t), MODEL_FILE);
-	ret = copy_file(path, dst, err, errlen);
+	/* no more than the signed size, from regular files only */
+	ret = copy_file(path, dst, src.size, err, errlen);
 	if (!ret)
-		ret = copy_file(sp, dsig, err, errlen);
+		ret = copy_file(sp, dsig, MM_SIG_BYTES, err, errlen);
 	if (!ret) {
 		ret = fsync_dir(sdir);
 		if (ret)
@@ -929,22 +1121,71 @@ MMHAL_API int mmhal_store_report_failure(struct mmhal_store *s, char *err,
 	return ret;
 }
 
+/*
+ * Loads slot i (verified with the store's key) and checks that the file
+ * loaded is the one the state recorded for the slot: its signed version,
+ * size and hash. A validly signed older model put in the slot's place
+ * (a replay) or a state naming another file is refused.
+ */
+static int load_slot(struct mmhal_store *s, int i,
+		     const struct mmhal_model_params *params,
+		     struct mmhal_model **out, char *err, size_t errlen)
+{
+	struct mmhal_model_params p = params ? *params :
+		mmhal_model_default_params();
+	const struct st_slot *sl = &s->st.slot[i];
+	struct mm_manifest man;
+	char path[4096], a[MM_HASH_HEX], b[MM_HASH_HEX];
+	int ret;
+
+	spath(s, path, sizeof(path), "%c", slot_ch(i));
+	ret = strict_path(path, 1, err, errlen);
+	if (!ret)
+		spath(s, path, sizeof(path), "%c/%s", slot_ch(i), MODEL_FILE);
+	if (!ret)
+		ret = strict_path(path, 0, err, errlen);
+	if (!ret) {
+		char sig[4200];
+
+		snprintf(sig, sizeof(sig), "%s.sig", path);
+		ret = strict_path(sig, 0, err, errlen);
+	}
+	if (ret == -ENOENT)
+		return errf(ret, err, errlen, "slot %c: %s is missing",
+			    slot_ch(i), path);
+	if (ret)
+		return ret;
+	p.trusted_key = s->key;
+	/* below the slot's own version is refused before the file is read */
+	p.min_version = sl->version > s->st.min_version ? sl->version :
+		s->st.min_version;
+	ret = mmhal_model_load(path, &p, out, err, errlen);
+	if (ret)
+		return ret;
+	ret = mm_model_manifest(*out, &man);
+	if (!ret && (man.version != sl->version || man.size != sl->size ||
+		     memcmp(man.hash, sl->hash, sizeof(man.hash)))) {
+		mm_hash_hex(man.hash, a);
+		mm_hash_hex(sl->hash, b);
+		ret = errf(-EBADMSG, err, errlen,
+			   "slot %c holds version %" PRIu64 " (%.16s...), the state recorded version %" PRIu64 " (%.16s...): not the installed file",
+			   slot_ch(i), man.version, a, sl->version, b);
+	}
+	if (ret) {
+		mmhal_model_free(*out);
+		*out = NULL;
+	}
+	return ret;
+}
+
 static int load_active(struct mmhal_store *s,
 		       const struct mmhal_model_params *params,
 		       struct mmhal_model **out, char *err, size_t errlen)
 {
-	struct mmhal_model_params p = params ? *params :
-		mmhal_model_default_params();
-	char path[4096];
-
 	if (s->st.active < 0)
 		return errf(-ENOENT, err, errlen, "store %s holds no model",
 			    s->dir);
-	spath(s, path, sizeof(path), "%c/%s", slot_ch(s->st.active),
-	      MODEL_FILE);
-	p.trusted_key = s->key;
-	p.min_version = s->st.min_version;
-	return mmhal_model_load(path, &p, out, err, errlen);
+	return load_slot(s, s->st.active, params, out, err, errlen);
 }
 
 MMHAL_API int mmhal_store_load(struct mmhal_store *s,
@@ -952,8 +1193,8 @@ MMHAL_API int mmhal_store_load(struct mmhal_store *s,
 			       struct mmhal_model **out, int *rolled_back,
 			       char *err, size_t errlen)
 {
-	char why[512];
-	int ret;
+	char why[512], why2[512];
+	int ret, r2;
 
 	if (err && errlen)
 		err[0] = 0;
@@ -966,19 +1207,32 @@ MMHAL_API int mmhal_store_load(struct mmhal_store *s,
 	if (ret)
 		return ret;
 	ret = load_active(s, params, out, why, sizeof(why));
-	if (ret && s->st.trial) {
-		int r2 = do_rollback(s, why, err, errlen);
-
+	/* -EPERM: the store's files have another owner or mode (strict_st):
+	 * for whoever runs the store to fix, not a reason to roll back */
+	if (ret && ret != -EPERM && s->st.trial) {
+		/*
+		 * The model on trial is rolled back only when the previous
+		 * one loads with the same parameters: a load that fails for
+		 * the caller's own parameters (a kv_type or n_ctx it cannot
+		 * have) fails for both, and keeps the trial and its files.
+		 */
+		r2 = load_slot(s, s->st.previous, params, out, why2,
+			       sizeof(why2));
 		if (r2) {
-			ret = r2;
+			errf(ret, err, errlen,
+			     "%s (not rolled back: the previous model does not load with these parameters either: %s)",
+			     why, why2);
 		} else {
-			if (rolled_back)
-				*rolled_back = 1;
-			ret = load_active(s, params, out, why, sizeof(why));
-			if (ret)
-				errf(ret, err, errlen,
-				     "the previous model does not load either: %s",
-				     why);
+			r2 = do_rollback(s, why, err, errlen);
+			if (r2) {
+				mmhal_model_free(*out);
+				*out = NULL;
+				ret = r2;
+			} else {
+				if (rolled_back)
+					*rolled_back = 1;
+				ret = 0;
+			}
 		}
 	} else if (ret) {
 		errf(ret, err, errlen, "%s", why);
@@ -1030,7 +1284,7 @@ MMHAL_API int mmhal_store_health(struct mmhal_store *s, char *err,
 		}
 	}
 	mmhal_model_free(m);
-	if (ret && s->st.trial) {
+	if (ret && ret != -EPERM && s->st.trial) {
 		int r2 = do_rollback(s, why, err, errlen);
 
 		ret = r2 ? r2 : 1;
@@ -1051,18 +1305,37 @@ static struct st_sensor *sensor_find(struct st_state *st, const char *type)
 	return NULL;
 }
 
-static int read_small(const char *path, void *buf, size_t cap, size_t *len,
-		      char *err, size_t errlen)
+/*
+ * Reads path (at most cap bytes; more is -EFBIG): the store's own file
+ * (strict: open_strict()), or a caller's, which must be a regular file
+ * (opened O_NONBLOCK: a FIFO cannot block).
+ */
+static int read_small(const char *path, int strict, void *buf, size_t cap,
+		      size_t *len, char *err, size_t errlen)
 {
-	size_t n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
-	size_t more;
+	size_t n = 0, more;
+	struct stat st;
 	uint8_t extra;
+	int fd, ret = 0;
 
-	if (fd < 0) {
-		ret = -errno;
-		return errf(ret, err, errlen, "cannot open %s: %s", path,
-			    strerror(-ret));
+	if (strict) {
+		fd = open_strict(path, err, errlen);
+		if (fd == -ENOENT)
+			return errf(fd, err, errlen, "%s is missing", path);
+		if (fd < 0)
+			return fd;
+	} else {
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0) {
+			ret = -errno;
+			return errf(ret, err, errlen, "cannot open %s: %s",
+				    path, strerror(-ret));
+		}
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+			close(fd);
+			return errf(-EINVAL, err, errlen,
+				    "%s is not a regular file", path);
+		}
 	}
 	ret = mm_read_upto(fd, buf, cap, &n);
 	if (ret)
@@ -1100,7 +1373,8 @@ MMHAL_API int mmhal_store_sensor_install(struct mmhal_store *s,
 	buf = malloc(MMHAL_STORE_SENSOR_MAX);
 	if (!buf)
 		return errf(-ENOMEM, err, errlen, "out of memory");
-	ret = read_small(path, buf, MMHAL_STORE_SENSOR_MAX, &n, err, errlen);
+	ret = read_small(path, 0, buf, MMHAL_STORE_SENSOR_MAX, &n, err,
+			 errlen);
 	if (ret) {
 		free(buf);
 		return ret;
@@ -1226,8 +1500,18 @@ MMHAL_API int mmhal_store_sensor_read(const struct mmhal_store *cs,
 			   type);
 		goto out;
 	}
+	spath(s, file, sizeof(file), "sensors");
+	ret = strict_path(file, 1, err, errlen);
+	if (!ret) {
+		spath(s, file, sizeof(file), "sensors/%s", type);
+		ret = strict_path(file, 1, err, errlen);
+	}
+	if (ret == -ENOENT)
+		errf(ret, err, errlen, "%s is missing", file);
+	if (ret)
+		goto out;
 	spath(s, file, sizeof(file), "sensors/%s/%" PRIu64, type, se->cur);
-	ret = read_small(file, buf, cap, &n, err, errlen);
+	ret = read_small(file, 1, buf, cap, &n, err, errlen);
 	if (ret)
 		goto out;
 	mm_hash_mem(buf, n, h);

@@ -115,6 +115,9 @@ static void slot_text(const struct mmhal_store_status *st, int i)
 	       sl->name, sl->version, sl->size, sl->hash);
 	if (st->active == c)
 		printf(" [active%s]", st->trial ? ", on trial" : "");
+	if (st->active == c && st->active_sig)
+		printf(" [its signature file is not the installed file's (%s): a load refuses it]",
+		       strerror(-st->active_sig));
 	if (st->previous == c)
 		printf(" [previous]");
 	if (st->pending == c)
@@ -144,10 +147,13 @@ static int model_print(struct mmctl_ctx *ctx, struct mmhal_store *s)
 {
 	struct mmhal_store_status st = { .size = sizeof(st) };
 	char one[2] = { 0, 0 };
+	int ret;
 
-	if (mmhal_store_status(s, &st)) {
-		mmctl_err("cannot read the store's state");
-		return MMCTL_EXIT_RUNTIME;
+	ret = mmhal_store_status(s, &st);
+	if (ret) {
+		mmctl_err("cannot read the store's state: %s", strerror(-ret));
+		return ret == -EACCES || ret == -EPERM ? MMCTL_EXIT_PERM :
+			MMCTL_EXIT_RUNTIME;
 	}
 	if (!ctx->json) {
 		printf("active: %c%s, minimum version %" PRIu64 "\n",
@@ -189,6 +195,7 @@ static int model_print(struct mmctl_ctx *ctx, struct mmhal_store *s)
 	json_kv_u64(&ctx->jw, "successes", (uint64_t)st.successes);
 	json_kv_u64(&ctx->jw, "n_commit", (uint64_t)st.n_commit);
 	json_kv_u64(&ctx->jw, "min_version", st.min_version);
+	json_kv_bool(&ctx->jw, "active_signature_matches", !st.active_sig);
 	json_key(&ctx->jw, "slots");
 	json_begin_object(&ctx->jw);
 	slot_json(&ctx->jw, &st.slot[0], 'a');

@@ -10,8 +10,13 @@
  *   hash    mm_verify_file(): signature + one read() pass hashing the file
  *   load    mmhal_model_load() without a key, mapped (weights used in
  *           place: the mapping is not read at load) and read (use_mmap 0)
- *   +key    the same with params.trusted_key: the mapping or the buffer is
- *           hashed before the parser reads it
+ *   +key    the same with params.trusted_key: either way the file is read
+ *           into a private copy, hashed, and only that copy is parsed and
+ *           used (sign.h, mm_sig_load_copy())
+ *   RSS     the resident set's growth over a load: mapped (the weights
+ *           are not touched until used), read, and the verified copy
+ *           (every byte resident, anonymous memory not shared with the
+ *           page cache)
  *   +token  load and one decoded token (every weight read once), without
  *           and with the key: the time to a first result
  * and prints each figure and the ratios.
@@ -47,15 +52,34 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* ms of one load (and one decoded token when token), or < 0 on failure */
+/* resident set size of this process, in MB (VmRSS) */
+static double rss_mb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	double kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %lf kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb / 1e3;
+}
+
+/*
+ * ms of one load (and one decoded token when token), or < 0 on failure;
+ * *rss (if not NULL) gets the growth of the resident set over it, MB
+ */
 static double time_load(const char *path, const uint8_t *pk, int use_mmap,
-			int token)
+			int token, double *rss)
 {
 	struct mmhal_model_params p = mmhal_model_default_params();
 	struct mmhal_model *m = NULL;
 	char err[512];
 	int32_t tok = 1;
-	double t0 = now_ms(), t;
+	double r0 = rss_mb(), t0 = now_ms(), t;
 
 	p.n_ctx = 64;
 	p.use_mmap = use_mmap;
@@ -70,6 +94,8 @@ static double time_load(const char *path, const uint8_t *pk, int use_mmap,
 		return -1;
 	}
 	t = now_ms() - t0;
+	if (rss)
+		*rss = rss_mb() - r0;
 	mmhal_model_free(m);
 	return t;
 }
@@ -106,6 +132,7 @@ int main(int argc, char **argv)
 		return 1;
 	for (int ti = 0; ti < 2; ti++) {
 		double hash[50], lm[50], lmk[50], lr[50], lrk[50], tm[50], tmk[50];
+		double rm[50], rmk[50], rr[50];
 		struct mm_manifest man;
 		double h, a, b, c, d, e, f;
 
@@ -124,7 +151,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		/* warm the page cache */
-		time_load(path, NULL, 1, 1);
+		time_load(path, NULL, 1, 1, NULL);
 		for (int r = 0; r < reps; r++) {
 			double t0 = now_ms();
 
@@ -134,12 +161,12 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			hash[r] = now_ms() - t0;
-			lm[r] = time_load(path, NULL, 1, 0);
-			lmk[r] = time_load(path, pk, 1, 0);
-			lr[r] = time_load(path, NULL, 0, 0);
-			lrk[r] = time_load(path, pk, 0, 0);
-			tm[r] = time_load(path, NULL, 1, 1);
-			tmk[r] = time_load(path, pk, 1, 1);
+			lm[r] = time_load(path, NULL, 1, 0, &rm[r]);
+			lmk[r] = time_load(path, pk, 1, 0, &rmk[r]);
+			lr[r] = time_load(path, NULL, 0, 0, &rr[r]);
+			lrk[r] = time_load(path, pk, 0, 0, NULL);
+			tm[r] = time_load(path, NULL, 1, 1, NULL);
+			tmk[r] = time_load(path, pk, 1, 1, NULL);
 			if (lm[r] < 0 || lmk[r] < 0 || lr[r] < 0 ||
 			    lrk[r] < 0 || tm[r] < 0 || tmk[r] < 0)
 				return 1;
@@ -159,8 +186,11 @@ int main(int argc, char **argv)
 		       c, d, d - c, d / c);
 		printf("  load+token   %7.1f ms, with key %7.1f ms (+%.1f ms, x%.2f)\n",
 		       e, f, f - e, f / e);
-		printf("RESULT sign-bench %s hash_ms %.1f load_ms %.1f load_key_ms %.1f read_ms %.1f read_key_ms %.1f token_ms %.1f token_key_ms %.1f\n",
-		       types[ti], h, a, b, c, d, e, f);
+		printf("  RSS after load: mapped %.1f MB, read %.1f MB, verified copy %.1f MB\n",
+		       median(rm, reps), median(rr, reps), median(rmk, reps));
+		printf("RESULT sign-bench %s hash_ms %.1f load_ms %.1f load_key_ms %.1f read_ms %.1f read_key_ms %.1f token_ms %.1f token_key_ms %.1f rss_mapped_mb %.1f rss_key_mb %.1f\n",
+		       types[ti], h, a, b, c, d, e, f, median(rm, reps),
+		       median(rmk, reps));
 	}
 	return 0;
 }

@@ -11,20 +11,26 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gen.h"
 #include "gguf.h"
+#include "gguf_internal.h"
 #include "mhash.h"
 #include "mmhal_model.h"
 #include "quant.h"
 #include "sign.h"
 #include "../../tests/tap.h"
 #include "tfile.h"
+#include "tokenizer.h"
 
 static char dir[256];
 static uint8_t pk_a[MM_KEY_PUB_BYTES], pk_b[MM_KEY_PUB_BYTES];
@@ -509,6 +515,581 @@ static void test_tier_mmproj(void)
 	mmhal_model_free(m);
 }
 
+/* ---- the bytes used are the bytes verified ---------------------------- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The file (and its start offset) of tensor name in path. */
+static int tensor_span(const char *path, const char *name, off_t *off,
+		       size_t *size)
+{
+	struct mm_gguf *g = NULL;
+	const struct mm_gguf_tensor *t;
+	char err[256];
+
+	if (mm_gguf_open(path, &g, err, sizeof(err)))
+		return -EINVAL;
+	t = mm_gguf_tensor(g, name);
+	if (t) {
+		*off = (off_t)(mm_gguf_data_offset(g) + t->offset);
+		*size = (size_t)t->size;
+	}
+	mm_gguf_close(g);
+	return t ? 0 : -ENOENT;
+}
+
+/* pwrite n bytes of value c at off of path (the same inode, in place) */
+static int scribble(const char *path, off_t off, size_t n, int c)
+{
+	uint8_t buf[4096];
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	memset(buf, c, sizeof(buf));
+	while (n && !ret) {
+		size_t k = n < sizeof(buf) ? n : sizeof(buf);
+
+		if (pwrite(fd, buf, k, off) != (ssize_t)k)
+			ret = -EIO;
+		off += (off_t)k;
+		n -= k;
+	}
+	close(fd);
+	return ret;
+}
+
+/* The first token's logits of the model at path (loaded with pk). */
+static int first_logits(struct mmhal_model *m, float *out, int n)
+{
+	int32_t tok = 1;
+	const float *lg;
+
+	mmhal_model_reset(m);
+	if (mmhal_model_eval(m, &tok, 1, NULL))
+		return -EIO;
+	lg = mmhal_model_logits(m);
+	if (!lg)
+		return -EIO;
+	memcpy(out, lg, (size_t)n * sizeof(float));
+	return 0;
+}
+
+/*
+ * Runs fn(arg) in a child (so that a signal or a block is a failed test,
+ * not a dead test program): its exit status, -ETIMEDOUT when it ran past
+ * secs (then killed), or 128 + the signal that ended it.
+ */
+static int in_child(int (*fn)(const void *), const void *arg, double secs)
+{
+	double t0 = now_s();
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid)
+		_exit(fn(arg));
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			break;
+		if (r < 0)
+			return -errno;
+		if (now_s() - t0 > secs) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -ETIMEDOUT;
+		}
+		usleep(10000);
+	}
+	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+/* child: load the signed file, truncate it to 0, decode: 0 when it ran */
+static int truncate_child(const void *arg)
+{
+	const char *path = arg;
+	struct mmhal_model_params p = mmhal_model_default_params();
+	struct mmhal_model *m = NULL;
+	char err[512];
+	float lg[8];
+
+	p.n_ctx = 64;
+	p.n_threads = 1;
+	p.trusted_key = pk_a;
+	p.repack = 0;
+	if (mmhal_model_load(path, &p, &m, err, sizeof(err)))
+		return 3;
+	if (truncate(path, 0))
+		return 4;
+	if (first_logits(m, lg, 8))
+		return 5;
+	mmhal_model_free(m);
+	return 0;
+}
+
+struct load_arg {
+	const char *path;
+	int use_mmap;
+};
+
+/* child: a verified load of a->path; 0 when it was refused with -EINVAL */
+static int refuse_child(const void *arg)
+{
+	const struct load_arg *a = arg;
+	char err[512];
+	int ret = load(a->path, pk_a, 0, a->use_mmap, err, sizeof(err));
+
+	printf("#   (child: %d \"%s\")\n", ret, err);
+	fflush(stdout);
+	return ret == -EINVAL && strstr(err, "not a regular file") ? 0 : 1;
+}
+
+static void test_copy(void)
+{
+	struct mm_gen_params gp = { .shape = "micro", .tokenizer = "gpt2",
+				    .type = MM_TYPE_F32, .seed = 5 };
+	struct mmhal_model_params mp = mmhal_model_default_params();
+	struct mmhal_model *m = NULL;
+	float ref[300], got[300];
+	char good[400], err[512], s1[420];
+	const char *p;
+	off_t off = 0;
+	size_t tsize = 0;
+	double t0, dt;
+	int ret, fd;
+
+	snprintf(good, sizeof(good), "%s", tpath("copy.gguf"));
+	ret = mm_gen_model(&gp, good, err, sizeof(err));
+	if (!ret)
+		ret = mm_sign_file(good, sk_a, "copy", 1, NULL, NULL, err,
+				   sizeof(err));
+	if (!tap_ok(!ret && !tensor_span(good, "token_embd.weight", &off,
+					 &tsize) && tsize >= 128,
+		    "model for the copy checks: %s", err))
+		return;
+	mp.n_ctx = 64;
+	mp.n_threads = 1;
+	mp.trusted_key = pk_a;
+	for (int mm = 1; mm >= 0; mm--) {
+		mp.use_mmap = mm;
+		p = copy_pair(good, "victim.gguf", 1);
+		ret = p ? mmhal_model_load(p, &mp, &m, err, sizeof(err)) : -EIO;
+		if (!tap_ok(!ret && !first_logits(m, ref, 300),
+			    "%s: signed model loads and decodes: %s",
+			    mm ? "mapped" : "read", err)) {
+			mmhal_model_free(m);
+			m = NULL;
+			continue;
+		}
+		/* the whole embedding table rewritten in the file */
+		ret = scribble(p, off, tsize, 0x7f);
+		tap_ok(!ret && !first_logits(m, got, 300) &&
+		       !memcmp(ref, got, sizeof(ref)),
+		       "%s: token_embd.weight rewritten in the file after the verified load: the logits do not change",
+		       mm ? "mapped" : "read");
+		mmhal_model_free(m);
+		m = NULL;
+		ret = load(p, pk_a, 0, mm, err, sizeof(err));
+		tap_ok(ret == -EBADMSG && strstr(err, "BLAKE2b"),
+		       "  and the rewritten file is refused at the next load: \"%s\"",
+		       err);
+	}
+
+	/* truncated under a running process: no SIGBUS */
+	p = copy_pair(good, "trunc.gguf", 1);
+	ret = p ? in_child(truncate_child, p, 60) : -EIO;
+	tap_ok(ret == 0, "file truncated to 0 bytes after the verified load: the model still decodes (child: %d%s)",
+	       ret, ret == 128 + SIGBUS ? ", SIGBUS" : "");
+
+	/* a FIFO at the model path, a valid signature beside it */
+	for (int mm = 1; mm >= 0; mm--) {
+		struct load_arg a = { tpath("fifo.gguf"), mm };
+
+		unlink(a.path);
+		snprintf(s1, sizeof(s1), "%s.sig", good);
+		ret = mkfifo(a.path, 0644) ? -errno : 0;
+		if (!ret)
+			ret = copy_file(s1, tpath("fifo.gguf.sig"));
+		t0 = now_s();
+		ret = ret ? ret : in_child(refuse_child, &a, 10);
+		dt = now_s() - t0;
+		tap_ok(ret == 0, "%s: a FIFO at the model path is refused at once (%.2f s, child: %d%s)",
+		       mm ? "mapped" : "read", dt, ret,
+		       ret == -ETIMEDOUT ? ", blocked in open" : "");
+	}
+	/* a FIFO as the signature */
+	{
+		struct load_arg a = { tpath("fifosig.gguf"), 1 };
+		int r2;
+
+		copy_file(good, a.path);
+		snprintf(s1, sizeof(s1), "%s.sig", a.path);
+		unlink(s1);
+		r2 = mkfifo(s1, 0644) ? -errno : 0;
+		ret = r2 ? r2 : in_child(refuse_child, &a, 10);
+		tap_ok(ret == 0, "a FIFO as the signature is refused at once (child: %d%s)",
+		       ret, ret == -ETIMEDOUT ? ", blocked in open" : "");
+	}
+	/* a symbolic link to /dev/zero with a valid signature beside it */
+	p = tpath("zero.gguf");
+	unlink(p);
+	snprintf(s1, sizeof(s1), "%s.sig", good);
+	ret = symlink("/dev/zero", p) ? -errno : 0;
+	if (!ret)
+		ret = copy_file(s1, tpath("zero.gguf.sig"));
+	if (!ret) {
+		struct load_arg a = { p, 0 };
+
+		ret = in_child(refuse_child, &a, 10);
+	}
+	tap_ok(ret == 0, "a link to /dev/zero with a signature: refused as not a regular file (child: %d)",
+	       ret);
+
+	/* an unsigned 2 GiB file read whole (use_mmap 0): refused first */
+	p = tpath("big.gguf");
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ret = fd < 0 ? -errno : ftruncate(fd, (off_t)2 << 30) ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	t0 = now_s();
+	ret = ret ? ret : load(p, pk_a, 0, 0, err, sizeof(err));
+	dt = now_s() - t0;
+	tap_ok(ret == -ENOKEY && dt < 1.0,
+	       "unsigned 2 GiB file, read (use_mmap 0): -ENOKEY in %.3f s, before a byte is read: \"%s\"",
+	       dt, err);
+	unlink(p);
+}
+
+/* ---- concurrent writers ------------------------------------------------ */
+
+struct writer {
+	const char *path;
+	off_t off;		/* where to write */
+	uint8_t a[8], b[8];	/* the two values written in turn */
+	size_t n;
+	volatile int stop;
+	long writes;
+};
+
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+	int fd = open(w->path, O_WRONLY);
+
+	if (fd < 0)
+		return NULL;
+	while (!w->stop) {
+		if (pwrite(fd, w->a, w->n, w->off) != (ssize_t)w->n ||
+		    pwrite(fd, w->b, w->n, w->off) != (ssize_t)w->n)
+			break;
+		w->writes++;
+	}
+	/* the file as it was */
+	if (pwrite(fd, w->a, w->n, w->off) != (ssize_t)w->n)
+		w->writes = -1;
+	close(fd);
+	return NULL;
+}
+
+/* offset in buf (n bytes) of the value of the string key key */
+static off_t str_value_off(const uint8_t *buf, size_t n, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (size_t i = 8; i + kl + 12 <= n; i++)
+		if (!memcmp(buf + i, key, kl) &&
+		    buf[i - 8] == kl && buf[i + kl] == MM_GGUF_STR)
+			return (off_t)(i + kl + 4 + 8);
+	return -1;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/*
+ * A GGUF holding only a vocabulary of n tokens ("llama" model), token
+ * n / 2 long (len bytes); *len_off gets the file offset of its length.
+ */
+static int vocab_file(const char *path, uint64_t n, size_t len,
+		      off_t *len_off, char *err, size_t errlen)
+{
+	struct mm_gguf_writer *w = mm_gguf_writer_new(32);
+	char **strs = calloc(n, sizeof(*strs));
+	int ret = w && strs ? 0 : -ENOMEM;
+
+	for (uint64_t i = 0; !ret && i < n; i++) {
+		strs[i] = malloc(i == n / 2 ? len + 1 : 24);
+		if (!strs[i]) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (i == n / 2) {
+			memset(strs[i], 'x', len);
+			strs[i][len] = 0;
+		} else {
+			snprintf(strs[i], 24, "tok%llu", (unsigned long long)i);
+		}
+	}
+	if (!ret)
+		ret = mm_gguf_w_str(w, "tokenizer.ggml.model", "llama");
+	if (!ret)
+		ret = mm_gguf_w_arr_str(w, "tokenizer.ggml.tokens",
+					(const char *const *)strs, NULL, n);
+	if (!ret)
+		ret = mm_gguf_w_write_file(w, path, err, errlen);
+	if (!ret) {
+		/* the 8-byte length before the long token */
+		int fd = open(path, O_RDONLY);
+		off_t fs = file_size(path);
+		uint8_t *buf = fs > 0 ? malloc((size_t)fs) : NULL;
+		size_t got = 0;
+
+		ret = fd < 0 || !buf ? -EIO :
+			mm_read_upto(fd, buf, (size_t)fs, &got);
+		*len_off = -1;
+		for (size_t i = 8; !ret && i + len <= got; i++)
+			if (buf[i] == 'x' && le64(buf + i - 8) == len) {
+				*len_off = (off_t)(i - 8);
+				break;
+			}
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		if (!ret && *len_off < 0)
+			ret = -ENOENT;
+	}
+	for (uint64_t i = 0; strs && i < n; i++)
+		free(strs[i]);
+	free(strs);
+	mm_gguf_writer_free(w);
+	return ret;
+}
+
+static void test_race(void)
+{
+	struct mm_gen_params gp = { .shape = "micro", .tokenizer = "gpt2",
+				    .type = MM_TYPE_F32, .seed = 9 };
+	struct writer w = { 0 };
+	struct mm_gguf *g = NULL;
+	struct mm_tok *tok = NULL;
+	char path[400], err[512];
+	void *buf = NULL;
+	size_t size = 0, len;
+	pthread_t th;
+	long loads = 0, ok = 0, refused = 0, other = 0, wrong = 0;
+	uint64_t big = 4000;
+	double t0;
+	off_t voff;
+	int ret;
+
+	/* (1) mapped, unsigned: the tokenizer under a writer that changes
+	 * a token's length between 4000 and 0 */
+	snprintf(path, sizeof(path), "%s", tpath("vocab_race.gguf"));
+	ret = vocab_file(path, 20000, (size_t)big, &w.off, err, sizeof(err));
+	if (!tap_ok(!ret, "a vocabulary of 20000 tokens, one of %llu bytes at offset %lld: %s",
+		    (unsigned long long)big, (long long)w.off, err))
+		return;
+	for (int i = 0; i < 8; i++)
+		w.a[i] = (uint8_t)(big >> (8 * i));
+	memset(w.b, 0, 8);
+	w.n = 8;
+	w.path = path;
+	pthread_create(&th, NULL, writer_fn, &w);
+	t0 = now_s();
+	while (now_s() - t0 < 4 && loads < 4000) {
+		loads++;
+		if (mm_gguf_open(path, &g, err, sizeof(err))) {
+			refused++;
+			continue;
+		}
+		ret = mm_tok_load(g, &tok, err, sizeof(err));
+		if (!ret)
+			ok++;
+		else
+			other++;
+		mm_tok_free(tok);
+		tok = NULL;
+		mm_gguf_close(g);
+		g = NULL;
+	}
+	w.stop = 1;
+	pthread_join(th, NULL);
+	tap_ok(w.writes > 0 && ok + other > 0,
+	       "%ld mapped tokenizer loads under a writer of a token's length (%ld writes): %ld loaded, %ld refused by the parser, %ld by the tokenizer, no memory error (ASan)",
+	       loads, w.writes, ok, refused, other);
+
+	/* (2) verified: a value rewritten between the hash and the parse */
+	snprintf(path, sizeof(path), "%s", tpath("race.gguf"));
+	ret = mm_gen_model_mem(&gp, &buf, &size, err, sizeof(err));
+	if (!ret) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		ret = fd < 0 || write(fd, buf, size) != (ssize_t)size ? -EIO : 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	voff = ret ? -1 : str_value_off(buf, size, "general.name");
+	ret = voff > 0 ? mm_sign_file(path, sk_a, "race", 1, NULL, NULL, err,
+				      sizeof(err)) : -ENOENT;
+	if (!tap_ok(!ret, "signed model, general.name at %lld: %s",
+		    (long long)voff, err)) {
+		free(buf);
+		return;
+	}
+	memcpy(w.a, (const uint8_t *)buf + voff, 1);
+	w.b[0] = w.a[0] ^ 0x20;	/* another letter's case */
+	w.n = 1;
+	w.off = voff;
+	w.stop = 0;
+	w.writes = 0;
+	loads = ok = refused = other = 0;
+	pthread_create(&th, NULL, writer_fn, &w);
+	t0 = now_s();
+	while (now_s() - t0 < 3 && loads < 2000) {
+		const char *name;
+
+		loads++;
+		ret = mm_gguf_open_verified(path, pk_a, 0, NULL, &g, err,
+					    sizeof(err));
+		if (ret == -EBADMSG) {
+			refused++;
+			continue;
+		}
+		if (ret) {
+			other++;
+			continue;
+		}
+		ok++;
+		if (mm_gguf_get_str(g, "general.name", &name, &len) ||
+		    (uint8_t)name[0] != w.a[0])
+			wrong++;
+		mm_gguf_close(g);
+		g = NULL;
+	}
+	w.stop = 1;
+	pthread_join(th, NULL);
+	tap_ok(wrong == 0 && other == 0 && w.writes > 0,
+	       "%ld verified loads under a writer of general.name (%ld writes): %ld loaded, every one with the signed value (%ld not), %ld refused (-EBADMSG), %ld other errors",
+	       loads, w.writes, ok, wrong, refused, other);
+	free(buf);
+}
+
+/* ---- shapes ------------------------------------------------------------ */
+
+/* in, with tokenizer.ggml.tokens (and scores, token_type) one longer or
+ * shorter (delta +1 / -1), written to out */
+static int vocab_resize(const char *in, const char *out, int delta,
+			char *err, size_t errlen)
+{
+	struct mm_gguf *g = NULL;
+	struct mm_gguf_writer *w = NULL;
+	const char **strs = NULL;
+	size_t *lens = NULL;
+	int ret;
+
+	ret = mm_gguf_open(in, &g, err, errlen);
+	if (ret)
+		return ret;
+	w = mm_gguf_writer_new(mm_gguf_alignment(g));
+	ret = w ? 0 : -ENOMEM;
+	for (uint64_t i = 0; !ret && i < mm_gguf_n_kv(g); i++) {
+		const struct mm_gguf_kv *kv = mm_gguf_kv_at(g, i);
+		uint64_t n = kv->n, k = delta > 0 ? n + 1 : n - 1;
+
+		if (!strcmp(kv->key, "general.alignment"))
+			continue;
+		if (!strcmp(kv->key, "tokenizer.ggml.tokens")) {
+			strs = calloc(k, sizeof(*strs));
+			lens = calloc(k, sizeof(*lens));
+			if (!strs || !lens) {
+				ret = -ENOMEM;
+				break;
+			}
+			for (uint64_t j = 0; j < k && j < n; j++)
+				mm_gguf_arr_str(kv, j, &strs[j], &lens[j]);
+			if (k > n) {
+				strs[n] = "<extra_token>";
+				lens[n] = strlen(strs[n]);
+			}
+			ret = mm_gguf_w_arr_str(w, kv->key, strs, lens, k);
+		} else if (!strcmp(kv->key, "tokenizer.ggml.scores") ||
+			   !strcmp(kv->key, "tokenizer.ggml.token_type")) {
+			uint32_t esz = mm_gguf__vtype_size(kv->arr_type);
+			uint8_t *d = calloc(k, esz);
+
+			if (!d) {
+				ret = -ENOMEM;
+				break;
+			}
+			memcpy(d, mm_gguf_arr_data(kv), (k < n ? k : n) * esz);
+			if (k > n && kv->arr_type == MM_GGUF_I32)
+				d[n * esz] = 1;	/* normal */
+			ret = mm_gguf_w_arr(w, kv->key, kv->arr_type, d, k);
+			free(d);
+		} else {
+			ret = mm_gguf_w_kv(w, kv);
+		}
+	}
+	for (uint64_t i = 0; !ret && i < mm_gguf_n_tensors(g); i++) {
+		const struct mm_gguf_tensor *t = mm_gguf_tensor_at(g, i);
+
+		ret = mm_gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne,
+				       t->data);
+	}
+	if (!ret)
+		ret = mm_gguf_w_write_file(w, out, err, errlen);
+	free(strs);
+	free(lens);
+	mm_gguf_writer_free(w);
+	mm_gguf_close(g);
+	return ret;
+}
+
+static void test_vocab_shape(void)
+{
+	struct mm_gen_params gp = { .shape = "micro", .tokenizer = "gpt2",
+				    .type = MM_TYPE_F32, .seed = 11 };
+	char good[400], bad[400], err[512];
+	int ret;
+
+	snprintf(good, sizeof(good), "%s", tpath("vocab.gguf"));
+	ret = mm_gen_model(&gp, good, err, sizeof(err));
+	ret = ret ? ret : load(good, NULL, 0, 1, err, sizeof(err));
+	if (!tap_ok(!ret, "model for the vocabulary shape checks loads: %s",
+		    err))
+		return;
+	for (int d = 1; d >= -1; d -= 2) {
+		snprintf(bad, sizeof(bad), "%s", tpath(d > 0 ? "vocab_more.gguf" :
+						       "vocab_less.gguf"));
+		ret = vocab_resize(good, bad, d, err, sizeof(err));
+		if (!tap_ok(!ret, "a copy with one token %s: %s",
+			    d > 0 ? "more" : "fewer", err))
+			continue;
+		ret = load(bad, NULL, 0, 1, err, sizeof(err));
+		tap_ok(ret == -EINVAL && strstr(err, "token_embd.weight") &&
+		       strstr(err, "rows"),
+		       "one token %s than token_embd.weight has rows: refused \"%s\"",
+		       d > 0 ? "more" : "fewer", err);
+	}
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -527,6 +1108,9 @@ int main(void)
 	test_format();
 	test_load();
 	test_tier_mmproj();
+	test_copy();
+	test_race();
+	test_vocab_shape();
 	if (!tap_fail) {
 		char cmd[300];
 

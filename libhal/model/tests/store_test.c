@@ -21,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gen.h"
@@ -601,6 +603,277 @@ static void test_power_cuts(const char *shim)
 	}
 }
 
+/* ---- other users, replays, bad callers ---------------------------------- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static struct mmhal_store *open_store_t(const char *d, int timeout_ms,
+					char *err, size_t errlen)
+{
+	struct mmhal_store_params p = mmhal_store_default_params();
+	struct mmhal_store *s = NULL;
+
+	p.trusted_key = pk;
+	p.n_commit = N_COMMIT;
+	p.create = 1;
+	p.lock_timeout_ms = timeout_ms;
+	if (mmhal_store_open(d, &p, &s, err, errlen))
+		return NULL;
+	return s;
+}
+
+/* loads the active model with mp; 0 or the error */
+static int load_with(struct mmhal_store *s, struct mmhal_model_params *mp,
+		     int *rb, char *err, size_t errlen)
+{
+	struct mmhal_model *m = NULL;
+	int ret = mmhal_store_load(s, mp, &m, rb, err, errlen);
+
+	mmhal_model_free(m);
+	return ret;
+}
+
+static int mode_of(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) ? -1 : (int)(st.st_mode & 07777);
+}
+
+static void test_hostile(void)
+{
+	struct mmhal_model_params mp = mmhal_model_default_params();
+	struct mmhal_store_status st;
+	struct mmhal_store *s;
+	char sd[400], err[512];
+	double t0, dt;
+	int ret, rb = 0, p[2];
+	pid_t pid;
+
+	/* a store directory other users can write */
+	snprintf(sd, sizeof(sd), "%s", tpath("h1"));
+	mkdir(sd, 0755);
+	chmod(sd, 0777);
+	s = open_store(sd, err, sizeof(err));
+	tap_ok(!s && strstr(err, "writable by others"),
+	       "world-writable store directory refused: \"%s\"", err);
+	mmhal_store_close(s);
+	chmod(sd, 0775);
+	s = open_store(sd, err, sizeof(err));
+	tap_ok(!s && strstr(err, "writable by its group"),
+	       "group-writable store directory refused: \"%s\"", err);
+	mmhal_store_close(s);
+	chmod(sd, 0755);
+
+	s = open_store(sd, err, sizeof(err));
+	if (!tap_ok(s != NULL, "the same directory at 0755 opens: %s", err))
+		return;
+	tap_ok(mode_of(tpath("h1/lock")) == 0600, "lock file is 0600 (%04o)",
+	       mode_of(tpath("h1/lock")));
+	ret = mmhal_store_install(s, tpath("v1.gguf"), err, sizeof(err));
+	ret = ret ? ret : mmhal_store_switch(s, err, sizeof(err));
+	ret = ret ? ret : mmhal_store_install(s, tpath("v2.gguf"), err,
+					      sizeof(err));
+	ret = ret ? ret : mmhal_store_switch(s, err, sizeof(err));
+	tap_ok(!ret && !status(s, &st) && st.trial && st.active == 'b' &&
+	       st.min_version == 1, "v2 on trial in slot b, v1 previous (%s)",
+	       err);
+
+	/* state and slots written by others: refused */
+	chmod(tpath("h1/state"), 0666);
+	ret = load_with(s, NULL, &rb, err, sizeof(err));
+	tap_ok(ret == -EPERM && strstr(err, "state") && !rb,
+	       "world-writable state file: load refused, nothing rolled back \"%s\"",
+	       err);
+	chmod(tpath("h1/state"), 0644);
+	chmod(tpath("h1/b"), 0777);
+	ret = load_with(s, NULL, &rb, err, sizeof(err));
+	tap_ok(ret == -EPERM && strstr(err, "writable by others") && !rb,
+	       "world-writable slot directory: refused, nothing rolled back \"%s\"",
+	       err);
+	chmod(tpath("h1/b"), 0755);
+	if (geteuid() == 0) {
+		ret = chown(tpath("h1/state"), 65534, 65534);
+		ret = ret ? -errno : load_with(s, NULL, &rb, err, sizeof(err));
+		tap_ok(ret == -EPERM && strstr(err, "owned by uid 65534"),
+		       "state owned by another user: refused \"%s\"", err);
+		ret = chown(tpath("h1/state"), 0, 0);
+		ret = ret ? ret : chown(sd, 65534, 65534);
+		ret = ret ? -errno : mmhal_store_status(s, &st);
+		tap_ok(ret == -EPERM, "store directory owned by another user: status refused (%d)",
+		       ret);
+		{
+			struct mmhal_store *s2 = open_store(sd, err, sizeof(err));
+
+			tap_ok(!s2 && strstr(err, "owned by uid 65534"),
+			       "  and open refused: \"%s\"", err);
+			mmhal_store_close(s2);
+		}
+		ret = chown(sd, 0, 0);
+		ret = ret ? ret : chown(tpath("h1/b/model.gguf"), 65534, 65534);
+		ret = ret ? -errno : load_with(s, NULL, &rb, err, sizeof(err));
+		tap_ok(ret == -EPERM && strstr(err, "owned by uid 65534") && !rb,
+		       "slot file owned by another user: refused \"%s\"", err);
+		if (chown(tpath("h1/b/model.gguf"), 0, 0))
+			tap_diag("chown back failed");
+	} else {
+		tap_ok(1, "# SKIP files of another user need root");
+	}
+	ret = status(s, &st);
+	tap_ok(!ret && st.trial && st.active == 'b' &&
+	       load_with(s, NULL, &rb, err, sizeof(err)) == 0 && !rb,
+	       "modes restored: v2 still on trial, loads (%s)", err);
+
+	/* the store reached through a link to its directory */
+	{
+		struct mmhal_store *s2;
+
+		unlink(tpath("h1-link"));
+		ret = symlink(sd, tpath("h1-link")) ? -errno : 0;
+		s2 = ret ? NULL : open_store(tpath("h1-link"), err, sizeof(err));
+		tap_ok(s2 && !status(s2, &st) && st.active == 'b',
+		       "a link to the store directory opens it: %s", err);
+		mmhal_store_close(s2);
+	}
+
+	/* a caller's parameter error never rolls back */
+	mp.n_ctx = 32;
+	mp.n_threads = 1;
+	mp.kv_type = 99;
+	ret = load_with(s, &mp, &rb, err, sizeof(err));
+	tap_ok(ret == -EINVAL && !rb && !status(s, &st) && st.trial &&
+	       st.active == 'b' && !access(tpath("h1/b/model.gguf"), F_OK),
+	       "kv_type 99: -EINVAL, v2 still on trial, its file kept \"%s\"",
+	       err);
+	mp.kv_type = mmhal_model_default_params().kv_type;
+	mp.n_ctx = 1 << 30;
+	ret = load_with(s, &mp, &rb, err, sizeof(err));
+	tap_ok(ret != 0 && !rb && !status(s, &st) && st.trial &&
+	       st.active == 'b' && !access(tpath("h1/b/model.gguf"), F_OK),
+	       "n_ctx 2^30: refused (%d), v2 still on trial, its file kept \"%s\"",
+	       ret, err);
+
+	/* a validly signed file the store did not install, in a slot */
+	ret = status(s, &st);
+	tap_ok(!ret && st.active_sig == 0,
+	       "status: the active slot's signature names the installed file (%d)",
+	       st.active_sig);
+	sh("cp '%s' '%s'", tpath("v3.gguf"), tpath("h1/b/model.gguf"));
+	sh("cp '%s' '%s'", tpath("v3.gguf.sig"), tpath("h1/b/model.gguf.sig"));
+	ret = status(s, &st);
+	tap_ok(!ret && st.active == 'b' && st.active_sig == -EBADMSG,
+	       "status with v3 copied into the active slot: active_sig -EBADMSG (%d)",
+	       st.active_sig);
+	ret = load_with(s, NULL, &rb, err, sizeof(err));
+	tap_ok(!ret && rb && strstr(err, "state recorded version 2") &&
+	       active_version(s) == 1,
+	       "signed v3 put in slot b in place of v2: not loaded as b, rolled back to v1 \"%s\"",
+	       err);
+	/* a replay: v1 (>= the minimum 1) put in the place of a v2 */
+	ret = mmhal_store_install(s, tpath("v2.gguf"), err, sizeof(err));
+	ret = ret ? ret : mmhal_store_switch(s, err, sizeof(err));
+	ret = ret ? ret : mmhal_store_commit(s, err, sizeof(err));
+	tap_ok(!ret && active_version(s) == 2, "v2 installed again and committed: %s",
+	       err);
+	ret = mmhal_store_install(s, tpath("v3.gguf"), err, sizeof(err));
+	ret = ret ? ret : mmhal_store_switch(s, err, sizeof(err));
+	if (!ret && !status(s, &st)) {
+		char slot = st.active;
+
+		sh("cp '%s' '%s/%c/model.gguf'", tpath("v1.gguf"), sd, slot);
+		sh("cp '%s' '%s/%c/model.gguf.sig'", tpath("v1.gguf.sig"), sd,
+		   slot);
+		/* the store's minimum is 2: raised to the slot's own 3 */
+		ret = load_with(s, NULL, &rb, err, sizeof(err));
+		tap_ok(!ret && rb && (strstr(err, "below the minimum 3") ||
+				      strstr(err, "state recorded version 3")) &&
+		       active_version(s) == 2,
+		       "v1 replayed in v3's slot %c: refused, rolled back to v2 \"%s\"",
+		       slot, err);
+	} else {
+		tap_ok(0, "v3 on trial: %s", err);
+	}
+
+	/* the lock held by another process: a bounded wait */
+	mmhal_store_close(s);
+	s = open_store_t(sd, 300, err, sizeof(err));
+	if (pipe(p))
+		p[0] = p[1] = -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(tpath("h1/lock"), O_RDWR);
+		char c = 1;
+
+		if (fd < 0 || flock(fd, LOCK_EX) || write(p[1], &c, 1) != 1)
+			_exit(1);
+		sleep(5);
+		_exit(0);
+	}
+	{
+		char c = 0;
+		struct mmhal_store *s2;
+
+		if (read(p[0], &c, 1) != 1)
+			c = 0;
+		t0 = now_s();
+		s2 = open_store_t(sd, 300, err, sizeof(err));
+		dt = now_s() - t0;
+		tap_ok(c == 1 && !s2 && strstr(err, "held by another process") &&
+		       dt < 2,
+		       "lock held by another process: open gives up after %.2f s: \"%s\"",
+		       dt, err);
+		mmhal_store_close(s2);
+		t0 = now_s();
+		ret = s ? status(s, &st) : -EBADF;
+		dt = now_s() - t0;
+		tap_ok(ret == -ETIMEDOUT && dt < 2,
+		       "  and the status of a store opened before: -ETIMEDOUT after %.2f s",
+		       dt);
+		mmhal_store_close(s);
+	}
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	close(p[0]);
+	close(p[1]);
+
+	/* install: a link to /dev/zero with a valid signature beside it */
+	s = open_store(sd, err, sizeof(err));
+	if (!tap_ok(s != NULL, "store reopened: %s", err))
+		return;
+	mmhal_store_commit(s, err, sizeof(err));
+	unlink(tpath("zero.gguf"));
+	ret = symlink("/dev/zero", tpath("zero.gguf")) ? -errno : 0;
+	ret = ret ? ret : sh("cp '%s' '%s'", tpath("v3.gguf.sig"),
+			     tpath("zero.gguf.sig"));
+	t0 = now_s();
+	ret = ret ? ret : mmhal_store_install(s, tpath("zero.gguf"), err,
+					      sizeof(err));
+	dt = now_s() - t0;
+	tap_ok(ret == -EINVAL && strstr(err, "not a regular file") && dt < 2 &&
+	       sh("ls '%s'/a '%s'/b | grep -q tmp", sd, sd) != 0,
+	       "install of a link to /dev/zero: refused in %.2f s, no .tmp left \"%s\"",
+	       dt, err);
+	/* a file longer than the signed size: nothing copied */
+	sh("cp '%s' '%s'; cp '%s' '%s'; echo x >> '%s'", tpath("v3.gguf"),
+	   tpath("long.gguf"), tpath("v3.gguf.sig"), tpath("long.gguf.sig"),
+	   tpath("long.gguf"));
+	ret = mmhal_store_install(s, tpath("long.gguf"), err, sizeof(err));
+	tap_ok(ret == -EBADMSG && strstr(err, "nothing copied") &&
+	       sh("ls '%s'/a '%s'/b | grep -q tmp", sd, sd) != 0,
+	       "install of a file longer than signed: refused before the copy, no .tmp left \"%s\"",
+	       err);
+	mmhal_store_close(s);
+}
+
 int main(int argc, char **argv)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -683,6 +956,7 @@ int main(int argc, char **argv)
 		return tap_done("store");
 	test_models();
 	test_sensors();
+	test_hostile();
 	test_power_cuts(argv[1]);
 	if (!tap_fail)
 		sh("rm -rf '%s'", dir);
