@@ -1402,7 +1402,6 @@ static const struct {
 } mm_pre_names[] = {
 	{ "default", MM_PRE_DEFAULT },
 	{ "gpt-2", MM_PRE_GPT2 },
-	{ "gpt2", MM_PRE_GPT2 },	/* what tools/gen.c writes */
 	{ "starcoder", MM_PRE_STARCODER },
 	{ "refact", MM_PRE_STARCODER },
 	{ "smollm", MM_PRE_STARCODER },
@@ -1496,7 +1495,9 @@ static long mm_pre_split(int pre, const uint8_t *s, size_t n, size_t **lens)
 /*
  * tokenizer.ggml.pre as llama.cpp reads it for a BPE vocab: missing means
  * "default" (llama.cpp warns and uses its default rules); a value it does
- * not know is refused.
+ * not know is refused. Every name in mm_pre_names is one llama.cpp's
+ * llama-vocab.cpp accepts, spelled as it spells it (GPT-2's is "gpt-2":
+ * llama.cpp refuses "gpt2").
  */
 static int mm_tok_load_pre(struct mm_tok *t, const struct mm_gguf *g,
 			   char *err, size_t errlen)
@@ -1521,7 +1522,7 @@ static int mm_tok_load_pre(struct mm_tok *t, const struct mm_gguf *g,
 			return 0;
 		}
 	}
-	mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.pre': pre-tokenizer '%.*s' is not supported (default, gpt-2, gpt2, smollm, starcoder, refact, llama-bpe, llama3, llama-v3, qwen2, deepseek-r1-qwen, deepseek-llm, deepseek-coder, falcon are)",
+	mm_errf(-EINVAL, err, errlen, "key 'tokenizer.ggml.pre': pre-tokenizer '%.*s' is not supported (default, gpt-2, smollm, starcoder, refact, llama-bpe, llama3, llama-v3, qwen2, deepseek-r1-qwen, deepseek-llm, deepseek-coder, falcon are)",
 		    (int)(len > 64 ? 64 : len), s);
 	return -ENOTSUP;
 }

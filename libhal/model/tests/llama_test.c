@@ -198,7 +198,7 @@ static void test_vs_ref(int t)
 }
 
 /* A vocabulary with a pre-tokenizer this runtime does not have refuses
- * the model, naming the value (the F32 file with its "gpt2" value
+ * the model, naming the value (the F32 file with its "gpt-2" value
  * rewritten in place). */
 static void test_unknown_pre(void)
 {
@@ -216,11 +216,11 @@ static void test_unknown_pre(void)
 		buf = malloc(n);
 	if (buf && fread(buf, 1, n, f) == (size_t)n &&
 	    (k = memmem(buf, n, key, sizeof(key) - 1)) &&
-	    k + sizeof(key) - 1 + 4 + 8 + 4 <= buf + n &&
-	    !memcmp(k + sizeof(key) - 1 + 12, "gpt2", 4)) {
+	    k + sizeof(key) - 1 + 4 + 8 + 5 <= buf + n &&
+	    !memcmp(k + sizeof(key) - 1 + 12, "gpt-2", 5)) {
 		FILE *o;
 
-		memcpy(k + sizeof(key) - 1 + 12, "zzz9", 4);
+		memcpy(k + sizeof(key) - 1 + 12, "zzz9z", 5);
 		snprintf(bad, sizeof(bad), "%s.pre", path[0]);
 		o = fopen(bad, "wb");
 		if (o && fwrite(buf, 1, n, o) == (size_t)n && !fclose(o))
@@ -232,7 +232,7 @@ static void test_unknown_pre(void)
 	if (f)
 		fclose(f);
 	free(buf);
-	tap_ok(r == -ENOTSUP && !m && strstr(err, "'zzz9'") &&
+	tap_ok(r == -ENOTSUP && !m && strstr(err, "'zzz9z'") &&
 	   strstr(err, "tokenizer.ggml.pre"),
 	   "unknown tokenizer.ggml.pre refuses the model: %d \"%s\"", r, err);
 	mmhal_model_free(m);

@@ -91,7 +91,10 @@ static void check_vision(const struct vcase *c, uint32_t type)
 	void *buf = gen_mem(c->shape, NULL, type, &size);
 	int ret = buf ? mm_mmproj_load_mem(buf, size, &p, err, sizeof(err)) :
 		-ENOMEM;
-	uint32_t conv = type == MM_TYPE_F32 ? MM_TYPE_F32 : MM_TYPE_F16;
+	/* the converter's patch embedding: SmolVLM's F32, CLIP's F16 in an
+	 * F16 file, F32 otherwise */
+	uint32_t conv = c->clip && type == MM_TYPE_F16 ? MM_TYPE_F16 :
+							 MM_TYPE_F32;
 
 	v = mm_mmproj_vision(p);
 	tap_ok(!ret && v && !mm_mmproj_audio(p) && v->proj == c->proj &&
@@ -134,8 +137,7 @@ static void check_audio(const struct acase *c, uint32_t type)
 	       a->norm_mid.name && !a->blk[0].k_b.name && a->blk[0].q_b.name &&
 	       a->blk[0].q_w.type == fit(type, c->n_embd) &&
 	       a->mlp1_w.type == fit(type, (int64_t)c->n_embd * c->stack) &&
-	       a->conv1_w.type == (type == MM_TYPE_F32 ? MM_TYPE_F32 :
-				   MM_TYPE_F16) &&
+	       a->conv1_w.type == MM_TYPE_F16 &&
 	       !mm_mmproj_check_llm(p, c->n_out, err, sizeof(err)),
 	       "audio %s at %s: loads back (ultravox x%u -> %u)", c->shape,
 	       mm_type_name((enum mm_type)type), c->stack,
@@ -615,6 +617,166 @@ static void test_llm_width(void)
 	free(lbuf);
 }
 
+
+/* ---- files as llama.cpp's converter writes them ------------------------- */
+
+static int ends_with(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+
+	return a >= b && !strcmp(s + a - b, suf);
+}
+
+/*
+ * The type convert_hf_to_gguf.py gives a tensor of an mmproj of file type
+ * ftype, from the tensor's role (written from the converter's rules, apart
+ * from gen.c's): biases and anything not a ".weight", 1-D tensors, and
+ * position and class embeddings F32; the Whisper convolutions F16;
+ * SmolVLM's patch embedding F32 (".embeddings."), CLIP's F16 in an F16
+ * file and F32 otherwise; matrices the file's type.
+ */
+static uint32_t conv_type(const struct mm_gguf_tensor *t, uint32_t ftype,
+			  int idefics3)
+{
+	if (!ends_with(t->name, ".weight") || t->n_dims < 2 ||
+	    strstr(t->name, "position_embd") || strstr(t->name, "class_embd"))
+		return MM_TYPE_F32;
+	if (!strncmp(t->name, "a.conv1d.", 9))
+		return MM_TYPE_F16;
+	if (!strcmp(t->name, "v.patch_embd.weight"))
+		return !idefics3 && ftype == MM_TYPE_F16 ? MM_TYPE_F16 :
+							   MM_TYPE_F32;
+	/* a row the type cannot hold whole blocks of: the converter's
+	 * quantizer raises and it falls back to F16 */
+	return t->ne[0] % (int64_t)mm_type_block_elems(ftype) ? MM_TYPE_F16 :
+								 ftype;
+}
+
+static void test_converter_types(void)
+{
+	static const char *const vis[] = { "tiny", "tiny-mlp", "micro", NULL };
+	static const char *const aud[] = { "tiny", "micro", "tiny-30s", NULL };
+	static const uint32_t types[] = { MM_TYPE_F32, MM_TYPE_F16,
+					  MM_TYPE_BF16, MM_TYPE_Q8_0 };
+	static const uint32_t ftypes[] = { 0, 1, 32, 7 };
+	int files = 0, bad = 0;
+
+	for (int k = 0; k < 4; k++)
+		for (int i = 0; vis[i] || aud[i]; i++) {
+			const char *v = vis[i], *a = aud[i];
+			struct mm_gguf *g = NULL;
+			char err[256] = "";
+			uint32_t ft = 99;
+			size_t n;
+			void *buf = gen_mem(v, a, types[k], &n);
+
+			if (!buf || mm_gguf_open_mem(buf, n, &g, err,
+						     sizeof(err))) {
+				tap_diag("%s+%s: %s", v ? v : "-", a ? a : "-",
+					 err);
+				bad++;
+				free(buf);
+				continue;
+			}
+			files++;
+			if (mm_gguf_get_u32(g, "general.file_type", &ft) ||
+			    ft != ftypes[k]) {
+				tap_diag("%s+%s %s: general.file_type %u, want %u",
+					 v ? v : "-", a ? a : "-",
+					 mm_gguf_type_name(types[k]), ft,
+					 ftypes[k]);
+				bad++;
+			}
+			for (uint64_t j = 0; j < mm_gguf_n_tensors(g); j++) {
+				const struct mm_gguf_tensor *t =
+					mm_gguf_tensor_at(g, j);
+				uint32_t want = conv_type(t, types[k],
+							  v && strcmp(v, "tiny-mlp"));
+
+				if (t->type != want) {
+					tap_diag("%s+%s %s: %s is %s, the converter writes %s",
+						 v ? v : "-", a ? a : "-",
+						 mm_gguf_type_name(types[k]),
+						 t->name,
+						 mm_gguf_type_name(t->type),
+						 mm_gguf_type_name(want));
+					bad++;
+				}
+			}
+			mm_gguf_close(g);
+			free(buf);
+		}
+	tap_ok(files == 12 && !bad,
+	       "mmproj files (%d): every tensor's type is the converter's for its role, general.file_type its ftype",
+	       files);
+}
+
+/* The text models: pre-tokenizer names llama.cpp knows, and the tokens of
+ * the vocabularies they imitate ("\n\n" whole, SmolVLM's image tokens). */
+static void test_converter_vocab(void)
+{
+	static const char *const shapes[] = { "tiny", "micro", "gqa4" };
+	static const char *const toks[] = { "gpt2", "smolvlm", "llama" };
+	/* tokenizer.ggml.pre values of llama.cpp's llama-vocab.cpp */
+	static const char *const llama_pre[] = { "default", "gpt-2", "smollm" };
+	int files = 0, bad = 0;
+
+	for (int i = 0; i < 3; i++)
+		for (int k = 0; k < 3; k++) {
+			struct mm_gen_params lp = { .shape = shapes[i],
+						    .tokenizer = toks[k],
+						    .type = MM_TYPE_F32 };
+			const struct mm_gguf_kv *kv;
+			struct mm_gguf *g = NULL;
+			char err[256] = "";
+			const char *s = NULL;
+			size_t n = 0, len = 0;
+			uint64_t nt = 0;
+			uint32_t et;
+			void *buf = NULL;
+			int known = 0, nn = 0, img = 0;
+
+			if (mm_gen_model_mem(&lp, &buf, &n, err, sizeof(err)) ||
+			    mm_gguf_open_mem(buf, n, &g, err, sizeof(err))) {
+				tap_diag("%s/%s: %s", shapes[i], toks[k], err);
+				bad++;
+				free(buf);
+				continue;
+			}
+			files++;
+			if (!mm_gguf_get_str(g, "tokenizer.ggml.pre", &s, &len))
+				for (int p = 0; p < 3; p++)
+					known |= strlen(llama_pre[p]) == len &&
+						 !memcmp(llama_pre[p], s, len);
+			kv = mm_gguf_find(g, "tokenizer.ggml.tokens");
+			if (kv && !mm_gguf_arr(kv, &et, &nt))
+				for (uint64_t j = 0; j < nt; j++) {
+					const char *t;
+					size_t tl;
+
+					if (mm_gguf_arr_str(kv, j, &t, &tl))
+						continue;
+					nn |= tl == 4 && !memcmp(t, "\xc4\x8a\xc4\x8a", 4);
+					img += (tl == 25 && !memcmp(t, "<fake_token_around_image>", 25)) ||
+					       (tl == 12 && !memcmp(t, "<global-img>", 12)) ||
+					       (tl == 13 && !memcmp(t, "<row_1_col_1>", 13));
+				}
+			if (!known || (strcmp(toks[k], "llama") && !nn) ||
+			    (!strcmp(toks[k], "smolvlm") && img != 3)) {
+				tap_diag("%s/%s: pre '%.*s'%s, \"\\n\\n\" token %s, image tokens %d",
+					 shapes[i], toks[k], (int)len,
+					 s ? s : "", known ? "" : " (not a llama.cpp name)",
+					 nn ? "present" : "missing", img);
+				bad++;
+			}
+			mm_gguf_close(g);
+			free(buf);
+		}
+	tap_ok(files == 9 && !bad,
+	       "text models (%d): pre-tokenizer names llama.cpp knows, \"\\n\\n\" one token, SmolVLM's image tokens",
+	       files);
+}
+
 int main(void)
 {
 	test_round_trips();
@@ -624,5 +786,7 @@ int main(void)
 	test_flags();
 	test_preproc();
 	test_llm_width();
+	test_converter_types();
+	test_converter_vocab();
 	return tap_done("mmproj");
 }

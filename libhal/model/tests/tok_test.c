@@ -373,7 +373,7 @@ static const struct split_case split_cases[] = {
 	{ "gpt-2", "x\xc2\xb2", { "x", "\xc2\xb2" } },			/* ² is \p{N} */
 	{ "gpt-2", "a\xc2\xa0" "b", { "a", "\xc2\xa0", "b" } },		/* NBSP is \s */
 	{ "gpt-2", "\xf0\x9f\x99\x82 ok $x", { "\xf0\x9f\x99\x82", " ok", " $", "x" } },
-	{ "gpt2", "a 12", { "a", " 12" } },
+	{ "gpt-2", "a 12", { "a", " 12" } },
 	/* llama-bpe: (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
 	{ "llama-bpe", "IT'S I'M don't", { "IT", "'S", " I", "'M", " don", "'t" } },
 	{ "llama-bpe", "12345", { "123", "45" } },
@@ -566,7 +566,7 @@ static int load_pre(const char *pre, struct mm_tok **tok, char *err,
 static void test_pre_load(void)
 {
 	static const char *const known[] = {
-		NULL, "default", "gpt-2", "gpt2", "smollm", "starcoder",
+		NULL, "default", "gpt-2", "smollm", "starcoder",
 		"refact", "llama-bpe", "qwen2", "deepseek-llm",
 		"deepseek-coder", "falcon",
 	};
@@ -595,6 +595,17 @@ static void test_pre_load(void)
 		if (!tap_ok(ret == -ENOTSUP && !tok && strstr(err, "'qwen35-next'") &&
 			    strstr(err, "tokenizer.ggml.pre"),
 			    "tokenizer load: unknown pre value is -ENOTSUP naming it"))
+			tap_diag("ret %d '%s'", ret, err);
+		mm_tok_free(tok);
+	}
+	{
+		/* llama.cpp refuses "gpt2" (its name is "gpt-2"): so does this */
+		struct mm_tok *tok;
+		char err[256] = "";
+		int ret = load_pre("gpt2", &tok, err, sizeof(err));
+
+		if (!tap_ok(ret == -ENOTSUP && !tok && strstr(err, "'gpt2'"),
+			    "tokenizer load: pre 'gpt2' (not a llama.cpp name) is refused"))
 			tap_diag("ret %d '%s'", ret, err);
 		mm_tok_free(tok);
 	}

@@ -222,6 +222,10 @@ static int mm_gen_vocab_build(struct mm_gen_vocab *v, int spm, int img,
 			mm_gen_add(v, a, 0, 1);
 		}
 	}
+	/* "\n\n" is one token in GPT-2's and SmolVLM's vocabularies ("ĊĊ"):
+	 * mtmd looks it up whole for the idefics3 image layout */
+	if (!spm)
+		mm_gen_merge(v, "\xc4\x8a", "\xc4\x8a");
 	for (size_t i = 0; i < sizeof(mm_gen_hand) / sizeof(mm_gen_hand[0]); i++) {
 		mm_gen_sub(v, mm_gen_hand[i][0], a, sizeof(a));
 		mm_gen_sub(v, mm_gen_hand[i][1], b, sizeof(b));
@@ -437,7 +441,7 @@ static int mm_gen_build(const struct mm_gen_params *p, struct mm_gen_ctx *c,
 	W(mm_gguf_w_str(w, "tokenizer.ggml.model", spm ? "llama" : "gpt2"));
 	W(mm_gguf_w_str(w, "tokenizer.ggml.pre",
 			spm ? "default" : (!strcmp(s->name, "smollm2-135m") ?
-					   "smollm" : "gpt2")));
+					   "smollm" : "gpt-2")));
 	W(mm_gguf_w_arr_str(w, "tokenizer.ggml.tokens",
 			    (const char *const *)v.tok, NULL, v.n));
 	if (spm)
@@ -659,8 +663,38 @@ static uint32_t mm_gen_fit(uint32_t want, int64_t ne0)
 	return ne0 % (int64_t)mm_type_block_elems(want) ? MM_TYPE_F16 : want;
 }
 
-enum mm_gen_kind { MM_GEN_MAT, MM_GEN_CONV, MM_GEN_EMB, MM_GEN_ONES,
-		   MM_GEN_BIAS };
+/* llama.cpp's general.file_type (enum llama_ftype) for a file whose
+ * matrices are of type t */
+static uint32_t mm_gen_ftype(uint32_t t)
+{
+	switch (t) {
+	case MM_TYPE_F32: return 0;
+	case MM_TYPE_F16: return 1;
+	case MM_TYPE_Q4_0: return 2;
+	case MM_TYPE_Q4_1: return 3;
+	case MM_TYPE_Q8_0: return 7;
+	case MM_TYPE_Q5_0: return 8;
+	case MM_TYPE_Q4_K: return 15;	/* Q4_K_M */
+	case MM_TYPE_Q6_K: return 18;
+	case MM_TYPE_BF16: return 32;
+	default: return 1;
+	}
+}
+
+/*
+ * A tensor's role decides its type as llama.cpp's convert_hf_to_gguf.py
+ * decides it for the same architecture (Documentation/model-runtime.rst,
+ * "Files as llama.cpp's converter writes them"):
+ *  MAT    a matrix: the file's type (a row that holds no whole block falls
+ *         back as the quantizer does)
+ *  PATCH  CLIP's patch embedding: F16 in an F16 file, F32 otherwise
+ *         (MmprojModel); PATCH_F32 SmolVLM's: F32 (its ".embeddings.")
+ *  ACONV  the Whisper encoder's convolutions: F16 in every file
+ *  EMB    position and class embeddings: F32
+ *  ONES, BIAS  norms and biases (1-D, or not a ".weight"): F32
+ */
+enum mm_gen_kind { MM_GEN_MAT, MM_GEN_PATCH, MM_GEN_PATCH_F32, MM_GEN_ACONV,
+		   MM_GEN_EMB, MM_GEN_ONES, MM_GEN_BIAS };
 
 struct mm_gen_mw {
 	struct mm_gguf_writer *w;
@@ -702,14 +736,18 @@ static void mm_gen_mt_add(struct mm_gen_mw *m, enum mm_gen_kind kind,
 		t->type = mm_gen_fit(m->type, ne[0]);
 		t->std = (float)(1.0 / sqrt((double)fan));
 		break;
-	case MM_GEN_CONV:
+	case MM_GEN_PATCH:
+	case MM_GEN_PATCH_F32:
+	case MM_GEN_ACONV:
 		for (int i = 1; i < nd - 1; i++)
 			fan *= ne[i];
-		t->type = m->type == MM_TYPE_F32 ? MM_TYPE_F32 : MM_TYPE_F16;
+		t->type = kind == MM_GEN_ACONV ||
+			  (kind == MM_GEN_PATCH && m->type == MM_TYPE_F16) ?
+			  MM_TYPE_F16 : MM_TYPE_F32;
 		t->std = (float)(1.0 / sqrt((double)fan));
 		break;
 	case MM_GEN_EMB:
-		t->type = m->type == MM_TYPE_F32 ? MM_TYPE_F32 : MM_TYPE_F16;
+		t->type = MM_TYPE_F32;
 		t->std = 0.02f;
 		break;
 	case MM_GEN_ONES:
@@ -802,7 +840,8 @@ static void mm_gen_vision(struct mm_gen_mw *m, const struct mm_gen_vshape *v,
 				v->preproc));
 #undef W
 	m->ret = ret;
-	mm_gen_mt_add(m, MM_GEN_CONV, MM_GEN_NE(v->patch, v->patch, 3, e),
+	mm_gen_mt_add(m, v->clip ? MM_GEN_PATCH : MM_GEN_PATCH_F32,
+		      MM_GEN_NE(v->patch, v->patch, 3, e),
 		      "v.patch_embd.weight");
 	mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(e), "v.patch_embd.bias");
 	if (v->clip)
@@ -853,10 +892,10 @@ static void mm_gen_audio(struct mm_gen_mw *m, const struct mm_gen_ashape *a,
 	W(mm_gguf_w_u32(w, "clip.audio.projector.stack_factor", a->stack));
 #undef W
 	m->ret = ret;
-	mm_gen_mt_add(m, MM_GEN_CONV, MM_GEN_NE(3, a->n_mel, e),
+	mm_gen_mt_add(m, MM_GEN_ACONV, MM_GEN_NE(3, a->n_mel, e),
 		      "a.conv1d.1.weight");
 	mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(1, e), "a.conv1d.1.bias");
-	mm_gen_mt_add(m, MM_GEN_CONV, MM_GEN_NE(3, e, e), "a.conv1d.2.weight");
+	mm_gen_mt_add(m, MM_GEN_ACONV, MM_GEN_NE(3, e, e), "a.conv1d.2.weight");
 	mm_gen_mt_add(m, MM_GEN_BIAS, MM_GEN_NE(1, e), "a.conv1d.2.bias");
 	mm_gen_mt_add(m, MM_GEN_EMB, MM_GEN_NE(e, a->n_pos),
 		      "a.position_embd.weight");
@@ -911,10 +950,7 @@ static int mm_gen_mmproj_build(const struct mm_gen_mmproj_params *p,
 	W(mm_gguf_w_str(m->w, "general.architecture", "clip"));
 	W(mm_gguf_w_str(m->w, "general.type", "mmproj"));
 	W(mm_gguf_w_str(m->w, "general.name", name));
-	W(mm_gguf_w_u32(m->w, "general.file_type",
-			p->type == MM_TYPE_F32 ? 0 : p->type == MM_TYPE_F16 ? 1 :
-			p->type == MM_TYPE_Q8_0 ? 7 : p->type == MM_TYPE_Q4_0 ? 2 :
-			p->type == MM_TYPE_Q4_K ? 15 : 1));
+	W(mm_gguf_w_u32(m->w, "general.file_type", mm_gen_ftype(p->type)));
 	W(mm_gguf_w_bool(m->w, "clip.has_vision_encoder", v != NULL));
 	W(mm_gguf_w_bool(m->w, "clip.has_audio_encoder", a != NULL));
 #undef W

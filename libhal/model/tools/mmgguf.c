@@ -305,6 +305,13 @@ static uint32_t mmgguf_fit(uint32_t want, int64_t ne0)
 	return ne0 % (int64_t)mm_type_block_elems(want) ? MM_TYPE_F16 : want;
 }
 
+static int mmgguf_ends(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
 static uint32_t mmgguf_pick(const struct mm_gguf_tensor *t, uint32_t base,
 			    int pure, int tied, int n_layer,
 			    const struct mmgguf_rule *rules, int n_rules,
@@ -319,9 +326,22 @@ static uint32_t mmgguf_pick(const struct mm_gguf_tensor *t, uint32_t base,
 			*overridden = 1;
 			return mmgguf_fit(rules[i].type, t->ne[0]);
 		}
-	/* 1-D tensors (norms, biases) stay F32, as llama.cpp keeps them */
-	if (t->n_dims < 2 || (t->ne[1] == 1 && t->ne[2] == 1 && t->ne[3] == 1))
+	/*
+	 * By role, as llama.cpp's converter and quantizer decide: anything
+	 * that is not a ".weight" (biases, whatever their stored shape: the
+	 * Whisper convolutions' are [1, n]), 1-D tensors, norms and position
+	 * or class embeddings stay F32; the Whisper encoder's convolutions
+	 * F16; a patch embedding keeps the type the converter gave it.
+	 */
+	if (!mmgguf_ends(t->name, ".weight") || t->n_dims < 2 ||
+	    (t->ne[1] == 1 && t->ne[2] == 1 && t->ne[3] == 1) ||
+	    strstr(t->name, "_norm.") || strstr(t->name, ".norm_") ||
+	    strstr(t->name, "position_embd") || strstr(t->name, "class_embd"))
 		return MM_TYPE_F32;
+	if (!strncmp(t->name, "a.conv1d.", 9))
+		return MM_TYPE_F16;
+	if (strstr(t->name, "patch_embd."))
+		return t->type;
 	if (!pure) {
 		if (!strcmp(t->name, "output.weight") ||
 		    (tied && !strcmp(t->name, "token_embd.weight"))) {
