@@ -722,7 +722,11 @@ TEST_F(chan, dqbuf_efault_keeps_frame)
 	seq = d.sequence;
 	ASSERT_EQ(0, dqbuf(self->fd, id, 0, 2000, &d));
 	EXPECT_EQ(12, d.cookie);
-	EXPECT_EQ(seq + 1, d.sequence);
+	/* The next frame; a slow engine (a loaded TCG guest) may have
+	 * dropped frames in between, and then says so on this one. */
+	EXPECT_LT(seq, d.sequence);
+	if (d.sequence != seq + 1)
+		EXPECT_TRUE(d.frame_flags & MMEDGE_FRAME_DROPPED_BEFORE);
 
 	/* Taken back into a destroyed channel: released, not leaked. */
 	ASSERT_EQ(0, qbuf(self->fd, id, b[0].fd, 0, 13, NULL));
