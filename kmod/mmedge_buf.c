@@ -1364,6 +1364,32 @@ static void mmedge_import_free(struct mmedge_dev *mdev,
 }
 
 /*
+ * Does the exporter's mapping respect the hub's DMA limits (set at probe,
+ * see mmedge_dma_limits())? Exporters build their tables themselves; one
+ * that ignores the importer's limits gets its import refused.
+ */
+static int mmedge_import_check_limits(struct mmedge_dev *mdev,
+				      struct dma_buf *dmabuf,
+				      struct sg_table *sgt)
+{
+	struct scatterlist *sg;
+	unsigned int i;
+
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		if (mmedge_seg_fits(sg_dma_address(sg), sg_dma_len(sg),
+				    mdev->dma_max_seg, mdev->dma_boundary))
+			continue;
+		dev_warn_ratelimited(&mdev->dev,
+				     "import of a %s dma-buf refused: DMA segment %u (%u bytes at %pad) exceeds the hub's limits (max segment %u, boundary %#lx)\n",
+				     dmabuf->exp_name, i, sg_dma_len(sg),
+				     &sg_dma_address(sg), mdev->dma_max_seg,
+				     mdev->dma_boundary);
+		return -ERANGE;
+	}
+	return 0;
+}
+
+/*
  * MMEDGE_IOC_BUF_IMPORT: register a foreign dma-buf with this file:
  * attach it to the mmedge device and map it for DMA.
  *
@@ -1372,6 +1398,8 @@ static void mmedge_import_free(struct mmedge_dev *mdev,
  *  -EINVAL: fd is not a dma-buf, flags/pad/reserved set.
  *  -EEXIST: this file already imported that dma-buf.
  *  -ENOSPC: the file holds MMEDGE_MAX_IMPORTS imports.
+ *  -ERANGE: the exporter's mapping has a DMA segment longer than the
+ *	     hub's dma_max_segment or crossing its dma_segment_boundary.
  *  others:  the exporter's error from attach or map.
  */
 int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
@@ -1425,6 +1453,9 @@ int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
 		goto err_detach;
 	}
 	imp->nr_segments = imp->sgt->nents;
+	ret = mmedge_import_check_limits(mdev, dmabuf, imp->sgt);
+	if (ret)
+		goto err_unmap;
 
 	ret = xa_alloc(&mf->imports, &id, imp, XA_LIMIT(1, MMEDGE_MAX_IMPORTS),
 		       GFP_KERNEL_ACCOUNT);

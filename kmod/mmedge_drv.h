@@ -18,6 +18,8 @@
 
 #define MMEDGE_DRV_NAME		"mmedge"
 #define MMEDGE_MAX_DEVS		16
+/* The hub's longest DMA segment when nothing says otherwise. */
+#define MMEDGE_DMA_MAX_SEG	UINT_MAX
 
 /**
  * struct mmedge_dev - one mmedge instance (/dev/mmedgeN)
@@ -33,6 +35,8 @@
  *	with -ENODEV.
  * @dma_dev: the device buffers are allocated and mapped for (the
  *	platform device); buffers hold a reference on it.
+ * @dma_max_seg: the longest DMA segment @dma_dev takes, set at probe.
+ * @dma_boundary: the segment boundary mask of @dma_dev, set at probe.
  * @nr_bufs: live buffers allocated through this instance.
  * @buf_bytes: bytes of those buffers.
  * @nr_imports: live imports of foreign dma-bufs.
@@ -52,6 +56,8 @@ struct mmedge_dev {
 	bool alive;
 
 	struct device *dma_dev;
+	unsigned int dma_max_seg;
+	unsigned long dma_boundary;
 	atomic_t nr_bufs;
 	atomic64_t buf_bytes;
 	atomic_t nr_imports;

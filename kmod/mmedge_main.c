@@ -16,6 +16,7 @@
 #include <linux/module.h>
 #include <linux/of.h>
 #include <linux/platform_device.h>
+#include <linux/property.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/mmedge.h>
@@ -182,9 +183,31 @@ static ssize_t api_version_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(api_version);
 
+/* The DMA limits importers' tables must respect (mmedge_dma_limits()). */
+static ssize_t dma_max_segment_show(struct device *dev,
+				    struct device_attribute *attr, char *buf)
+{
+	struct mmedge_dev *mdev = to_mmedge_dev(dev);
+
+	return sysfs_emit(buf, "%u\n", mdev->dma_max_seg);
+}
+static DEVICE_ATTR_RO(dma_max_segment);
+
+static ssize_t dma_segment_boundary_show(struct device *dev,
+					 struct device_attribute *attr,
+					 char *buf)
+{
+	struct mmedge_dev *mdev = to_mmedge_dev(dev);
+
+	return sysfs_emit(buf, "%#lx\n", mdev->dma_boundary);
+}
+static DEVICE_ATTR_RO(dma_segment_boundary);
+
 static struct attribute *mmedge_dev_attrs[] = {
 	&dev_attr_virtual.attr,
 	&dev_attr_api_version.attr,
+	&dev_attr_dma_max_segment.attr,
+	&dev_attr_dma_segment_boundary.attr,
 	NULL,
 };
 
@@ -335,6 +358,47 @@ static void mmedge_dev_release(struct device *dev)
 	kfree(mdev);
 }
 
+/*
+ * The hub's DMA limits: the longest DMA segment and the boundary no
+ * segment may cross, which every table mapped for the device (imports,
+ * mmedge buffers attached to it) must respect. From the device tree
+ * (mmedge,dma-max-segment-size, mmedge,dma-segment-boundary) where it
+ * says so, else from the memcpy DMA controller's device when the engine
+ * has one, else MMEDGE_DMA_MAX_SEG and no boundary: the soft engine
+ * copies with the CPU and has no segment limit of its own.
+ */
+static int mmedge_dma_limits(struct mmedge_dev *mdev)
+{
+	struct device *dev = &mdev->pdev->dev;
+	struct device *ctl = mmedge_dmaeng_dev(&mdev->eng.dmaeng);
+	u32 max_seg = MMEDGE_DMA_MAX_SEG;
+	u64 boundary = ULONG_MAX;
+
+	if (ctl) {
+		max_seg = dma_get_max_seg_size(ctl);
+		boundary = dma_get_seg_boundary(ctl);
+	}
+	device_property_read_u32(dev, "mmedge,dma-max-segment-size", &max_seg);
+	device_property_read_u64(dev, "mmedge,dma-segment-boundary", &boundary);
+	/* A boundary is a mask (2^n - 1) of at least a page. */
+	if (max_seg < PAGE_SIZE || boundary > ULONG_MAX ||
+	    boundary < PAGE_SIZE - 1 || (boundary & (boundary + 1))) {
+		dev_err(dev, "bad DMA limits: max segment %u, boundary %#llx\n",
+			max_seg, boundary);
+		return -EINVAL;
+	}
+	/* Both return void from 6.11 on and warn without dma_parms. */
+	if (!dev->dma_parms)
+		return -EIO;
+	dma_set_max_seg_size(dev, max_seg);
+	dma_set_seg_boundary(dev, boundary);
+	mdev->dma_max_seg = max_seg;
+	mdev->dma_boundary = boundary;
+	dev_dbg(dev, "DMA limits: max segment %u, boundary %#llx (%s)\n",
+		max_seg, boundary, ctl ? dev_name(ctl) : "no controller");
+	return 0;
+}
+
 static int mmedge_probe(struct platform_device *pdev)
 {
 	struct mmedge_dev *mdev;
@@ -390,6 +454,12 @@ static int mmedge_probe(struct platform_device *pdev)
 	if (ret) {
 		dev_err(&pdev->dev, "cannot start the DMA engine: %d\n", ret);
 		goto err_put_device;
+	}
+
+	ret = mmedge_dma_limits(mdev);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot set the DMA limits: %d\n", ret);
+		goto err_stop_engine;
 	}
 
 	cdev_init(&mdev->cdev, &mmedge_fops);

@@ -26,6 +26,8 @@
  *                           kernel's DMA-API debug checks each mapping).
  *  qbuf_emfile_order        12: QBUF failing with EMFILE publishes no
  *                           fence; fences signal in seqno order.
+ *  import_sizes             13: imports of 4 KiB to 64 MiB within the
+ *                           hub's DMA limits (issue 39).
  *  close_with_live_sync_files, vgem_holds_across_rmmod,
  *  vgem_holds_across_unbind, mmap_after_close, fork_with_buffers:
  *                           lifetime races.
@@ -1331,6 +1333,98 @@ TEST_F_TIMEOUT(hostile, qbuf_emfile_order, 60)
 	chan_destroy(self->dev, ch);
 	for (i = 0; i < 4; i++)
 		close(buf[i]);
+}
+
+/*
+ * 13. The hub's DMA limits (issue 39): imports of every size from 4 KiB
+ * to 64 MiB. vgem's buffers are shmem pages, which vgem merges into one
+ * segment wherever the allocator gave a physically contiguous run (a
+ * fresh 2 MiB buffer often is one segment); mmedge's own buffers are
+ * imported too, scatter-gather (1 MiB blocks) and contiguous (one
+ * block). An import succeeds when the hub's dma_max_segment covers the
+ * buffer; a contiguous mmedge buffer is then one segment. The debug
+ * stage runs this with DMA-API debug, which reports any segment mapped
+ * longer than the device claims or across its boundary, and fails.
+ */
+TEST_F_TIMEOUT(hostile, import_sizes, 300)
+{
+	static const size_t sizes[] = {
+		SZ_4K, SZ_64K, 256 * 1024, SZ_1M, 2 * SZ_1M, 4 * SZ_1M,
+		16 * SZ_1M, 64 * SZ_1M,
+	};
+	struct mmedge_buf_import imp;
+	struct mmedge_buf_release rel;
+	long long max_seg = 0;
+	unsigned int i, k;
+
+	BEGIN();
+
+	NEED_VGEM();
+	ASSERT_EQ(0, read_ll(DEV0_SYSDIR "/dma_max_segment", &max_seg));
+	TH_LOG("dma_max_segment %lld", max_seg);
+	ASSERT_LE(4096, max_seg);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t size = sizes[i];
+		__u32 handle;
+		int fd, ret;
+
+		/* vgem's buffer. */
+		ASSERT_EQ(0, vgem_dumb(self->vgem, size, &handle));
+		ASSERT_EQ(0, drmPrimeHandleToFD(self->vgem, handle,
+						DRM_CLOEXEC | DRM_RDWR, &fd));
+		ret = buf_import(self->dev, fd, &imp);
+		if (size <= (size_t)max_seg) {
+			EXPECT_EQ(0, ret) TH_LOG("vgem %zu KiB", size >> 10);
+		} else {
+			/* The exporter may merge past the hub's limit. */
+			EXPECT_TRUE(!ret || ret == -ERANGE);
+		}
+		if (!ret) {
+			EXPECT_LE(1, imp.nr_segments);
+			EXPECT_GE(size / SZ_4K, imp.nr_segments);
+			TH_LOG("vgem %zu KiB: %u segments", size >> 10,
+			       imp.nr_segments);
+			memset(&rel, 0, sizeof(rel));
+			rel.id = imp.id;
+			EXPECT_EQ(0, xioctl(self->dev, MMEDGE_IOC_BUF_RELEASE,
+					    &rel));
+		}
+		close(fd);
+		EXPECT_EQ(0, drmCloseBufferHandle(self->vgem, handle));
+
+		/* mmedge's own, scatter-gather and contiguous. */
+		for (k = 0; k < 2; k++) {
+			__u32 flags = k ? MMEDGE_BUF_CONTIG : 0;
+			size_t want;
+
+			if (k && !(self->caps & MMEDGE_CAP_CONTIG))
+				continue;
+			fd = buf_new(self->dev, size, flags, O_RDWR | O_CLOEXEC);
+			if (fd == -ENOMEM && k) {
+				TH_LOG("no %zu KiB contiguous block", size >> 10);
+				continue;
+			}
+			ASSERT_LE(0, fd);
+			ASSERT_EQ(0, buf_import(self->dev, fd, &imp));
+			/*
+			 * Blocks are cut to the hub's limits, never refused;
+			 * the contiguous block is one segment per
+			 * dma_max_segment.
+			 */
+			want = (size + max_seg - 1) / max_seg;
+			if (k) {
+				EXPECT_EQ(want, imp.nr_segments)
+					TH_LOG("contig %zu KiB", size >> 10);
+			} else {
+				EXPECT_GE(size / SZ_4K, imp.nr_segments);
+			}
+			memset(&rel, 0, sizeof(rel));
+			rel.id = imp.id;
+			EXPECT_EQ(0, xioctl(self->dev, MMEDGE_IOC_BUF_RELEASE,
+					    &rel));
+			close(fd);
+		}
+	}
 }
 
 /*
