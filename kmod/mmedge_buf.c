@@ -1298,7 +1298,9 @@ out:
 
 /*
  * MMEDGE_IOC_BUF_SYNC: begin or end CPU access to a byte range of an
- * mmedge buffer. A START first waits for the buffer's fences.
+ * mmedge buffer. A START first waits for the buffer's fences. Runs
+ * without mmedge_dev.lock (see mmedge_ioctl_unlocked()): the wait has no
+ * bound of its own, and the buffer outlives an unbind.
  *
  * Errors:
  *  -EBADF:  fd is not open.

@@ -985,7 +985,12 @@ err_free:
 	return ret;
 }
 
+/*
+ * The oldest done job of channel @id of @mf, off the channel, with a
+ * reference on the channel in *@chp (the job can only go back to it).
+ */
 static struct mmedge_qb *mmedge_chan_take_done(struct mmedge_file *mf, u32 id,
+					       struct mmedge_chan **chp,
 					       int *err)
 {
 	struct mmedge_engine *eng = &mf->mdev->eng;
@@ -1000,6 +1005,8 @@ static struct mmedge_qb *mmedge_chan_take_done(struct mmedge_file *mf, u32 id,
 		qb = list_first_entry(&ch->done, struct mmedge_qb, node);
 		list_del(&qb->node);
 		ch->nr_jobs--;
+		kref_get(&ch->ref);
+		*chp = ch;
 	} else {
 		*err = -EAGAIN;
 	}
@@ -1009,8 +1016,10 @@ static struct mmedge_qb *mmedge_chan_take_done(struct mmedge_file *mf, u32 id,
 
 /*
  * After DQBUF's copy to userspace: the frame is released, or, if the copy
- * failed (-EFAULT), put back at the head of its channel's done list, so
- * the next DQBUF returns it. Gone with its channel or the instance, it is
+ * failed (-EFAULT), put back at the head of the done list of the channel
+ * it came from (the very channel, held since the dequeue: never another
+ * one that got its id after a destroy), so the next DQBUF returns it.
+ * If that channel was destroyed meanwhile (or the instance went), it is
  * released.
  */
 static void mmedge_dqbuf_finish(struct mmedge_file *mf,
@@ -1019,14 +1028,13 @@ static void mmedge_dqbuf_finish(struct mmedge_file *mf,
 	struct mmedge_dev *mdev = mf->mdev;
 	struct mmedge_engine *eng = &mdev->eng;
 	struct mmedge_qb *qb = ctx->finish_obj;
-	struct mmedge_chan *ch;
+	struct mmedge_chan *ch = ctx->finish_owner;
 
 	if (!copied) {
 		down_read(&mdev->lock);
 		if (mdev->alive) {
 			mutex_lock(&eng->lock);
-			ch = mmedge_chan_find_own(mf, ctx->finish_id);
-			if (ch && !ch->dead) {
+			if (!ch->dead) {
 				list_add(&qb->node, &ch->done);
 				ch->nr_jobs++;
 				qb = NULL;
@@ -1037,10 +1045,12 @@ static void mmedge_dqbuf_finish(struct mmedge_file *mf,
 		if (!qb) {
 			atomic_inc(&mf->done_events);
 			wake_up_interruptible(&eng->done_wq);
+			mmedge_chan_put(ch);
 			return;
 		}
 	}
 	mmedge_qb_free(qb, copied ? 0 : -ECANCELED);
+	mmedge_chan_put(ch);
 }
 
 /*
@@ -1068,6 +1078,7 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 {
 	struct mmedge_engine *eng = &mf->mdev->eng;
 	struct mmedge_dqbuf *d = data;
+	struct mmedge_chan *ch = NULL;
 	struct mmedge_qb *qb;
 	long left;
 	int err = 0;
@@ -1081,7 +1092,7 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 		/* Read before looking, so a completion in between is seen. */
 		int seen = atomic_read(&mf->done_events);
 
-		qb = mmedge_chan_take_done(mf, d->chan, &err);
+		qb = mmedge_chan_take_done(mf, d->chan, &ch, &err);
 		if (qb || err != -EAGAIN || d->flags & MMEDGE_DQBUF_NONBLOCK)
 			break;
 		left = wait_event_interruptible_timeout(eng->done_wq,
@@ -1110,7 +1121,7 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 	/* Released once the result reached userspace (mmedge_dqbuf_finish). */
 	ctx->finish = mmedge_dqbuf_finish;
 	ctx->finish_obj = qb;
-	ctx->finish_id = d->chan;
+	ctx->finish_owner = ch;
 	return 0;
 }
 

@@ -105,7 +105,8 @@ struct mmedge_file {
  *	(a dequeued frame) can keep it until then and take it back on
  *	-EFAULT instead of losing it.
  * @finish_obj: what @finish hands over.
- * @finish_id: the id it belongs to (a channel).
+ * @finish_owner: what it belongs to (a channel), referenced for @finish:
+ *	it may go back there and nowhere else.
  * @usize: the size of the caller's structure (_IOC_SIZE of the command):
  *	a handler whose request needs fields of a later size checks it.
  */
@@ -115,7 +116,7 @@ struct mmedge_ioctl_ctx {
 	void (*finish)(struct mmedge_file *mf, struct mmedge_ioctl_ctx *ctx,
 		       bool copied);
 	void *finish_obj;
-	u32 finish_id;
+	void *finish_owner;
 	unsigned int usize;
 };
 

@@ -28,6 +28,11 @@
  *                           fence; fences signal in seqno order.
  *  import_sizes             13: imports of 4 KiB to 64 MiB within the
  *                           hub's DMA limits (issue 39).
+ *  putback_new_chan         14: a frame put back after a faulting DQBUF
+ *                           copy never reaches a channel created after
+ *                           its own was destroyed (issue 32.1).
+ *  sync_wait_unlocked       16: BUF_SYNC START waiting for a fence holds
+ *                           no lock unbind or other files need (32.3).
  *  close_with_live_sync_files, vgem_holds_across_rmmod,
  *  vgem_holds_across_unbind, mmap_after_close, fork_with_buffers:
  *                           lifetime races.
@@ -65,6 +70,7 @@
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 #include <linux/sync_file.h>
+#include <linux/userfaultfd.h>
 #include <linux/mmedge.h>
 
 #include <xf86drm.h>
@@ -1425,6 +1431,204 @@ TEST_F_TIMEOUT(hostile, import_sizes, 300)
 			close(fd);
 		}
 	}
+}
+
+/*
+ * 14. Issue 32 case 1: a frame put back after a DQBUF whose copy to
+ * userspace faulted goes back to the channel it came from, never to a
+ * channel that got that channel's id after a destroy. The DQBUF result
+ * lies in a page write-protected with userfaultfd: the copy blocks in
+ * the fault while the channel is destroyed and a new feed channel (same
+ * id, never given a job) is created; then the page is made read-only and
+ * the fault woken, so the copy fails with EFAULT. The new channel must
+ * have nothing to dequeue. Needs userfaultfd with write-protect (SKIP
+ * without).
+ */
+struct putback_arg {
+	int dev;
+	struct mmedge_dqbuf *d;
+	int ret;
+	int err;
+};
+
+static void *putback_dqbuf(void *p)
+{
+	struct putback_arg *a = p;
+
+	a->ret = ioctl(a->dev, MMEDGE_IOC_DQBUF, a->d);
+	a->err = errno;
+	return NULL;
+}
+
+TEST_F_TIMEOUT(hostile, putback_new_chan, 60)
+{
+	size_t pg = page_size();
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg;
+	struct uffdio_writeprotect wp;
+	struct uffdio_range wake;
+	struct mmedge_chan_stats st;
+	struct putback_arg a;
+	struct uffd_msg msg;
+	struct mmedge_dqbuf d;
+	struct pollfd pfd;
+	int feed, feed2, buf, uffd, i;
+	pthread_t t;
+	uint8_t *page;
+
+	BEGIN();
+
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd: %s", strerror(errno));
+	if (ioctl(uffd, UFFDIO_API, &api)) {
+		close(uffd);
+		SKIP(return, "UFFDIO_API: %s", strerror(errno));
+	}
+	page = mmap(NULL, pg, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, page);
+	memset(page, 0, pg);
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (unsigned long)page;
+	reg.range.len = pg;
+	reg.mode = UFFDIO_REGISTER_MODE_WP;
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg) ||
+	    !(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT))) {
+		close(uffd);
+		munmap(page, pg);
+		SKIP(return, "no userfaultfd write-protect");
+	}
+
+	/* A finished feed job waits to be dequeued. */
+	feed = plain_chan(self->dev, MMEDGE_CHAN_FEED);
+	ASSERT_LT(0, feed);
+	buf = buf_new(self->dev, SZ_4K, 0, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+	ASSERT_EQ(0, qbuf_full(self->dev, feed, buf, 0, 0, 64, 0xc0ffee, NULL));
+	for (i = 0; i < 500; i++) {
+		ASSERT_EQ(0, chan_stats(self->dev, feed, &st));
+		if (st.frames)
+			break;
+		sleep_ms(10);
+	}
+	ASSERT_EQ(1, st.frames);
+
+	/* The DQBUF argument, then the page write-protected. */
+	memcpy(page, &(struct mmedge_dqbuf){ .chan = feed, .timeout_ms = 1000 },
+	       sizeof(struct mmedge_dqbuf));
+	memset(&wp, 0, sizeof(wp));
+	wp.range = reg.range;
+	wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_WRITEPROTECT, &wp));
+
+	memset(&a, 0, sizeof(a));
+	a.dev = self->dev;
+	a.d = (struct mmedge_dqbuf *)page;
+	ASSERT_EQ(0, pthread_create(&t, NULL, putback_dqbuf, &a));
+	pfd.fd = uffd;
+	pfd.events = POLLIN;
+	ASSERT_EQ(1, poll(&pfd, 1, 10000)) TH_LOG("DQBUF never wrote");
+	ASSERT_EQ((ssize_t)sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	EXPECT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+
+	/* The copy is stuck in the fault: the channel goes, another comes. */
+	EXPECT_EQ(0, chan_destroy(self->dev, feed));
+	feed2 = plain_chan(self->dev, MMEDGE_CHAN_FEED);
+	ASSERT_LT(0, feed2);
+	EXPECT_EQ(feed, feed2) TH_LOG("the new channel got another id");
+
+	/* The copy fails: the page is read-only when the fault retries. */
+	ASSERT_EQ(0, mprotect(page, pg, PROT_READ));
+	wake.start = (unsigned long)page;
+	wake.len = pg;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_WAKE, &wake));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(-1, a.ret);
+	EXPECT_EQ(EFAULT, a.err);
+
+	/* The new channel was never given a job. */
+	EXPECT_EQ(-EAGAIN, dqbuf(self->dev, feed2, MMEDGE_DQBUF_NONBLOCK, 0, &d))
+		TH_LOG("dequeued cookie %#llx seq %llu of the old channel",
+		       (unsigned long long)d.cookie,
+		       (unsigned long long)d.sequence);
+	ASSERT_EQ(0, chan_stats(self->dev, feed2, &st));
+	EXPECT_EQ(0, st.frames);
+	EXPECT_EQ(0, chan_destroy(self->dev, feed2));
+	close(buf);
+	close(uffd);
+	munmap(page, pg);
+}
+
+/*
+ * 16. Issue 32 case 3: a BUF_SYNC START waiting for a fence (a vgem
+ * write fence that nobody signals) holds no lock that unbind or other
+ * files need: the unbind completes within a second while the sync
+ * waits, and the sync finishes when the fence signals.
+ */
+struct sync_arg {
+	int dev;
+	int buf;
+	atomic_int done;
+	int ret;
+};
+
+static void *sync_start(void *p)
+{
+	struct sync_arg *a = p;
+
+	a->ret = buf_sync(a->dev, a->buf, MMEDGE_BUF_SYNC_READ, 0, SZ_64K,
+			  NULL);
+	atomic_store(&a->done, 1);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(hostile, sync_wait_unlocked, 60)
+{
+	struct mmedge_caps caps;
+	struct sync_arg a;
+	__u32 handle, fence;
+	uint64_t t0, ms;
+	pthread_t t;
+	int dev2;
+
+	BEGIN();
+
+	NEED_ROOT("unbind");
+	NEED_VGEM();
+	memset(&a, 0, sizeof(a));
+	a.dev = self->dev;
+	a.buf = buf_new(self->dev, SZ_64K, 0, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, a.buf);
+	ASSERT_EQ(0, drmPrimeFDToHandle(self->vgem, a.buf, &handle));
+	ASSERT_EQ(0, vgem_fence_attach(self->vgem, handle, VGEM_FENCE_WRITE,
+				       &fence));
+	ASSERT_EQ(0, pthread_create(&t, NULL, sync_start, &a));
+	sleep_ms(200);
+	ASSERT_EQ(0, atomic_load(&a.done)) TH_LOG("START did not wait");
+
+	/* Another file's ioctl and the unbind do not wait for the fence. */
+	dev2 = open_dev();
+	ASSERT_LE(0, dev2);
+	t0 = now_ns();
+	EXPECT_EQ(0, query_caps(dev2, &caps));
+	ASSERT_EQ(0, do_unbind(self));
+	ms = (now_ns() - t0) / MSEC;
+	EXPECT_GT(1000, ms) TH_LOG("unbind took %llu ms behind the wait",
+				   (unsigned long long)ms);
+	EXPECT_EQ(-ENODEV, query_caps(dev2, &caps));
+	EXPECT_EQ(0, atomic_load(&a.done));
+
+	EXPECT_EQ(0, vgem_fence_signal(self->vgem, fence));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, a.ret);
+	close(dev2);
+	EXPECT_EQ(0, drmCloseBufferHandle(self->vgem, handle));
+	close(a.buf);
+	/* The old instance keeps its number until its last file closes. */
+	close(self->dev);
+	self->dev = -1;
+	ASSERT_EQ(0, do_bind(self));
 }
 
 /*
