@@ -33,6 +33,7 @@
 #include "mmedge_nl.h"
 #include "mmedge_src.h"
 #include "mmedge_uapi.h"
+#include "mmedge_user.h"
 
 /* Release a job: its fence, if still pending, signals with @error. */
 void mmedge_qb_free(struct mmedge_qb *qb, int error)
@@ -138,6 +139,7 @@ static void mmedge_chan_release(struct kref *ref)
 {
 	struct mmedge_chan *ch = container_of(ref, struct mmedge_chan, ref);
 
+	mmedge_user_put(ch->user);
 	mutex_destroy(&ch->qbuf_lock);
 	kfree(ch);
 }
@@ -167,6 +169,7 @@ static void mmedge_chan_unlink(struct mmedge_chan *ch)
 	mmedge_arb_remove(&eng->arb, &ch->arb);
 	list_del(&ch->node);
 	ch->mf->nr_chans--;
+	mmedge_user_uncharge_chan(ch->user);
 	atomic_inc(&eng->freeing);
 }
 
@@ -261,8 +264,9 @@ static int mmedge_chan_check_perm(u32 weight, u32 class)
  *	     sensor_pad set.
  *  -EPERM:  weight above the default or latency class without
  *	     CAP_SYS_NICE.
- *  -ENOSPC: the instance has MMEDGE_MAX_CHANS channels, or this file
- *	     MMEDGE_MAX_FILE_CHANS (16).
+ *  -ENOSPC: the instance has MMEDGE_MAX_CHANS channels, this file
+ *	     MMEDGE_MAX_FILE_CHANS (16), or the caller's uid uid_chan_limit
+ *	     (on all instances) and the caller has no CAP_SYS_RESOURCE.
  *  -EEXIST: another channel of the instance has that name.
  *  -ENOMEM: out of memory.
  */
@@ -337,6 +341,14 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	ch->fence_ctx = dma_fence_context_alloc(1);
 	hrtimer_init(&ch->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	ch->timer.function = mmedge_chan_timer;
+	ch->user = mmedge_user_get_current();
+	if (!ch->user) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	ret = mmedge_user_charge_chan(ch->user);
+	if (ret)
+		goto err_user;
 
 	mutex_lock(&eng->lock);
 	if (mf->nr_chans >= MMEDGE_MAX_FILE_CHANS) {
@@ -399,6 +411,10 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 
 err_unlock:
 	mutex_unlock(&eng->lock);
+	mmedge_user_uncharge_chan(ch->user);
+err_user:
+	mmedge_user_put(ch->user);
+err_free:
 	mutex_destroy(&ch->qbuf_lock);
 	kfree(ch);
 	return ret;

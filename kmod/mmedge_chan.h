@@ -276,6 +276,9 @@ struct mmedge_qb {
  *	destroy.
  * @eng: the engine it belongs to.
  * @mf: the file that created it (not referenced: it dies with the file).
+ * @user: the user it is charged to (uid_chan_limit; referenced). The
+ *	charge goes when the channel is taken off the instance, the
+ *	reference with the last reference to the channel.
  * @id: channel id, unique in the instance.
  * @name: channel name, unique in the instance.
  * @node: in mmedge_engine.chans.
@@ -339,6 +342,7 @@ struct mmedge_chan {
 	struct kref ref;
 	struct mmedge_engine *eng;
 	struct mmedge_file *mf;
+	struct mmedge_user *user;
 	u32 id;
 	char name[MMEDGE_NAME_LEN];
 	struct list_head node;

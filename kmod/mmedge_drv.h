@@ -133,6 +133,8 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 /* Limits, from module parameters (mmedge_main.c). */
 u64 mmedge_mem_limit(void);
 u64 mmedge_file_mem_limit(void);
+u64 mmedge_uid_mem_limit(void);
+unsigned int mmedge_uid_chan_limit(void);
 extern atomic64_t mmedge_mem_used;
 
 /* mmedge_buf.c */

@@ -43,7 +43,17 @@ module_param(file_mem_limit_mb, uint, 0644);
 MODULE_PARM_DESC(file_mem_limit_mb,
 		 "Cap on the buffers allocated through one open file, MiB; also the largest buffer (default 256)");
 
-/* Bytes of all live buffers, charged against mem_limit_mb. */
+static unsigned int uid_mem_limit_mb = 512;
+module_param(uid_mem_limit_mb, uint, 0644);
+MODULE_PARM_DESC(uid_mem_limit_mb,
+		 "Cap on the buffers and imports one user (uid) holds on all instances, MiB; CAP_SYS_RESOURCE passes it (default 512)");
+
+static unsigned int uid_chan_limit = 32;
+module_param(uid_chan_limit, uint, 0644);
+MODULE_PARM_DESC(uid_chan_limit,
+		 "Channels one user (uid) may hold on all instances; CAP_SYS_RESOURCE passes it (default 32)");
+
+/* Bytes of all live buffers and imports, charged against mem_limit_mb. */
 atomic64_t mmedge_mem_used = ATOMIC64_INIT(0);
 
 u64 mmedge_mem_limit(void)
@@ -55,6 +65,16 @@ u64 mmedge_file_mem_limit(void)
 {
 	return min_t(u64, (u64)READ_ONCE(file_mem_limit_mb) << 20,
 		     mmedge_mem_limit());
+}
+
+u64 mmedge_uid_mem_limit(void)
+{
+	return (u64)READ_ONCE(uid_mem_limit_mb) << 20;
+}
+
+unsigned int mmedge_uid_chan_limit(void)
+{
+	return READ_ONCE(uid_chan_limit);
 }
 
 static dev_t mmedge_devt;
@@ -590,8 +610,9 @@ static int __init mmedge_init(void)
 {
 	int ret;
 
-	if (!mem_limit_mb || !file_mem_limit_mb) {
-		pr_err("mmedge: mem_limit_mb and file_mem_limit_mb must be > 0\n");
+	if (!mem_limit_mb || !file_mem_limit_mb || !uid_mem_limit_mb ||
+	    !uid_chan_limit) {
+		pr_err("mmedge: mem_limit_mb, file_mem_limit_mb, uid_mem_limit_mb and uid_chan_limit must be > 0\n");
 		return -EINVAL;
 	}
 	if (nr_virtual < -1 || nr_virtual > MMEDGE_MAX_VIRTUAL) {

@@ -31,8 +31,10 @@
  *  putback_new_chan         14: a frame put back after a faulting DQBUF
  *                           copy never reaches a channel created after
  *                           its own was destroyed (issue 32.1).
+ *  import_charged           15: imports charged to the memory caps (32.2).
  *  sync_wait_unlocked       16: BUF_SYNC START waiting for a fence holds
  *                           no lock unbind or other files need (32.3).
+ *  uid_limits               17: per-user channel and memory limits (32.4).
  *  close_with_live_sync_files, vgem_holds_across_rmmod,
  *  vgem_holds_across_unbind, mmap_after_close, fork_with_buffers:
  *                           lifetime races.
@@ -235,6 +237,10 @@ FIXTURE(hostile) {
 	char pdev[64];
 	bool unbound;
 	char file_limit[32];
+	/* Module parameters set_param() changed, restored at teardown. */
+	int nparams;
+	char pname[4][32];
+	char pval[4][32];
 };
 
 FIXTURE_SETUP(hostile)
@@ -246,6 +252,7 @@ FIXTURE_SETUP(hostile)
 	self->vgem = -1;
 	self->unbound = false;
 	self->file_limit[0] = 0;
+	self->nparams = 0;
 	self->pdev[0] = 0;
 	if (!test_selected(_metadata->name))
 		SKIP(return, "not in MMEDGE_HOSTILE_TESTS");
@@ -267,12 +274,38 @@ FIXTURE_TEARDOWN(hostile)
 		write_str(PDRV_DIR "/bind", self->pdev);
 	if (self->file_limit[0])
 		write_str(MOD_PARAMS "file_mem_limit_mb", self->file_limit);
+	while (self->nparams > 0) {
+		char path[96];
+
+		self->nparams--;
+		snprintf(path, sizeof(path), MOD_PARAMS "%s",
+			 self->pname[self->nparams]);
+		write_str(path, self->pval[self->nparams]);
+	}
 	if (self->dev >= 0)
 		close(self->dev);
 	if (self->vgem >= 0)
 		close(self->vgem);
 	if (geteuid() == 0)
 		mod_ensure_loaded();
+}
+
+/* Set module parameter @name to @val; the teardown puts the old back. */
+static int set_param(FIXTURE_DATA(hostile) *self, const char *name,
+		     const char *val)
+{
+	char path[96];
+	int i = self->nparams, ret;
+
+	if (i >= 4)
+		return -ENOSPC;
+	snprintf(path, sizeof(path), MOD_PARAMS "%s", name);
+	ret = read_str(path, self->pval[i], sizeof(self->pval[i]));
+	if (ret)
+		return ret;
+	snprintf(self->pname[i], sizeof(self->pname[i]), "%s", name);
+	self->nparams++;
+	return write_str(path, val);
 }
 
 #define NEED_ROOT(what) do { \
@@ -1561,6 +1594,61 @@ TEST_F_TIMEOUT(hostile, putback_new_chan, 60)
 }
 
 /*
+ * 15. Issue 32 case 2: imports are charged. An import costs a page of
+ * bookkeeping plus the pages of its scatter-gather table, charged to
+ * the file's cap (file_mem_limit_mb), the user's and the global one, and
+ * shown in stats/mem_used: with the file's cap full of a buffer an
+ * import is refused (ENOMEM); once charged, it keeps a buffer of the
+ * whole cap out, and its release gives the charge back.
+ */
+TEST_F_TIMEOUT(hostile, import_charged, 60)
+{
+	struct mmedge_buf_import imp;
+	struct mmedge_buf_release rel;
+	long long m0 = -1, m1 = -1, m2 = -1;
+	__u32 handle;
+	int a, v, ret;
+
+	BEGIN();
+
+	NEED_ROOT("module parameters");
+	NEED_VGEM();
+	ASSERT_EQ(0, read_str(MOD_PARAMS "file_mem_limit_mb", self->file_limit,
+			      sizeof(self->file_limit)));
+	ASSERT_EQ(0, write_str(MOD_PARAMS "file_mem_limit_mb", "1"));
+	ASSERT_EQ(0, vgem_dumb(self->vgem, SZ_64K, &handle));
+	ASSERT_EQ(0, drmPrimeHandleToFD(self->vgem, handle,
+					DRM_CLOEXEC | DRM_RDWR, &v));
+
+	/* The file's cap is full: no import. */
+	a = buf_new(self->dev, SZ_1M, 0, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, a);
+	EXPECT_EQ(-ENOMEM, buf_import(self->dev, v, &imp));
+	close(a);
+
+	ASSERT_EQ(0, read_ll(STATS "mem_used", &m0));
+	ret = buf_import(self->dev, v, &imp);
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, read_ll(STATS "mem_used", &m1));
+	/* 16 segments at most: one page of table, one of bookkeeping. */
+	EXPECT_GE(16, imp.nr_segments);
+	EXPECT_EQ(2 * (long long)page_size(), m1 - m0);
+	EXPECT_EQ(-ENOMEM, buf_new(self->dev, SZ_1M, 0, O_RDWR | O_CLOEXEC));
+
+	memset(&rel, 0, sizeof(rel));
+	rel.id = imp.id;
+	EXPECT_EQ(0, xioctl(self->dev, MMEDGE_IOC_BUF_RELEASE, &rel));
+	ASSERT_EQ(0, read_ll(STATS "mem_used", &m2));
+	EXPECT_EQ(m0, m2);
+	a = buf_new(self->dev, SZ_1M, 0, O_RDWR | O_CLOEXEC);
+	EXPECT_LE(0, a);
+	if (a >= 0)
+		close(a);
+	close(v);
+	EXPECT_EQ(0, drmCloseBufferHandle(self->vgem, handle));
+}
+
+/*
  * 16. Issue 32 case 3: a BUF_SYNC START waiting for a fence (a vgem
  * write fence that nobody signals) holds no lock that unbind or other
  * files need: the unbind completes within a second while the sync
@@ -1629,6 +1717,112 @@ TEST_F_TIMEOUT(hostile, sync_wait_unlocked, 60)
 	close(self->dev);
 	self->dev = -1;
 	ASSERT_EQ(0, do_bind(self));
+}
+
+/*
+ * 17. Issue 32 case 4 (and the user's share of case 2): per-user limits.
+ * A user that dropped to uid 65534 holds files opened before: its
+ * channels on all of them stop at uid_chan_limit (ENOSPC) though each
+ * file is below its 16, while root still creates one; its buffers and
+ * imports on all files stop at uid_mem_limit_mb (ENOMEM), and what it
+ * frees is given back.
+ */
+static int uid_child(const int *fd, int nfd, int vfd, unsigned int chan_limit)
+{
+	unsigned int made = 0;
+	struct mmedge_buf_import imp;
+	int i, ret, a, b, c;
+
+	alarm(60);
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534)) {
+		fprintf(stderr, "# cannot drop privileges: %s\n", strerror(errno));
+		return 100;
+	}
+	for (i = 0; i < nfd; i++) {
+		for (;;) {
+			ret = plain_chan(fd[i], MMEDGE_CHAN_FEED);
+			if (ret < 0)
+				break;
+			made++;
+		}
+		CHILD_EXPECT(-ENOSPC, ret);
+	}
+	CHILD_EXPECT(chan_limit, made);
+
+	/* uid_mem_limit_mb is 4 (set by the parent). */
+	a = buf_new(fd[0], 3 * SZ_1M, 0, O_RDWR | O_CLOEXEC);
+	CHILD_EXPECT(1, a >= 0);
+	CHILD_EXPECT(-ENOMEM, buf_new(fd[1], 2 * SZ_1M, 0, O_RDWR | O_CLOEXEC));
+	b = buf_new(fd[1], SZ_1M, 0, O_RDWR | O_CLOEXEC);
+	CHILD_EXPECT(1, b >= 0);
+	memset(&imp, 0, sizeof(imp));
+	imp.fd = vfd;
+	CHILD_EXPECT(-ENOMEM, xioctl(fd[2], MMEDGE_IOC_BUF_IMPORT, &imp));
+	close(b);
+	memset(&imp, 0, sizeof(imp));
+	imp.fd = vfd;
+	CHILD_EXPECT(0, xioctl(fd[2], MMEDGE_IOC_BUF_IMPORT, &imp));
+	close(a);
+	c = buf_new(fd[3], 3 * SZ_1M, 0, O_RDWR | O_CLOEXEC);
+	CHILD_EXPECT(1, c >= 0);
+	close(c);
+	return child_fails;
+}
+
+TEST_F_TIMEOUT(hostile, uid_limits, 120)
+{
+	long long chan_limit = -1;
+	int fd[4], i, v, status, root_chan, up[2], down[2];
+	__u32 handle;
+	char c = 0;
+	pid_t pid;
+
+	BEGIN();
+
+	NEED_ROOT("setuid");
+	NEED_VGEM();
+	ASSERT_EQ(0, read_ll(MOD_PARAMS "uid_chan_limit", &chan_limit));
+	EXPECT_EQ(32, chan_limit) TH_LOG("not the default");
+	ASSERT_GT(4 * 16, chan_limit);
+	ASSERT_EQ(0, set_param(self, "uid_mem_limit_mb", "4"));
+	ASSERT_EQ(0, vgem_dumb(self->vgem, SZ_64K, &handle));
+	ASSERT_EQ(0, drmPrimeHandleToFD(self->vgem, handle,
+					DRM_CLOEXEC | DRM_RDWR, &v));
+	for (i = 0; i < 4; i++) {
+		fd[i] = open_dev();
+		ASSERT_LE(0, fd[i]);
+	}
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(down));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(up[0]);
+		close(down[1]);
+		status = uid_child(fd, 4, v, chan_limit);
+		/* Its channels stay while root tries one. */
+		c = status;
+		if (write(up[1], &c, 1) == 1)
+			while (read(down[0], &c, 1) > 0)
+				;
+		_exit(status);
+	}
+	close(up[1]);
+	close(down[0]);
+	for (i = 0; i < 4; i++)
+		close(fd[i]);
+	close(v);
+	EXPECT_EQ(0, drmCloseBufferHandle(self->vgem, handle));
+	EXPECT_EQ(1, read(up[0], &c, 1));
+	root_chan = plain_chan(self->dev, MMEDGE_CHAN_FEED);
+	EXPECT_LT(0, root_chan) TH_LOG("the user took every channel");
+	if (root_chan > 0)
+		chan_destroy(self->dev, root_chan);
+	close(down[1]);
+	close(up[0]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status)) TH_LOG("child status %#x", status);
+	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 /*
