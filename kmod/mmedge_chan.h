@@ -159,6 +159,10 @@ struct mmedge_engine_events {
  * @counter_hz: calibrated counter frequency.
  * @arb_ns: time spent in the arbiter (pick and charge), ns.
  * @arb_picks: segments the arbiter picked.
+ * @rt_segments: segments the engine thread moved while SCHED_FIFO
+ *	(engine_rt); read without a lock.
+ * @rt_fallbacks: SCHED_FIFO runs that went past MMEDGE_RT_RUN_NS and
+ *	went on under SCHED_NORMAL; read without a lock.
  * @dmaeng: the dmaengine back end; without a channel the soft engine's
  *	CPU copies and bus model are used.
  * @dead: the engine was stopped (unbind): every job completed with
@@ -194,6 +198,8 @@ struct mmedge_engine {
 	u64 counter_hz;
 	u64 arb_ns;
 	u64 arb_picks;
+	atomic64_t rt_segments;
+	atomic64_t rt_fallbacks;
 	struct mmedge_dmaeng dmaeng;
 	bool dead;
 	atomic_t freeing;

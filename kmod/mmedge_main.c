@@ -315,12 +315,32 @@ static ssize_t dma_inflight_max_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(dma_inflight_max);
 
+/* engine_rt: segments moved under SCHED_FIFO, runs that fell back. */
+static ssize_t engine_rt_segments_show(struct device *dev,
+				       struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n",
+			  atomic64_read(&to_mmedge_dev(dev)->eng.rt_segments));
+}
+static DEVICE_ATTR_RO(engine_rt_segments);
+
+static ssize_t engine_rt_fallbacks_show(struct device *dev,
+					struct device_attribute *attr,
+					char *buf)
+{
+	return sysfs_emit(buf, "%lld\n",
+			  atomic64_read(&to_mmedge_dev(dev)->eng.rt_fallbacks));
+}
+static DEVICE_ATTR_RO(engine_rt_fallbacks);
+
 /* /sys/class/mmedge/mmedgeN/stats/: live counters of this instance. */
 static struct attribute *mmedge_stats_attrs[] = {
 	&dev_attr_arb_ns_per_segment.attr,
 	&dev_attr_dma_direct_segments.attr,
 	&dev_attr_dma_inflight_max.attr,
 	&dev_attr_dma_segments.attr,
+	&dev_attr_engine_rt_fallbacks.attr,
+	&dev_attr_engine_rt_segments.attr,
 	&dev_attr_buffers.attr,
 	&dev_attr_buffer_bytes.attr,
 	&dev_attr_imports.attr,

@@ -35,6 +35,8 @@
  *  sync_wait_unlocked       16: BUF_SYNC START waiting for a fence holds
  *                           no lock unbind or other files need (32.3).
  *  uid_limits               17: per-user channel and memory limits (32.4).
+ *  engine_rt_observable     18: segments moved under SCHED_FIFO counted,
+ *                           with engine_rt and only with it (32.5).
  *  close_with_live_sync_files, vgem_holds_across_rmmod,
  *  vgem_holds_across_unbind, mmap_after_close, fork_with_buffers:
  *                           lifetime races.
@@ -1823,6 +1825,58 @@ TEST_F_TIMEOUT(hostile, uid_limits, 120)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status)) TH_LOG("child status %#x", status);
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * 18. Issue 32 case 5: engine_rt's effect is observable. The engine
+ * thread counts the segments it moves under SCHED_FIFO
+ * (stats/engine_rt_segments): with engine_rt set, a feed's segments are
+ * moved under it (the thread takes the policy at the top of each run,
+ * before moving anything); with it cleared, none is.
+ */
+static int feed_frames(int dev, int n)
+{
+	struct mmedge_dqbuf d;
+	int ch, buf, i, ret = 0;
+
+	ch = plain_chan(dev, MMEDGE_CHAN_FEED);
+	if (ch < 0)
+		return ch;
+	buf = buf_new(dev, 64 * 1024, 0, O_RDWR | O_CLOEXEC);
+	if (buf < 0) {
+		chan_destroy(dev, ch);
+		return buf;
+	}
+	for (i = 0; i < n && !ret; i++) {
+		ret = qbuf_full(dev, ch, buf, 0, 0, 64 * 1024, i, NULL);
+		if (!ret)
+			ret = dqbuf(dev, ch, 0, 5000, &d);
+	}
+	chan_destroy(dev, ch);
+	close(buf);
+	return ret;
+}
+
+TEST_F_TIMEOUT(hostile, engine_rt_observable, 60)
+{
+	long long s0 = 0, s1 = 0, s2 = 0, fb = 0;
+
+	BEGIN();
+
+	NEED_ROOT("module parameters");
+	ASSERT_EQ(0, set_param(self, "engine_rt", "1"));
+	ASSERT_EQ(0, read_ll(STATS "engine_rt_segments", &s0));
+	ASSERT_EQ(0, feed_frames(self->dev, 8));
+	ASSERT_EQ(0, read_ll(STATS "engine_rt_segments", &s1));
+	read_ll(STATS "engine_rt_fallbacks", &fb);
+	TH_LOG("engine_rt=1: %lld segments under SCHED_FIFO, %lld fallbacks",
+	       s1 - s0, fb);
+	EXPECT_LT(0, s1 - s0);
+
+	ASSERT_EQ(0, write_str(MOD_PARAMS "engine_rt", "0"));
+	ASSERT_EQ(0, feed_frames(self->dev, 8));
+	ASSERT_EQ(0, read_ll(STATS "engine_rt_segments", &s2));
+	EXPECT_EQ(s1, s2);
 }
 
 /*
