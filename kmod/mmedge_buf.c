@@ -55,6 +55,7 @@
 #include "mmedge_compat.h"
 #include "mmedge_drv.h"
 #include "mmedge_uapi.h"
+#include "mmedge_user.h"
 
 /* Orders tried for scatter-gather backing: 1 MiB, 64 KiB, 4 KiB blocks. */
 static const unsigned int mmedge_orders[] = { 8, 4, 0 };
@@ -96,6 +97,7 @@ static LIST_HEAD(mmedge_dma_owners);
 /**
  * struct mmedge_buf - one buffer
  * @mf: the file context it was allocated through (referenced).
+ * @user: the user it is charged to (referenced).
  * @mdev: the instance.
  * @owner: DMA owner of the device for contiguous allocation and cache
  *	cleaning (referenced).
@@ -103,7 +105,8 @@ static LIST_HEAD(mmedge_dma_owners);
  * @dmabuf: the exported dma-buf; it owns this structure.
  * @id: unique per instance.
  * @size: bytes, page aligned.
- * @charged: bytes charged to the caps (the contiguous block may be larger).
+ * @charged: bytes charged to the caps (the contiguous block may be larger),
+ *	the file's, the user's and the global one.
  * @flags: MMEDGE_BUF_* from the allocation.
  * @cache: MMEDGE_BUF_CACHE_*.
  * @pages: every page of the buffer, for mmap and vmap; NULL until
@@ -127,6 +130,7 @@ static LIST_HEAD(mmedge_dma_owners);
  */
 struct mmedge_buf {
 	struct mmedge_file *mf;
+	struct mmedge_user *user;
 	struct mmedge_dev *mdev;
 	struct mmedge_dma_owner *owner;
 	struct device *dma_dev;
@@ -201,6 +205,9 @@ struct mmedge_attachment {
  * struct mmedge_import - a foreign dma-buf registered with a file
  * @dmabuf: the buffer (referenced).
  * @owner: DMA owner of the device it is attached to (referenced).
+ * @user: the user it is charged to (referenced).
+ * @charged: bytes charged to the file's, the user's and the global cap
+ *	(mmedge_import_cost()).
  * @attach: mmedge's attachment to it.
  * @sgt: its mapping for the mmedge device.
  * @id: the import id (xarray index).
@@ -209,6 +216,8 @@ struct mmedge_attachment {
 struct mmedge_import {
 	struct dma_buf *dmabuf;
 	struct mmedge_dma_owner *owner;
+	struct mmedge_user *user;
+	u64 charged;
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;
 	u32 id;
@@ -1049,12 +1058,49 @@ static void mmedge_vunmap(struct dma_buf *dmabuf, struct iosys_map *map)
 	iosys_map_clear(map);
 }
 
+/*
+ * Charge @bytes to the file's cap, the user's and the global one, all or
+ * nothing: -ENOMEM past any of them.
+ */
+static int mmedge_mem_charge(struct mmedge_file *mf, struct mmedge_user *u,
+			     u64 bytes)
+{
+	int ret;
+
+	ret = mmedge_charge(&mf->mem_used, bytes, mmedge_file_mem_limit());
+	if (ret)
+		return ret;
+	ret = mmedge_user_charge_mem(u, bytes);
+	if (ret)
+		goto err_file;
+	ret = mmedge_charge(&mmedge_mem_used, bytes, mmedge_mem_limit());
+	if (ret)
+		goto err_user;
+	return 0;
+
+err_user:
+	mmedge_user_uncharge_mem(u, bytes);
+err_file:
+	mmedge_uncharge(&mf->mem_used, bytes);
+	return ret;
+}
+
+static void mmedge_mem_uncharge(struct mmedge_file *mf, struct mmedge_user *u,
+				u64 bytes)
+{
+	mmedge_uncharge(&mmedge_mem_used, bytes);
+	mmedge_user_uncharge_mem(u, bytes);
+	mmedge_uncharge(&mf->mem_used, bytes);
+}
+
 /* Undo whatever part of mmedge_ioctl_buf_alloc() was done. */
 static void mmedge_buf_destroy(struct mmedge_buf *buf)
 {
 	mmedge_buf_free_pages(buf);
-	mmedge_uncharge(&buf->mf->mem_used, buf->charged);
-	mmedge_uncharge(&mmedge_mem_used, buf->charged);
+	if (buf->user) {
+		mmedge_mem_uncharge(buf->mf, buf->user, buf->charged);
+		mmedge_user_put(buf->user);
+	}
 	if (buf->owner)
 		mmedge_dma_owner_put(buf->owner);
 	mmedge_file_put(buf->mf);
@@ -1094,7 +1140,8 @@ static const struct dma_buf_ops mmedge_dmabuf_ops = {
  *
  * Errors:
  *  -EINVAL: size 0, unknown flags, cache mode or fd_flags, reserved set.
- *  -ENOMEM: above max_buffer_size, the file's or the global cap, or no
+ *  -ENOMEM: above max_buffer_size, the file's, the user's or the global
+ *	     cap, or no
  *	     memory (nothing stays charged or allocated).
  *  -EMFILE: no free file descriptor.
  *  -EINTR:  a fatal signal arrived during a large allocation.
@@ -1130,6 +1177,12 @@ int mmedge_ioctl_buf_alloc(struct mmedge_file *mf, void *data,
 		kfree(buf);
 		return -ENODEV;
 	}
+	buf->user = mmedge_user_get_current();
+	if (!buf->user) {
+		mmedge_dma_owner_put(buf->owner);
+		kfree(buf);
+		return -ENOMEM;
+	}
 	mutex_init(&buf->map_lock);
 	mutex_init(&buf->lock);
 	INIT_LIST_HEAD(&buf->attachments);
@@ -1150,14 +1203,9 @@ int mmedge_ioctl_buf_alloc(struct mmedge_file *mf, void *data,
 	 */
 	buf->charged = (a->flags & MMEDGE_BUF_CONTIG) ?
 		       PAGE_SIZE << get_order(size) : size;
-	ret = mmedge_charge(&mf->mem_used, buf->charged, mmedge_file_mem_limit());
+	ret = mmedge_mem_charge(mf, buf->user, buf->charged);
 	if (ret)
 		goto err_uncharged;
-	ret = mmedge_charge(&mmedge_mem_used, buf->charged, mmedge_mem_limit());
-	if (ret) {
-		mmedge_uncharge(&mf->mem_used, buf->charged);
-		goto err_uncharged;
-	}
 
 	buf->pages = kvmalloc_array(buf->npages, sizeof(*buf->pages),
 				    GFP_KERNEL_ACCOUNT);
@@ -1298,7 +1346,9 @@ out:
 
 /*
  * MMEDGE_IOC_BUF_SYNC: begin or end CPU access to a byte range of an
- * mmedge buffer. A START first waits for the buffer's fences.
+ * mmedge buffer. A START first waits for the buffer's fences. Runs
+ * without mmedge_dev.lock (see mmedge_ioctl_unlocked()): the wait has no
+ * bound of its own, and the buffer outlives an unbind.
  *
  * Errors:
  *  -EBADF:  fd is not open.
@@ -1351,7 +1401,7 @@ out:
 	return ret;
 }
 
-static void mmedge_import_free(struct mmedge_dev *mdev,
+static void mmedge_import_free(struct mmedge_file *mf,
 			       struct mmedge_import *imp)
 {
 	dma_buf_unmap_attachment_unlocked(imp->attach, imp->sgt,
@@ -1359,8 +1409,49 @@ static void mmedge_import_free(struct mmedge_dev *mdev,
 	dma_buf_detach(imp->dmabuf, imp->attach);
 	dma_buf_put(imp->dmabuf);
 	mmedge_dma_owner_put(imp->owner);
-	atomic_dec(&mdev->nr_imports);
+	mmedge_mem_uncharge(mf, imp->user, imp->charged);
+	mmedge_user_put(imp->user);
+	atomic_dec(&mf->mdev->nr_imports);
 	kfree(imp);
+}
+
+/*
+ * What an import costs in kernel memory, charged like buffer memory: a
+ * page for its bookkeeping (the import, the attachment, the mapping's
+ * own records) and the pages of its scatter-gather table, one per
+ * SG_MAX_SINGLE_ALLOC entries. The exporter allocates the table and the
+ * DMA API the mapping; neither is charged to a memory cgroup.
+ */
+static u64 mmedge_import_cost(const struct sg_table *sgt)
+{
+	return (1 + DIV_ROUND_UP(sgt->orig_nents, SG_MAX_SINGLE_ALLOC)) *
+	       PAGE_SIZE;
+}
+
+/*
+ * Does the exporter's mapping respect the hub's DMA limits (set at probe,
+ * see mmedge_dma_limits())? Exporters build their tables themselves; one
+ * that ignores the importer's limits gets its import refused.
+ */
+static int mmedge_import_check_limits(struct mmedge_dev *mdev,
+				      struct dma_buf *dmabuf,
+				      struct sg_table *sgt)
+{
+	struct scatterlist *sg;
+	unsigned int i;
+
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		if (mmedge_seg_fits(sg_dma_address(sg), sg_dma_len(sg),
+				    mdev->dma_max_seg, mdev->dma_boundary))
+			continue;
+		dev_warn_ratelimited(&mdev->dev,
+				     "import of a %s dma-buf refused: DMA segment %u (%u bytes at %pad) exceeds the hub's limits (max segment %u, boundary %#lx)\n",
+				     dmabuf->exp_name, i, sg_dma_len(sg),
+				     &sg_dma_address(sg), mdev->dma_max_seg,
+				     mdev->dma_boundary);
+		return -ERANGE;
+	}
+	return 0;
 }
 
 /*
@@ -1372,6 +1463,10 @@ static void mmedge_import_free(struct mmedge_dev *mdev,
  *  -EINVAL: fd is not a dma-buf, flags/pad/reserved set.
  *  -EEXIST: this file already imported that dma-buf.
  *  -ENOSPC: the file holds MMEDGE_MAX_IMPORTS imports.
+ *  -ERANGE: the exporter's mapping has a DMA segment longer than the
+ *	     hub's dma_max_segment or crossing its dma_segment_boundary.
+ *  -ENOMEM: the import's cost (mmedge_import_cost()) is past the file's,
+ *	     the user's or the global cap, or no memory.
  *  others:  the exporter's error from attach or map.
  */
 int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
@@ -1406,6 +1501,11 @@ int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
 		kfree(imp);
 		goto err_put;
 	}
+	imp->user = mmedge_user_get_current();
+	if (!imp->user) {
+		ret = -ENOMEM;
+		goto err_owner;
+	}
 
 	mutex_lock(&mf->imports_lock);
 	if (mmedge_find_import(mf, dmabuf)) {
@@ -1425,12 +1525,19 @@ int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
 		goto err_detach;
 	}
 	imp->nr_segments = imp->sgt->nents;
+	ret = mmedge_import_check_limits(mdev, dmabuf, imp->sgt);
+	if (ret)
+		goto err_unmap;
+	ret = mmedge_mem_charge(mf, imp->user, mmedge_import_cost(imp->sgt));
+	if (ret)
+		goto err_unmap;
+	imp->charged = mmedge_import_cost(imp->sgt);
 
 	ret = xa_alloc(&mf->imports, &id, imp, XA_LIMIT(1, MMEDGE_MAX_IMPORTS),
 		       GFP_KERNEL_ACCOUNT);
 	if (ret) {
 		ret = ret == -EBUSY ? -ENOSPC : ret;
-		goto err_unmap;
+		goto err_uncharge;
 	}
 	imp->id = id;
 	atomic_inc(&mdev->nr_imports);
@@ -1441,6 +1548,8 @@ int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
 	in->nr_segments = imp->nr_segments;
 	return 0;
 
+err_uncharge:
+	mmedge_mem_uncharge(mf, imp->user, imp->charged);
 err_unmap:
 	dma_buf_unmap_attachment_unlocked(imp->attach, imp->sgt,
 					  DMA_BIDIRECTIONAL);
@@ -1448,6 +1557,8 @@ err_detach:
 	dma_buf_detach(dmabuf, imp->attach);
 err_unlock:
 	mutex_unlock(&mf->imports_lock);
+	mmedge_user_put(imp->user);
+err_owner:
 	mmedge_dma_owner_put(imp->owner);
 	kfree(imp);
 err_put:
@@ -1480,7 +1591,7 @@ int mmedge_ioctl_buf_release(struct mmedge_file *mf, void *data,
 	mutex_unlock(&mf->imports_lock);
 	if (!imp)
 		return -ENOENT;
-	mmedge_import_free(mf->mdev, imp);
+	mmedge_import_free(mf, imp);
 	return 0;
 }
 
@@ -1512,7 +1623,7 @@ void mmedge_file_release_imports(struct mmedge_file *mf)
 	mutex_lock(&mf->imports_lock);
 	xa_for_each(&mf->imports, idx, imp) {
 		xa_erase(&mf->imports, idx);
-		mmedge_import_free(mf->mdev, imp);
+		mmedge_import_free(mf, imp);
 	}
 	mutex_unlock(&mf->imports_lock);
 }

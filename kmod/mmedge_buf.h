@@ -42,6 +42,23 @@ static inline u64 mmedge_seg_len(u64 addr, u64 left, u64 max_seg,
 	return len;
 }
 
+/**
+ * mmedge_seg_fits() - does a DMA segment respect a device's limits?
+ * @addr: its DMA address
+ * @len: its length, > 0
+ * @max_seg: the device's largest segment
+ * @boundary: the device's segment boundary mask
+ *
+ * Return: true if @len is at most @max_seg and the segment does not cross
+ * an address that is a multiple of @boundary + 1.
+ */
+static inline bool mmedge_seg_fits(u64 addr, u64 len, u64 max_seg,
+				   u64 boundary)
+{
+	return len <= max_seg &&
+	       (addr & ~boundary) == ((addr + len - 1) & ~boundary);
+}
+
 int mmedge_dma_owner_bind(struct device *dev);
 void mmedge_dma_owner_unbind(struct device *dev);
 

@@ -269,6 +269,33 @@ static void mmedge_test_seg_len_cover(struct kunit *test)
 	}
 }
 
+/* The import check: a segment fits a device's limits, or it does not. */
+static void mmedge_test_seg_fits(struct kunit *test)
+{
+	/* Within the maximum, at it, past it by one byte. */
+	KUNIT_EXPECT_TRUE(test, mmedge_seg_fits(0x10000, SZ_64K, SZ_64K,
+						U64_MAX));
+	KUNIT_EXPECT_FALSE(test, mmedge_seg_fits(0x10000, SZ_64K + 1, SZ_64K,
+						 U64_MAX));
+	KUNIT_EXPECT_TRUE(test, mmedge_seg_fits(0, U32_MAX, U32_MAX, U64_MAX));
+	/* Ending on a boundary, crossing it by one byte. */
+	KUNIT_EXPECT_TRUE(test, mmedge_seg_fits(0xff000, 0x1000, U32_MAX,
+						0xfffff));
+	KUNIT_EXPECT_FALSE(test, mmedge_seg_fits(0xff000, 0x1001, U32_MAX,
+						 0xfffff));
+	/* Starting on one, a 4 GiB boundary crossed at its top. */
+	KUNIT_EXPECT_TRUE(test, mmedge_seg_fits(0x100000000ULL, MIB, U32_MAX,
+						U32_MAX));
+	KUNIT_EXPECT_FALSE(test, mmedge_seg_fits(0xfff80000ULL, MIB, U32_MAX,
+						 U32_MAX));
+	/* What mmedge_seg_len() cuts always fits. */
+	KUNIT_EXPECT_TRUE(test,
+			  mmedge_seg_fits(0xfff80000ULL,
+					  mmedge_seg_len(0xfff80000ULL, MIB, MIB,
+							 U32_MAX, 4096),
+					  MIB, U32_MAX));
+}
+
 static void mmedge_test_charge(struct kunit *test)
 {
 	atomic64_t used = ATOMIC64_INIT(0);
@@ -301,6 +328,7 @@ static struct kunit_case mmedge_buf_cases[] = {
 	KUNIT_CASE(mmedge_test_range_clip_sum),
 	KUNIT_CASE(mmedge_test_seg_len),
 	KUNIT_CASE(mmedge_test_seg_len_cover),
+	KUNIT_CASE(mmedge_test_seg_fits),
 	KUNIT_CASE(mmedge_test_charge),
 	{}
 };

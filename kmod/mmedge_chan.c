@@ -33,6 +33,7 @@
 #include "mmedge_nl.h"
 #include "mmedge_src.h"
 #include "mmedge_uapi.h"
+#include "mmedge_user.h"
 
 /* Release a job: its fence, if still pending, signals with @error. */
 void mmedge_qb_free(struct mmedge_qb *qb, int error)
@@ -138,6 +139,7 @@ static void mmedge_chan_release(struct kref *ref)
 {
 	struct mmedge_chan *ch = container_of(ref, struct mmedge_chan, ref);
 
+	mmedge_user_put(ch->user);
 	mutex_destroy(&ch->qbuf_lock);
 	kfree(ch);
 }
@@ -167,6 +169,7 @@ static void mmedge_chan_unlink(struct mmedge_chan *ch)
 	mmedge_arb_remove(&eng->arb, &ch->arb);
 	list_del(&ch->node);
 	ch->mf->nr_chans--;
+	mmedge_user_uncharge_chan(ch->user);
 	atomic_inc(&eng->freeing);
 }
 
@@ -261,8 +264,9 @@ static int mmedge_chan_check_perm(u32 weight, u32 class)
  *	     sensor_pad set.
  *  -EPERM:  weight above the default or latency class without
  *	     CAP_SYS_NICE.
- *  -ENOSPC: the instance has MMEDGE_MAX_CHANS channels, or this file
- *	     MMEDGE_MAX_FILE_CHANS (16).
+ *  -ENOSPC: the instance has MMEDGE_MAX_CHANS channels, this file
+ *	     MMEDGE_MAX_FILE_CHANS (16), or the caller's uid uid_chan_limit
+ *	     (on all instances) and the caller has no CAP_SYS_RESOURCE.
  *  -EEXIST: another channel of the instance has that name.
  *  -ENOMEM: out of memory.
  */
@@ -337,6 +341,14 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	ch->fence_ctx = dma_fence_context_alloc(1);
 	hrtimer_init(&ch->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	ch->timer.function = mmedge_chan_timer;
+	ch->user = mmedge_user_get_current();
+	if (!ch->user) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	ret = mmedge_user_charge_chan(ch->user);
+	if (ret)
+		goto err_user;
 
 	mutex_lock(&eng->lock);
 	if (mf->nr_chans >= MMEDGE_MAX_FILE_CHANS) {
@@ -399,6 +411,10 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 
 err_unlock:
 	mutex_unlock(&eng->lock);
+	mmedge_user_uncharge_chan(ch->user);
+err_user:
+	mmedge_user_put(ch->user);
+err_free:
 	mutex_destroy(&ch->qbuf_lock);
 	kfree(ch);
 	return ret;
@@ -985,7 +1001,12 @@ err_free:
 	return ret;
 }
 
+/*
+ * The oldest done job of channel @id of @mf, off the channel, with a
+ * reference on the channel in *@chp (the job can only go back to it).
+ */
 static struct mmedge_qb *mmedge_chan_take_done(struct mmedge_file *mf, u32 id,
+					       struct mmedge_chan **chp,
 					       int *err)
 {
 	struct mmedge_engine *eng = &mf->mdev->eng;
@@ -1000,6 +1021,8 @@ static struct mmedge_qb *mmedge_chan_take_done(struct mmedge_file *mf, u32 id,
 		qb = list_first_entry(&ch->done, struct mmedge_qb, node);
 		list_del(&qb->node);
 		ch->nr_jobs--;
+		kref_get(&ch->ref);
+		*chp = ch;
 	} else {
 		*err = -EAGAIN;
 	}
@@ -1009,8 +1032,10 @@ static struct mmedge_qb *mmedge_chan_take_done(struct mmedge_file *mf, u32 id,
 
 /*
  * After DQBUF's copy to userspace: the frame is released, or, if the copy
- * failed (-EFAULT), put back at the head of its channel's done list, so
- * the next DQBUF returns it. Gone with its channel or the instance, it is
+ * failed (-EFAULT), put back at the head of the done list of the channel
+ * it came from (the very channel, held since the dequeue: never another
+ * one that got its id after a destroy), so the next DQBUF returns it.
+ * If that channel was destroyed meanwhile (or the instance went), it is
  * released.
  */
 static void mmedge_dqbuf_finish(struct mmedge_file *mf,
@@ -1019,14 +1044,13 @@ static void mmedge_dqbuf_finish(struct mmedge_file *mf,
 	struct mmedge_dev *mdev = mf->mdev;
 	struct mmedge_engine *eng = &mdev->eng;
 	struct mmedge_qb *qb = ctx->finish_obj;
-	struct mmedge_chan *ch;
+	struct mmedge_chan *ch = ctx->finish_owner;
 
 	if (!copied) {
 		down_read(&mdev->lock);
 		if (mdev->alive) {
 			mutex_lock(&eng->lock);
-			ch = mmedge_chan_find_own(mf, ctx->finish_id);
-			if (ch && !ch->dead) {
+			if (!ch->dead) {
 				list_add(&qb->node, &ch->done);
 				ch->nr_jobs++;
 				qb = NULL;
@@ -1037,10 +1061,12 @@ static void mmedge_dqbuf_finish(struct mmedge_file *mf,
 		if (!qb) {
 			atomic_inc(&mf->done_events);
 			wake_up_interruptible(&eng->done_wq);
+			mmedge_chan_put(ch);
 			return;
 		}
 	}
 	mmedge_qb_free(qb, copied ? 0 : -ECANCELED);
+	mmedge_chan_put(ch);
 }
 
 /*
@@ -1068,6 +1094,7 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 {
 	struct mmedge_engine *eng = &mf->mdev->eng;
 	struct mmedge_dqbuf *d = data;
+	struct mmedge_chan *ch = NULL;
 	struct mmedge_qb *qb;
 	long left;
 	int err = 0;
@@ -1081,7 +1108,7 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 		/* Read before looking, so a completion in between is seen. */
 		int seen = atomic_read(&mf->done_events);
 
-		qb = mmedge_chan_take_done(mf, d->chan, &err);
+		qb = mmedge_chan_take_done(mf, d->chan, &ch, &err);
 		if (qb || err != -EAGAIN || d->flags & MMEDGE_DQBUF_NONBLOCK)
 			break;
 		left = wait_event_interruptible_timeout(eng->done_wq,
@@ -1110,7 +1137,7 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 	/* Released once the result reached userspace (mmedge_dqbuf_finish). */
 	ctx->finish = mmedge_dqbuf_finish;
 	ctx->finish_obj = qb;
-	ctx->finish_id = d->chan;
+	ctx->finish_owner = ch;
 	return 0;
 }
 

@@ -159,6 +159,10 @@ struct mmedge_engine_events {
  * @counter_hz: calibrated counter frequency.
  * @arb_ns: time spent in the arbiter (pick and charge), ns.
  * @arb_picks: segments the arbiter picked.
+ * @rt_segments: segments the engine thread moved while SCHED_FIFO
+ *	(engine_rt); read without a lock.
+ * @rt_fallbacks: SCHED_FIFO runs that went past MMEDGE_RT_RUN_NS and
+ *	went on under SCHED_NORMAL; read without a lock.
  * @dmaeng: the dmaengine back end; without a channel the soft engine's
  *	CPU copies and bus model are used.
  * @dead: the engine was stopped (unbind): every job completed with
@@ -194,6 +198,8 @@ struct mmedge_engine {
 	u64 counter_hz;
 	u64 arb_ns;
 	u64 arb_picks;
+	atomic64_t rt_segments;
+	atomic64_t rt_fallbacks;
 	struct mmedge_dmaeng dmaeng;
 	bool dead;
 	atomic_t freeing;
@@ -276,6 +282,9 @@ struct mmedge_qb {
  *	destroy.
  * @eng: the engine it belongs to.
  * @mf: the file that created it (not referenced: it dies with the file).
+ * @user: the user it is charged to (uid_chan_limit; referenced). The
+ *	charge goes when the channel is taken off the instance, the
+ *	reference with the last reference to the channel.
  * @id: channel id, unique in the instance.
  * @name: channel name, unique in the instance.
  * @node: in mmedge_engine.chans.
@@ -339,6 +348,7 @@ struct mmedge_chan {
 	struct kref ref;
 	struct mmedge_engine *eng;
 	struct mmedge_file *mf;
+	struct mmedge_user *user;
 	u32 id;
 	char name[MMEDGE_NAME_LEN];
 	struct list_head node;

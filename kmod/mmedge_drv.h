@@ -18,6 +18,8 @@
 
 #define MMEDGE_DRV_NAME		"mmedge"
 #define MMEDGE_MAX_DEVS		16
+/* The hub's longest DMA segment when nothing says otherwise. */
+#define MMEDGE_DMA_MAX_SEG	UINT_MAX
 
 /**
  * struct mmedge_dev - one mmedge instance (/dev/mmedgeN)
@@ -33,6 +35,8 @@
  *	with -ENODEV.
  * @dma_dev: the device buffers are allocated and mapped for (the
  *	platform device); buffers hold a reference on it.
+ * @dma_max_seg: the longest DMA segment @dma_dev takes, set at probe.
+ * @dma_boundary: the segment boundary mask of @dma_dev, set at probe.
  * @nr_bufs: live buffers allocated through this instance.
  * @buf_bytes: bytes of those buffers.
  * @nr_imports: live imports of foreign dma-bufs.
@@ -52,6 +56,8 @@ struct mmedge_dev {
 	bool alive;
 
 	struct device *dma_dev;
+	unsigned int dma_max_seg;
+	unsigned long dma_boundary;
 	atomic_t nr_bufs;
 	atomic64_t buf_bytes;
 	atomic_t nr_imports;
@@ -99,7 +105,8 @@ struct mmedge_file {
  *	(a dequeued frame) can keep it until then and take it back on
  *	-EFAULT instead of losing it.
  * @finish_obj: what @finish hands over.
- * @finish_id: the id it belongs to (a channel).
+ * @finish_owner: what it belongs to (a channel), referenced for @finish:
+ *	it may go back there and nowhere else.
  * @usize: the size of the caller's structure (_IOC_SIZE of the command):
  *	a handler whose request needs fields of a later size checks it.
  */
@@ -109,7 +116,7 @@ struct mmedge_ioctl_ctx {
 	void (*finish)(struct mmedge_file *mf, struct mmedge_ioctl_ctx *ctx,
 		       bool copied);
 	void *finish_obj;
-	u32 finish_id;
+	void *finish_owner;
 	unsigned int usize;
 };
 
@@ -126,6 +133,8 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 /* Limits, from module parameters (mmedge_main.c). */
 u64 mmedge_mem_limit(void);
 u64 mmedge_file_mem_limit(void);
+u64 mmedge_uid_mem_limit(void);
+unsigned int mmedge_uid_chan_limit(void);
 extern atomic64_t mmedge_mem_used;
 
 /* mmedge_buf.c */

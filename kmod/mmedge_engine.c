@@ -820,6 +820,10 @@ static void mmedge_engine_serve(struct mmedge_engine *eng,
 	u64 start = max(now, eng->bus_free_ns);
 	u64 t0;
 
+	/* engine_rt at work: the policy the segment was moved under. */
+	if (current->policy == SCHED_FIFO)
+		atomic64_inc(&eng->rt_segments);
+
 	/*
 	 * The engine thread woke late from a pacing sleep while the bus was
 	 * busy: keep the modelled bus back to back instead of losing the
@@ -890,6 +894,7 @@ struct mmedge_engine_sched {
 
 /**
  * mmedge_engine_sched() - follow engine_rt, with the starvation guard
+ * @eng: the engine (its rt_fallbacks counter)
  * @s: the thread's policy state
  *
  * Called by the engine thread at the top of its loop, outside the engine
@@ -901,7 +906,8 @@ struct mmedge_engine_sched {
  * them), so a run longer than MMEDGE_RT_RUN_NS since the last voluntary
  * sleep continues under SCHED_NORMAL until the next one.
  */
-static void mmedge_engine_sched(struct mmedge_engine_sched *s)
+static void mmedge_engine_sched(struct mmedge_engine *eng,
+				struct mmedge_engine_sched *s)
 {
 	u64 now = ktime_get_ns();
 	bool want;
@@ -913,6 +919,7 @@ static void mmedge_engine_sched(struct mmedge_engine_sched *s)
 	} else if (s->rt && now - s->run_start_ns > MMEDGE_RT_RUN_NS) {
 		s->held = true;
 		s->fallbacks++;
+		atomic64_inc(&eng->rt_fallbacks);
 	}
 	want = READ_ONCE(engine_rt) && !s->held;
 	if (want == s->rt)
@@ -967,7 +974,7 @@ static int mmedge_engine_thread(void *data)
 		u64 now, t0, wait = 0, ahead = 0;
 		bool cookie;
 
-		mmedge_engine_sched(&sched);
+		mmedge_engine_sched(eng, &sched);
 
 		spin_lock_irq(&eng->irq_lock);
 		eng->kick = false;
@@ -1071,6 +1078,8 @@ int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev)
 	init_waitqueue_head(&eng->done_wq);
 	INIT_LIST_HEAD(&eng->chans);
 	atomic_set(&eng->freeing, 0);
+	atomic64_set(&eng->rt_segments, 0);
+	atomic64_set(&eng->rt_fallbacks, 0);
 	mmedge_arb_init(&eng->arb, MMEDGE_BURST_NS);
 	eng->bandwidth = clamp_t(u64, bus_bandwidth, MMEDGE_BUS_MIN_BW,
 				 MMEDGE_BUS_MAX_BW);

@@ -74,6 +74,19 @@ static const mmedge_ioctl_fn mmedge_ioctl_fns[MMEDGE_IOCTL_NR_MAX] = {
 	[_IOC_NR(MMEDGE_IOC_XTS)] = mmedge_ioctl_xts,
 };
 
+/*
+ * Handlers that run without mmedge_dev.lock (after the dispatcher saw the
+ * instance alive): they may sleep for what other files or devices do (a
+ * START of MMEDGE_IOC_BUF_SYNC waits for the buffer's fences, without a
+ * bound) and touch nothing of the instance, only the buffer, which
+ * outlives an unbind. Under the lock, such a wait would hold off unbind
+ * and, once unbind waits for the lock, every other file's ioctls.
+ */
+static bool mmedge_ioctl_unlocked(unsigned int nr)
+{
+	return nr == _IOC_NR(MMEDGE_IOC_BUF_SYNC);
+}
+
 /* Largest kernel-side argument. */
 #define MMEDGE_IOCTL_MAX_KSIZE	sizeof(struct mmedge_xts)
 /*
@@ -103,6 +116,7 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	u8 kstack[MMEDGE_IOCTL_STACK_KSIZE] __aligned(8);
 	void *kdata = kstack;
 	unsigned int usize, ksize;
+	bool unlocked;
 	int ret;
 
 	BUILD_BUG_ON(sizeof(struct mmedge_caps) != MMEDGE_CAPS_SIZE_VER0);
@@ -144,12 +158,14 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		memset(kdata, 0, ksize);
 	}
 
+	unlocked = mmedge_ioctl_unlocked(_IOC_NR(cmd));
 	down_read(&mdev->lock);
-	if (mdev->alive)
+	ret = mdev->alive ? 0 : -ENODEV;
+	if (!ret && !unlocked)
 		ret = mmedge_ioctl_fns[_IOC_NR(cmd)](mf, kdata, &ctx);
-	else
-		ret = -ENODEV;
 	up_read(&mdev->lock);
+	if (!ret && unlocked)
+		ret = mmedge_ioctl_fns[_IOC_NR(cmd)](mf, kdata, &ctx);
 	if (ret)
 		goto out;
 

@@ -16,6 +16,7 @@
 #include <linux/module.h>
 #include <linux/of.h>
 #include <linux/platform_device.h>
+#include <linux/property.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/mmedge.h>
@@ -42,7 +43,17 @@ module_param(file_mem_limit_mb, uint, 0644);
 MODULE_PARM_DESC(file_mem_limit_mb,
 		 "Cap on the buffers allocated through one open file, MiB; also the largest buffer (default 256)");
 
-/* Bytes of all live buffers, charged against mem_limit_mb. */
+static unsigned int uid_mem_limit_mb = 512;
+module_param(uid_mem_limit_mb, uint, 0644);
+MODULE_PARM_DESC(uid_mem_limit_mb,
+		 "Cap on the buffers and imports one user (uid) holds on all instances, MiB; CAP_SYS_RESOURCE passes it (default 512)");
+
+static unsigned int uid_chan_limit = 32;
+module_param(uid_chan_limit, uint, 0644);
+MODULE_PARM_DESC(uid_chan_limit,
+		 "Channels one user (uid) may hold on all instances; CAP_SYS_RESOURCE passes it (default 32)");
+
+/* Bytes of all live buffers and imports, charged against mem_limit_mb. */
 atomic64_t mmedge_mem_used = ATOMIC64_INIT(0);
 
 u64 mmedge_mem_limit(void)
@@ -54,6 +65,16 @@ u64 mmedge_file_mem_limit(void)
 {
 	return min_t(u64, (u64)READ_ONCE(file_mem_limit_mb) << 20,
 		     mmedge_mem_limit());
+}
+
+u64 mmedge_uid_mem_limit(void)
+{
+	return (u64)READ_ONCE(uid_mem_limit_mb) << 20;
+}
+
+unsigned int mmedge_uid_chan_limit(void)
+{
+	return READ_ONCE(uid_chan_limit);
 }
 
 static dev_t mmedge_devt;
@@ -182,9 +203,31 @@ static ssize_t api_version_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(api_version);
 
+/* The DMA limits importers' tables must respect (mmedge_dma_limits()). */
+static ssize_t dma_max_segment_show(struct device *dev,
+				    struct device_attribute *attr, char *buf)
+{
+	struct mmedge_dev *mdev = to_mmedge_dev(dev);
+
+	return sysfs_emit(buf, "%u\n", mdev->dma_max_seg);
+}
+static DEVICE_ATTR_RO(dma_max_segment);
+
+static ssize_t dma_segment_boundary_show(struct device *dev,
+					 struct device_attribute *attr,
+					 char *buf)
+{
+	struct mmedge_dev *mdev = to_mmedge_dev(dev);
+
+	return sysfs_emit(buf, "%#lx\n", mdev->dma_boundary);
+}
+static DEVICE_ATTR_RO(dma_segment_boundary);
+
 static struct attribute *mmedge_dev_attrs[] = {
 	&dev_attr_virtual.attr,
 	&dev_attr_api_version.attr,
+	&dev_attr_dma_max_segment.attr,
+	&dev_attr_dma_segment_boundary.attr,
 	NULL,
 };
 
@@ -272,12 +315,32 @@ static ssize_t dma_inflight_max_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(dma_inflight_max);
 
+/* engine_rt: segments moved under SCHED_FIFO, runs that fell back. */
+static ssize_t engine_rt_segments_show(struct device *dev,
+				       struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n",
+			  atomic64_read(&to_mmedge_dev(dev)->eng.rt_segments));
+}
+static DEVICE_ATTR_RO(engine_rt_segments);
+
+static ssize_t engine_rt_fallbacks_show(struct device *dev,
+					struct device_attribute *attr,
+					char *buf)
+{
+	return sysfs_emit(buf, "%lld\n",
+			  atomic64_read(&to_mmedge_dev(dev)->eng.rt_fallbacks));
+}
+static DEVICE_ATTR_RO(engine_rt_fallbacks);
+
 /* /sys/class/mmedge/mmedgeN/stats/: live counters of this instance. */
 static struct attribute *mmedge_stats_attrs[] = {
 	&dev_attr_arb_ns_per_segment.attr,
 	&dev_attr_dma_direct_segments.attr,
 	&dev_attr_dma_inflight_max.attr,
 	&dev_attr_dma_segments.attr,
+	&dev_attr_engine_rt_fallbacks.attr,
+	&dev_attr_engine_rt_segments.attr,
 	&dev_attr_buffers.attr,
 	&dev_attr_buffer_bytes.attr,
 	&dev_attr_imports.attr,
@@ -335,6 +398,47 @@ static void mmedge_dev_release(struct device *dev)
 	kfree(mdev);
 }
 
+/*
+ * The hub's DMA limits: the longest DMA segment and the boundary no
+ * segment may cross, which every table mapped for the device (imports,
+ * mmedge buffers attached to it) must respect. From the device tree
+ * (mmedge,dma-max-segment-size, mmedge,dma-segment-boundary) where it
+ * says so, else from the memcpy DMA controller's device when the engine
+ * has one, else MMEDGE_DMA_MAX_SEG and no boundary: the soft engine
+ * copies with the CPU and has no segment limit of its own.
+ */
+static int mmedge_dma_limits(struct mmedge_dev *mdev)
+{
+	struct device *dev = &mdev->pdev->dev;
+	struct device *ctl = mmedge_dmaeng_dev(&mdev->eng.dmaeng);
+	u32 max_seg = MMEDGE_DMA_MAX_SEG;
+	u64 boundary = ULONG_MAX;
+
+	if (ctl) {
+		max_seg = dma_get_max_seg_size(ctl);
+		boundary = dma_get_seg_boundary(ctl);
+	}
+	device_property_read_u32(dev, "mmedge,dma-max-segment-size", &max_seg);
+	device_property_read_u64(dev, "mmedge,dma-segment-boundary", &boundary);
+	/* A boundary is a mask (2^n - 1) of at least a page. */
+	if (max_seg < PAGE_SIZE || boundary > ULONG_MAX ||
+	    boundary < PAGE_SIZE - 1 || (boundary & (boundary + 1))) {
+		dev_err(dev, "bad DMA limits: max segment %u, boundary %#llx\n",
+			max_seg, boundary);
+		return -EINVAL;
+	}
+	/* Both return void from 6.11 on and warn without dma_parms. */
+	if (!dev->dma_parms)
+		return -EIO;
+	dma_set_max_seg_size(dev, max_seg);
+	dma_set_seg_boundary(dev, boundary);
+	mdev->dma_max_seg = max_seg;
+	mdev->dma_boundary = boundary;
+	dev_dbg(dev, "DMA limits: max segment %u, boundary %#llx (%s)\n",
+		max_seg, boundary, ctl ? dev_name(ctl) : "no controller");
+	return 0;
+}
+
 static int mmedge_probe(struct platform_device *pdev)
 {
 	struct mmedge_dev *mdev;
@@ -390,6 +494,12 @@ static int mmedge_probe(struct platform_device *pdev)
 	if (ret) {
 		dev_err(&pdev->dev, "cannot start the DMA engine: %d\n", ret);
 		goto err_put_device;
+	}
+
+	ret = mmedge_dma_limits(mdev);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot set the DMA limits: %d\n", ret);
+		goto err_stop_engine;
 	}
 
 	cdev_init(&mdev->cdev, &mmedge_fops);
@@ -520,8 +630,9 @@ static int __init mmedge_init(void)
 {
 	int ret;
 
-	if (!mem_limit_mb || !file_mem_limit_mb) {
-		pr_err("mmedge: mem_limit_mb and file_mem_limit_mb must be > 0\n");
+	if (!mem_limit_mb || !file_mem_limit_mb || !uid_mem_limit_mb ||
+	    !uid_chan_limit) {
+		pr_err("mmedge: mem_limit_mb, file_mem_limit_mb, uid_mem_limit_mb and uid_chan_limit must be > 0\n");
 		return -EINVAL;
 	}
 	if (nr_virtual < -1 || nr_virtual > MMEDGE_MAX_VIRTUAL) {

@@ -12,7 +12,11 @@
  * racing operations: closing fds, destroying channels, unmapping,
  * releasing imports, opening a second device fd and closing it while
  * other threads use it, attempting to unload the module (which must
- * fail while the device is open), while others queue and dequeue. Blocking calls
+ * fail while the device is open), while others queue and dequeue;
+ * DQBUFs whose result page is read-only (the frame is put back), a
+ * channel destroyed and its id reused by a new one that must have
+ * nothing to dequeue, and many files opened at once that each import
+ * buffers. Blocking calls
  * are bounded: DQBUF is non-blocking or waits at most 20 ms, and a
  * per-thread timer signal (no SA_RESTART) interrupts any operation
  * after 300 ms.
@@ -118,6 +122,7 @@ struct thr {
 	timer_t timer;
 	bool has_timer;
 	uint8_t *scratch;
+	uint8_t *ro;		/* a page made read-only around DQBUFs */
 	uint64_t ioctls;
 	int err;
 };
@@ -790,6 +795,117 @@ static void op_vgem(struct thr *t)
 	}
 }
 
+/*
+ * DQBUF into a read-only page: the copy to userspace fails (EFAULT) and
+ * the frame goes back to its channel for the next DQBUF.
+ */
+static void op_dqbuf_fault(struct thr *t)
+{
+	struct mmedge_dqbuf *d = (struct mmedge_dqbuf *)t->ro;
+
+	if (!t->ro || mprotect(t->ro, 4096, PROT_READ | PROT_WRITE))
+		return;
+	memset(d, 0, sizeof(*d));
+	d->chan = pick_chan(t);
+	d->flags = MMEDGE_DQBUF_NONBLOCK;
+	if (mprotect(t->ro, 4096, PROT_READ))
+		return;
+	arm(t, 300);
+	fz_ioctl(t, pick_dev(t), MMEDGE_IOC_DQBUF, d);
+	disarm(t);
+}
+
+/*
+ * On a file of its own: a feed job completes, a DQBUF's copy faults
+ * (the frame is put back), the channel is destroyed and a new one takes
+ * its id. The new channel was given nothing: a DQBUF that returns a
+ * frame there fails the seed.
+ */
+static void op_reuse(struct thr *t)
+{
+	struct mmedge_chan_create c;
+	struct mmedge_qbuf q;
+	struct mmedge_dqbuf d;
+	int dev, buf, i, ret;
+
+	buf = atomic_load(&t->w->buf[rn(t, NBUF)]);
+	dev = open_dev();
+	if (dev < 0)
+		return;
+	memset(&c, 0, sizeof(c));
+	c.dir = MMEDGE_CHAN_FEED;
+	if (fz_ioctl(t, dev, MMEDGE_IOC_CHAN_CREATE, &c))
+		goto out;
+	memset(&q, 0, sizeof(q));
+	q.chan = c.id;
+	q.fd = buf;
+	q.bytesused = 1 + rn(t, 64);
+	arm(t, 300);
+	ret = fz_ioctl(t, dev, MMEDGE_IOC_QBUF, &q);
+	disarm(t);
+	if (!ret && t->ro) {
+		/* Until the frame is done, at most 20 ms. */
+		for (i = 0; i < 20; i++) {
+			struct mmedge_chan_stats st = { .id = c.id };
+
+			if (!fz_ioctl(t, dev, MMEDGE_IOC_CHAN_STATS, &st) &&
+			    st.frames)
+				break;
+			sleep_ms(1);
+		}
+		if (!mprotect(t->ro, 4096, PROT_READ | PROT_WRITE)) {
+			memset(t->ro, 0, sizeof(d));
+			((struct mmedge_dqbuf *)t->ro)->chan = c.id;
+			((struct mmedge_dqbuf *)t->ro)->flags =
+				MMEDGE_DQBUF_NONBLOCK;
+			if (!mprotect(t->ro, 4096, PROT_READ))
+				fz_ioctl(t, dev, MMEDGE_IOC_DQBUF, t->ro);
+		}
+	}
+	{
+		struct mmedge_chan_destroy x = { .id = c.id };
+
+		fz_ioctl(t, dev, MMEDGE_IOC_CHAN_DESTROY, &x);
+	}
+	memset(&c, 0, sizeof(c));
+	c.dir = MMEDGE_CHAN_FEED;
+	if (fz_ioctl(t, dev, MMEDGE_IOC_CHAN_CREATE, &c))
+		goto out;
+	memset(&d, 0, sizeof(d));
+	d.chan = c.id;
+	d.flags = MMEDGE_DQBUF_NONBLOCK;
+	if (!fz_ioctl(t, dev, MMEDGE_IOC_DQBUF, &d)) {
+		fprintf(stderr, "# a new channel dequeued cookie %#llx seq %llu\n",
+			(unsigned long long)d.cookie,
+			(unsigned long long)d.sequence);
+		t->err = -EEXIST;
+	}
+out:
+	close(dev);
+}
+
+/* Many files at once, each importing buffers; then all closed. */
+static void op_opens(struct thr *t)
+{
+	unsigned int n = 2 + rn(t, 31), i, k;
+	int fds[32];
+
+	for (i = 0; i < n; i++) {
+		fds[i] = open_dev();
+		if (fds[i] < 0)
+			break;
+		for (k = rn(t, 4); k > 0; k--) {
+			struct mmedge_buf_import in;
+
+			memset(&in, 0, sizeof(in));
+			in.fd = atomic_load(&t->w->buf[rn(t, NBUF)]);
+			fz_ioctl(t, fds[i], MMEDGE_IOC_BUF_IMPORT, &in);
+		}
+	}
+	while (i > 0)
+		close(fds[--i]);
+}
+
 static void one_op(struct thr *t)
 {
 	unsigned int r = rn(t, 100);
@@ -836,6 +952,19 @@ static void one_op(struct thr *t)
 		op_vgem(t);
 	else
 		op_rmmod(t);
+	/* The paths of the second hostile round, 1 in 25 operations each. */
+	switch (rn(t, 25)) {
+	case 0:
+		op_dqbuf_fault(t);
+		break;
+	case 1:
+		op_reuse(t);
+		break;
+	case 2:
+		if (!rn(t, 4))
+			op_opens(t);
+		break;
+	}
 }
 
 static void *thread_main(void *p)
@@ -854,6 +983,10 @@ static void *thread_main(void *p)
 		t->err = -ENOMEM;
 		return NULL;
 	}
+	t->ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t->ro == MAP_FAILED)
+		t->ro = NULL;
 
 	for (;;) {
 		long seq = atomic_fetch_add(&w->next_seq, 1);
@@ -867,6 +1000,8 @@ static void *thread_main(void *p)
 		atomic_fetch_add(&w->seqs_done, 1);
 	}
 	free(t->scratch);
+	if (t->ro)
+		munmap(t->ro, 4096);
 	if (t->has_timer)
 		timer_delete(t->timer);
 	atomic_fetch_add(&w->ioctls, t->ioctls);

@@ -26,6 +26,17 @@
  *                           kernel's DMA-API debug checks each mapping).
  *  qbuf_emfile_order        12: QBUF failing with EMFILE publishes no
  *                           fence; fences signal in seqno order.
+ *  import_sizes             13: imports of 4 KiB to 64 MiB within the
+ *                           hub's DMA limits (issue 39).
+ *  putback_new_chan         14: a frame put back after a faulting DQBUF
+ *                           copy never reaches a channel created after
+ *                           its own was destroyed (issue 32.1).
+ *  import_charged           15: imports charged to the memory caps (32.2).
+ *  sync_wait_unlocked       16: BUF_SYNC START waiting for a fence holds
+ *                           no lock unbind or other files need (32.3).
+ *  uid_limits               17: per-user channel and memory limits (32.4).
+ *  engine_rt_observable     18: segments moved under SCHED_FIFO counted,
+ *                           with engine_rt and only with it (32.5).
  *  close_with_live_sync_files, vgem_holds_across_rmmod,
  *  vgem_holds_across_unbind, mmap_after_close, fork_with_buffers:
  *                           lifetime races.
@@ -63,6 +74,7 @@
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 #include <linux/sync_file.h>
+#include <linux/userfaultfd.h>
 #include <linux/mmedge.h>
 
 #include <xf86drm.h>
@@ -227,6 +239,10 @@ FIXTURE(hostile) {
 	char pdev[64];
 	bool unbound;
 	char file_limit[32];
+	/* Module parameters set_param() changed, restored at teardown. */
+	int nparams;
+	char pname[4][32];
+	char pval[4][32];
 };
 
 FIXTURE_SETUP(hostile)
@@ -238,6 +254,7 @@ FIXTURE_SETUP(hostile)
 	self->vgem = -1;
 	self->unbound = false;
 	self->file_limit[0] = 0;
+	self->nparams = 0;
 	self->pdev[0] = 0;
 	if (!test_selected(_metadata->name))
 		SKIP(return, "not in MMEDGE_HOSTILE_TESTS");
@@ -259,12 +276,38 @@ FIXTURE_TEARDOWN(hostile)
 		write_str(PDRV_DIR "/bind", self->pdev);
 	if (self->file_limit[0])
 		write_str(MOD_PARAMS "file_mem_limit_mb", self->file_limit);
+	while (self->nparams > 0) {
+		char path[96];
+
+		self->nparams--;
+		snprintf(path, sizeof(path), MOD_PARAMS "%s",
+			 self->pname[self->nparams]);
+		write_str(path, self->pval[self->nparams]);
+	}
 	if (self->dev >= 0)
 		close(self->dev);
 	if (self->vgem >= 0)
 		close(self->vgem);
 	if (geteuid() == 0)
 		mod_ensure_loaded();
+}
+
+/* Set module parameter @name to @val; the teardown puts the old back. */
+static int set_param(FIXTURE_DATA(hostile) *self, const char *name,
+		     const char *val)
+{
+	char path[96];
+	int i = self->nparams, ret;
+
+	if (i >= 4)
+		return -ENOSPC;
+	snprintf(path, sizeof(path), MOD_PARAMS "%s", name);
+	ret = read_str(path, self->pval[i], sizeof(self->pval[i]));
+	if (ret)
+		return ret;
+	snprintf(self->pname[i], sizeof(self->pname[i]), "%s", name);
+	self->nparams++;
+	return write_str(path, val);
 }
 
 #define NEED_ROOT(what) do { \
@@ -1331,6 +1374,582 @@ TEST_F_TIMEOUT(hostile, qbuf_emfile_order, 60)
 	chan_destroy(self->dev, ch);
 	for (i = 0; i < 4; i++)
 		close(buf[i]);
+}
+
+/*
+ * 13. The hub's DMA limits (issue 39): imports of every size from 4 KiB
+ * to 64 MiB. vgem's buffers are shmem pages, which vgem merges into one
+ * segment wherever the allocator gave a physically contiguous run (a
+ * fresh 2 MiB buffer often is one segment); mmedge's own buffers are
+ * imported too, scatter-gather (1 MiB blocks) and contiguous (one
+ * block). An import succeeds when the hub's dma_max_segment covers the
+ * buffer; a contiguous mmedge buffer is then one segment. The debug
+ * stage runs this with DMA-API debug, which reports any segment mapped
+ * longer than the device claims or across its boundary, and fails.
+ */
+TEST_F_TIMEOUT(hostile, import_sizes, 300)
+{
+	static const size_t sizes[] = {
+		SZ_4K, SZ_64K, 256 * 1024, SZ_1M, 2 * SZ_1M, 4 * SZ_1M,
+		16 * SZ_1M, 64 * SZ_1M,
+	};
+	struct mmedge_buf_import imp;
+	struct mmedge_buf_release rel;
+	long long max_seg = 0;
+	unsigned int i, k;
+
+	BEGIN();
+
+	NEED_VGEM();
+	ASSERT_EQ(0, read_ll(DEV0_SYSDIR "/dma_max_segment", &max_seg));
+	TH_LOG("dma_max_segment %lld", max_seg);
+	ASSERT_LE(4096, max_seg);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t size = sizes[i];
+		__u32 handle;
+		int fd, ret;
+
+		/* vgem's buffer. */
+		ASSERT_EQ(0, vgem_dumb(self->vgem, size, &handle));
+		ASSERT_EQ(0, drmPrimeHandleToFD(self->vgem, handle,
+						DRM_CLOEXEC | DRM_RDWR, &fd));
+		ret = buf_import(self->dev, fd, &imp);
+		if (size <= (size_t)max_seg) {
+			EXPECT_EQ(0, ret) TH_LOG("vgem %zu KiB", size >> 10);
+		} else {
+			/* The exporter may merge past the hub's limit. */
+			EXPECT_TRUE(!ret || ret == -ERANGE);
+		}
+		if (!ret) {
+			EXPECT_LE(1, imp.nr_segments);
+			EXPECT_GE(size / SZ_4K, imp.nr_segments);
+			TH_LOG("vgem %zu KiB: %u segments", size >> 10,
+			       imp.nr_segments);
+			memset(&rel, 0, sizeof(rel));
+			rel.id = imp.id;
+			EXPECT_EQ(0, xioctl(self->dev, MMEDGE_IOC_BUF_RELEASE,
+					    &rel));
+		}
+		close(fd);
+		EXPECT_EQ(0, drmCloseBufferHandle(self->vgem, handle));
+
+		/* mmedge's own, scatter-gather and contiguous. */
+		for (k = 0; k < 2; k++) {
+			__u32 flags = k ? MMEDGE_BUF_CONTIG : 0;
+			size_t want;
+
+			if (k && !(self->caps & MMEDGE_CAP_CONTIG))
+				continue;
+			fd = buf_new(self->dev, size, flags, O_RDWR | O_CLOEXEC);
+			if (fd == -ENOMEM && k) {
+				TH_LOG("no %zu KiB contiguous block", size >> 10);
+				continue;
+			}
+			ASSERT_LE(0, fd);
+			ASSERT_EQ(0, buf_import(self->dev, fd, &imp));
+			/*
+			 * Blocks are cut to the hub's limits, never refused;
+			 * the contiguous block is one segment per
+			 * dma_max_segment.
+			 */
+			want = (size + max_seg - 1) / max_seg;
+			if (k) {
+				EXPECT_EQ(want, imp.nr_segments)
+					TH_LOG("contig %zu KiB", size >> 10);
+			} else {
+				EXPECT_GE(size / SZ_4K, imp.nr_segments);
+			}
+			memset(&rel, 0, sizeof(rel));
+			rel.id = imp.id;
+			EXPECT_EQ(0, xioctl(self->dev, MMEDGE_IOC_BUF_RELEASE,
+					    &rel));
+			close(fd);
+		}
+	}
+}
+
+/*
+ * 14. Issue 32 case 1: a frame put back after a DQBUF whose copy to
+ * userspace faulted goes back to the channel it came from, never to a
+ * channel that got that channel's id after a destroy. The DQBUF result
+ * lies in a page write-protected with userfaultfd: the copy blocks in
+ * the fault while the channel is destroyed and a new feed channel (same
+ * id, never given a job) is created; then the page is made read-only and
+ * the fault woken, so the copy fails with EFAULT. The new channel must
+ * have nothing to dequeue. Without userfaultfd write-protect (the debug
+ * kernel has no CONFIG_USERFAULTFD) the same steps race instead, 200
+ * times: a DQBUF into a read-only page against the destroy and create;
+ * that exercises the put-back under KASAN and lockdep but may not hit
+ * the window (MMEDGE_PUTBACK_RACE=1 races where userfaultfd exists too).
+ */
+struct putback_arg {
+	int dev;
+	struct mmedge_dqbuf *d;
+	int ret;
+	int err;
+};
+
+static void *putback_dqbuf(void *p)
+{
+	struct putback_arg *a = p;
+
+	a->ret = ioctl(a->dev, MMEDGE_IOC_DQBUF, a->d);
+	a->err = errno;
+	return NULL;
+}
+
+/* Waits up to 2 s for channel @ch's first frame; 0 or -errno. */
+static int wait_frame(int dev, __u32 ch)
+{
+	struct mmedge_chan_stats st;
+	int i, ret;
+
+	for (i = 0; i < 200; i++) {
+		ret = chan_stats(dev, ch, &st);
+		if (ret || st.frames)
+			return ret;
+		sleep_ms(10);
+	}
+	return -ETIMEDOUT;
+}
+
+/* putback_new_chan without userfaultfd: the destroy races the copy. */
+static int putback_race(int dev, int buf, int rounds, char *why, size_t len)
+{
+	size_t pg = page_size();
+	struct putback_arg a;
+	struct mmedge_dqbuf d;
+	int i, feed, feed2, ret = 0;
+	uint8_t *page;
+	pthread_t t;
+
+	page = mmap(NULL, pg, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
+		return -errno;
+	for (i = 0; i < rounds && !ret; i++) {
+		feed = plain_chan(dev, MMEDGE_CHAN_FEED);
+		if (feed < 0 || qbuf_full(dev, feed, buf, 0, 0, 64, i + 1, NULL) ||
+		    wait_frame(dev, feed)) {
+			snprintf(why, len, "round %d: no frame", i);
+			ret = -EIO;
+			break;
+		}
+		mprotect(page, pg, PROT_READ | PROT_WRITE);
+		memcpy(page, &(struct mmedge_dqbuf){ .chan = feed,
+			.flags = MMEDGE_DQBUF_NONBLOCK },
+		       sizeof(struct mmedge_dqbuf));
+		mprotect(page, pg, PROT_READ);
+		memset(&a, 0, sizeof(a));
+		a.dev = dev;
+		a.d = (struct mmedge_dqbuf *)page;
+		if (pthread_create(&t, NULL, putback_dqbuf, &a)) {
+			ret = -EAGAIN;
+			break;
+		}
+		/* A few rounds give the DQBUF a head start. */
+		if (i % 4)
+			usleep(i % 400);
+		chan_destroy(dev, feed);
+		feed2 = plain_chan(dev, MMEDGE_CHAN_FEED);
+		pthread_join(t, NULL);
+		if (feed2 > 0 &&
+		    !dqbuf(dev, feed2, MMEDGE_DQBUF_NONBLOCK, 0, &d)) {
+			snprintf(why, len,
+				 "round %d: channel %d dequeued cookie %llu of the destroyed one",
+				 i, feed2, (unsigned long long)d.cookie);
+			ret = -EEXIST;
+		}
+		if (feed2 > 0)
+			chan_destroy(dev, feed2);
+	}
+	munmap(page, pg);
+	return ret;
+}
+
+TEST_F_TIMEOUT(hostile, putback_new_chan, 120)
+{
+	size_t pg = page_size();
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg;
+	struct uffdio_writeprotect wp;
+	struct uffdio_range wake;
+	struct mmedge_chan_stats st;
+	struct putback_arg a;
+	struct uffd_msg msg;
+	struct mmedge_dqbuf d;
+	struct pollfd pfd;
+	int feed, feed2, buf, uffd;
+	pthread_t t;
+	uint8_t *page;
+
+	BEGIN();
+
+	page = mmap(NULL, pg, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, page);
+	memset(page, 0, pg);
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (unsigned long)page;
+	reg.range.len = pg;
+	reg.mode = UFFDIO_REGISTER_MODE_WP;
+	/* MMEDGE_PUTBACK_RACE=1 takes the racing path anyway. */
+	uffd = getenv("MMEDGE_PUTBACK_RACE") ? -1 :
+	       syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) ||
+	    ioctl(uffd, UFFDIO_REGISTER, &reg) ||
+	    !(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT))) {
+		char why[160] = "";
+
+		TH_LOG("no userfaultfd write-protect (%s): racing instead",
+		       strerror(errno));
+		if (uffd >= 0)
+			close(uffd);
+		munmap(page, pg);
+		buf = buf_new(self->dev, SZ_4K, 0, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, buf);
+		EXPECT_EQ(0, putback_race(self->dev, buf, 200, why, sizeof(why)))
+			TH_LOG("%s", why);
+		close(buf);
+		return;
+	}
+
+	/* A finished feed job waits to be dequeued. */
+	feed = plain_chan(self->dev, MMEDGE_CHAN_FEED);
+	ASSERT_LT(0, feed);
+	buf = buf_new(self->dev, SZ_4K, 0, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+	ASSERT_EQ(0, qbuf_full(self->dev, feed, buf, 0, 0, 64, 0xc0ffee, NULL));
+	ASSERT_EQ(0, wait_frame(self->dev, feed));
+
+	/* The DQBUF argument, then the page write-protected. */
+	memcpy(page, &(struct mmedge_dqbuf){ .chan = feed, .timeout_ms = 1000 },
+	       sizeof(struct mmedge_dqbuf));
+	memset(&wp, 0, sizeof(wp));
+	wp.range = reg.range;
+	wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_WRITEPROTECT, &wp));
+
+	memset(&a, 0, sizeof(a));
+	a.dev = self->dev;
+	a.d = (struct mmedge_dqbuf *)page;
+	ASSERT_EQ(0, pthread_create(&t, NULL, putback_dqbuf, &a));
+	pfd.fd = uffd;
+	pfd.events = POLLIN;
+	ASSERT_EQ(1, poll(&pfd, 1, 10000)) TH_LOG("DQBUF never wrote");
+	ASSERT_EQ((ssize_t)sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	EXPECT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+
+	/* The copy is stuck in the fault: the channel goes, another comes. */
+	EXPECT_EQ(0, chan_destroy(self->dev, feed));
+	feed2 = plain_chan(self->dev, MMEDGE_CHAN_FEED);
+	ASSERT_LT(0, feed2);
+	EXPECT_EQ(feed, feed2) TH_LOG("the new channel got another id");
+
+	/* The copy fails: the page is read-only when the fault retries. */
+	ASSERT_EQ(0, mprotect(page, pg, PROT_READ));
+	wake.start = (unsigned long)page;
+	wake.len = pg;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_WAKE, &wake));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(-1, a.ret);
+	EXPECT_EQ(EFAULT, a.err);
+
+	/* The new channel was never given a job. */
+	EXPECT_EQ(-EAGAIN, dqbuf(self->dev, feed2, MMEDGE_DQBUF_NONBLOCK, 0, &d))
+		TH_LOG("dequeued cookie %#llx seq %llu of the old channel",
+		       (unsigned long long)d.cookie,
+		       (unsigned long long)d.sequence);
+	ASSERT_EQ(0, chan_stats(self->dev, feed2, &st));
+	EXPECT_EQ(0, st.frames);
+	EXPECT_EQ(0, chan_destroy(self->dev, feed2));
+	close(buf);
+	close(uffd);
+	munmap(page, pg);
+}
+
+/*
+ * 15. Issue 32 case 2: imports are charged. An import costs a page of
+ * bookkeeping plus the pages of its scatter-gather table, charged to
+ * the file's cap (file_mem_limit_mb), the user's and the global one, and
+ * shown in stats/mem_used: with the file's cap full of a buffer an
+ * import is refused (ENOMEM); once charged, it keeps a buffer of the
+ * whole cap out, and its release gives the charge back.
+ */
+TEST_F_TIMEOUT(hostile, import_charged, 60)
+{
+	struct mmedge_buf_import imp;
+	struct mmedge_buf_release rel;
+	long long m0 = -1, m1 = -1, m2 = -1;
+	__u32 handle;
+	int a, v, ret;
+
+	BEGIN();
+
+	NEED_ROOT("module parameters");
+	NEED_VGEM();
+	ASSERT_EQ(0, read_str(MOD_PARAMS "file_mem_limit_mb", self->file_limit,
+			      sizeof(self->file_limit)));
+	ASSERT_EQ(0, write_str(MOD_PARAMS "file_mem_limit_mb", "1"));
+	ASSERT_EQ(0, vgem_dumb(self->vgem, SZ_64K, &handle));
+	ASSERT_EQ(0, drmPrimeHandleToFD(self->vgem, handle,
+					DRM_CLOEXEC | DRM_RDWR, &v));
+
+	/* The file's cap is full: no import. */
+	a = buf_new(self->dev, SZ_1M, 0, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, a);
+	EXPECT_EQ(-ENOMEM, buf_import(self->dev, v, &imp));
+	close(a);
+
+	ASSERT_EQ(0, read_ll(STATS "mem_used", &m0));
+	ret = buf_import(self->dev, v, &imp);
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, read_ll(STATS "mem_used", &m1));
+	/* 16 segments at most: one page of table, one of bookkeeping. */
+	EXPECT_GE(16, imp.nr_segments);
+	EXPECT_EQ(2 * (long long)page_size(), m1 - m0);
+	EXPECT_EQ(-ENOMEM, buf_new(self->dev, SZ_1M, 0, O_RDWR | O_CLOEXEC));
+
+	memset(&rel, 0, sizeof(rel));
+	rel.id = imp.id;
+	EXPECT_EQ(0, xioctl(self->dev, MMEDGE_IOC_BUF_RELEASE, &rel));
+	ASSERT_EQ(0, read_ll(STATS "mem_used", &m2));
+	EXPECT_EQ(m0, m2);
+	a = buf_new(self->dev, SZ_1M, 0, O_RDWR | O_CLOEXEC);
+	EXPECT_LE(0, a);
+	if (a >= 0)
+		close(a);
+	close(v);
+	EXPECT_EQ(0, drmCloseBufferHandle(self->vgem, handle));
+}
+
+/*
+ * 16. Issue 32 case 3: a BUF_SYNC START waiting for a fence (a vgem
+ * write fence that nobody signals) holds no lock that unbind or other
+ * files need: the unbind completes within a second while the sync
+ * waits, and the sync finishes when the fence signals.
+ */
+struct sync_arg {
+	int dev;
+	int buf;
+	atomic_int done;
+	int ret;
+};
+
+static void *sync_start(void *p)
+{
+	struct sync_arg *a = p;
+
+	a->ret = buf_sync(a->dev, a->buf, MMEDGE_BUF_SYNC_READ, 0, SZ_64K,
+			  NULL);
+	atomic_store(&a->done, 1);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(hostile, sync_wait_unlocked, 60)
+{
+	struct mmedge_caps caps;
+	struct sync_arg a;
+	__u32 handle, fence;
+	uint64_t t0, ms;
+	pthread_t t;
+	int dev2;
+
+	BEGIN();
+
+	NEED_ROOT("unbind");
+	NEED_VGEM();
+	memset(&a, 0, sizeof(a));
+	a.dev = self->dev;
+	a.buf = buf_new(self->dev, SZ_64K, 0, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, a.buf);
+	ASSERT_EQ(0, drmPrimeFDToHandle(self->vgem, a.buf, &handle));
+	ASSERT_EQ(0, vgem_fence_attach(self->vgem, handle, VGEM_FENCE_WRITE,
+				       &fence));
+	ASSERT_EQ(0, pthread_create(&t, NULL, sync_start, &a));
+	sleep_ms(200);
+	ASSERT_EQ(0, atomic_load(&a.done)) TH_LOG("START did not wait");
+
+	/* Another file's ioctl and the unbind do not wait for the fence. */
+	dev2 = open_dev();
+	ASSERT_LE(0, dev2);
+	t0 = now_ns();
+	EXPECT_EQ(0, query_caps(dev2, &caps));
+	ASSERT_EQ(0, do_unbind(self));
+	ms = (now_ns() - t0) / MSEC;
+	EXPECT_GT(1000, ms) TH_LOG("unbind took %llu ms behind the wait",
+				   (unsigned long long)ms);
+	EXPECT_EQ(-ENODEV, query_caps(dev2, &caps));
+	EXPECT_EQ(0, atomic_load(&a.done));
+
+	EXPECT_EQ(0, vgem_fence_signal(self->vgem, fence));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, a.ret);
+	close(dev2);
+	EXPECT_EQ(0, drmCloseBufferHandle(self->vgem, handle));
+	close(a.buf);
+	/* The old instance keeps its number until its last file closes. */
+	close(self->dev);
+	self->dev = -1;
+	ASSERT_EQ(0, do_bind(self));
+}
+
+/*
+ * 17. Issue 32 case 4 (and the user's share of case 2): per-user limits.
+ * A user that dropped to uid 65534 holds files opened before: its
+ * channels on all of them stop at uid_chan_limit (ENOSPC) though each
+ * file is below its 16, while root still creates one; its buffers and
+ * imports on all files stop at uid_mem_limit_mb (ENOMEM), and what it
+ * frees is given back.
+ */
+static int uid_child(const int *fd, int nfd, int vfd, unsigned int chan_limit)
+{
+	unsigned int made = 0;
+	struct mmedge_buf_import imp;
+	int i, ret, a, b, c;
+
+	alarm(60);
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534)) {
+		fprintf(stderr, "# cannot drop privileges: %s\n", strerror(errno));
+		return 100;
+	}
+	for (i = 0; i < nfd; i++) {
+		for (;;) {
+			ret = plain_chan(fd[i], MMEDGE_CHAN_FEED);
+			if (ret < 0)
+				break;
+			made++;
+		}
+		CHILD_EXPECT(-ENOSPC, ret);
+	}
+	CHILD_EXPECT(chan_limit, made);
+
+	/* uid_mem_limit_mb is 4 (set by the parent). */
+	a = buf_new(fd[0], 3 * SZ_1M, 0, O_RDWR | O_CLOEXEC);
+	CHILD_EXPECT(1, a >= 0);
+	CHILD_EXPECT(-ENOMEM, buf_new(fd[1], 2 * SZ_1M, 0, O_RDWR | O_CLOEXEC));
+	b = buf_new(fd[1], SZ_1M, 0, O_RDWR | O_CLOEXEC);
+	CHILD_EXPECT(1, b >= 0);
+	memset(&imp, 0, sizeof(imp));
+	imp.fd = vfd;
+	CHILD_EXPECT(-ENOMEM, xioctl(fd[2], MMEDGE_IOC_BUF_IMPORT, &imp));
+	close(b);
+	memset(&imp, 0, sizeof(imp));
+	imp.fd = vfd;
+	CHILD_EXPECT(0, xioctl(fd[2], MMEDGE_IOC_BUF_IMPORT, &imp));
+	close(a);
+	c = buf_new(fd[3], 3 * SZ_1M, 0, O_RDWR | O_CLOEXEC);
+	CHILD_EXPECT(1, c >= 0);
+	close(c);
+	return child_fails;
+}
+
+TEST_F_TIMEOUT(hostile, uid_limits, 120)
+{
+	long long chan_limit = -1;
+	int fd[4], i, v, status, root_chan, up[2], down[2];
+	__u32 handle;
+	char c = 0;
+	pid_t pid;
+
+	BEGIN();
+
+	NEED_ROOT("setuid");
+	NEED_VGEM();
+	ASSERT_EQ(0, read_ll(MOD_PARAMS "uid_chan_limit", &chan_limit));
+	EXPECT_EQ(32, chan_limit) TH_LOG("not the default");
+	ASSERT_GT(4 * 16, chan_limit);
+	ASSERT_EQ(0, set_param(self, "uid_mem_limit_mb", "4"));
+	ASSERT_EQ(0, vgem_dumb(self->vgem, SZ_64K, &handle));
+	ASSERT_EQ(0, drmPrimeHandleToFD(self->vgem, handle,
+					DRM_CLOEXEC | DRM_RDWR, &v));
+	for (i = 0; i < 4; i++) {
+		fd[i] = open_dev();
+		ASSERT_LE(0, fd[i]);
+	}
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(down));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(up[0]);
+		close(down[1]);
+		status = uid_child(fd, 4, v, chan_limit);
+		/* Its channels stay while root tries one. */
+		c = status;
+		if (write(up[1], &c, 1) == 1)
+			while (read(down[0], &c, 1) > 0)
+				;
+		_exit(status);
+	}
+	close(up[1]);
+	close(down[0]);
+	for (i = 0; i < 4; i++)
+		close(fd[i]);
+	close(v);
+	EXPECT_EQ(0, drmCloseBufferHandle(self->vgem, handle));
+	EXPECT_EQ(1, read(up[0], &c, 1));
+	root_chan = plain_chan(self->dev, MMEDGE_CHAN_FEED);
+	EXPECT_LT(0, root_chan) TH_LOG("the user took every channel");
+	if (root_chan > 0)
+		chan_destroy(self->dev, root_chan);
+	close(down[1]);
+	close(up[0]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status)) TH_LOG("child status %#x", status);
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * 18. Issue 32 case 5: engine_rt's effect is observable. The engine
+ * thread counts the segments it moves under SCHED_FIFO
+ * (stats/engine_rt_segments): with engine_rt set, a feed's segments are
+ * moved under it (the thread takes the policy at the top of each run,
+ * before moving anything); with it cleared, none is.
+ */
+static int feed_frames(int dev, int n)
+{
+	struct mmedge_dqbuf d;
+	int ch, buf, i, ret = 0;
+
+	ch = plain_chan(dev, MMEDGE_CHAN_FEED);
+	if (ch < 0)
+		return ch;
+	buf = buf_new(dev, 64 * 1024, 0, O_RDWR | O_CLOEXEC);
+	if (buf < 0) {
+		chan_destroy(dev, ch);
+		return buf;
+	}
+	for (i = 0; i < n && !ret; i++) {
+		ret = qbuf_full(dev, ch, buf, 0, 0, 64 * 1024, i, NULL);
+		if (!ret)
+			ret = dqbuf(dev, ch, 0, 5000, &d);
+	}
+	chan_destroy(dev, ch);
+	close(buf);
+	return ret;
+}
+
+TEST_F_TIMEOUT(hostile, engine_rt_observable, 60)
+{
+	long long s0 = 0, s1 = 0, s2 = 0, fb = 0;
+
+	BEGIN();
+
+	NEED_ROOT("module parameters");
+	ASSERT_EQ(0, set_param(self, "engine_rt", "1"));
+	ASSERT_EQ(0, read_ll(STATS "engine_rt_segments", &s0));
+	ASSERT_EQ(0, feed_frames(self->dev, 8));
+	ASSERT_EQ(0, read_ll(STATS "engine_rt_segments", &s1));
+	read_ll(STATS "engine_rt_fallbacks", &fb);
+	TH_LOG("engine_rt=1: %lld segments under SCHED_FIFO, %lld fallbacks",
+	       s1 - s0, fb);
+	EXPECT_LT(0, s1 - s0);
+
+	ASSERT_EQ(0, write_str(MOD_PARAMS "engine_rt", "0"));
+	ASSERT_EQ(0, feed_frames(self->dev, 8));
+	ASSERT_EQ(0, read_ll(STATS "engine_rt_segments", &s2));
+	EXPECT_EQ(s1, s2);
 }
 
 /*

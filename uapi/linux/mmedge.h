@@ -245,7 +245,9 @@ struct mmedge_buf_sync {
  *
  * Errors: -EBADF for a bad fd; -EINVAL for an fd that is not a dma-buf,
  * non-zero flags or reserved fields; -EEXIST if this file already imported
- * that dma-buf; -ENOSPC past MMEDGE_MAX_IMPORTS imports in one file; the
+ * that dma-buf; -ENOSPC past MMEDGE_MAX_IMPORTS imports in one file;
+ * -ERANGE if the exporter's mapping has a DMA segment longer than the
+ * hub's dma_max_segment or crossing its dma_segment_boundary (sysfs); the
  * exporter's error if it cannot attach or map the buffer for mmedge.
  *
  * First published size: 48 bytes.
