@@ -830,7 +830,7 @@ void mm_enc_act(struct mm_enc *s, enum mm_mmproj_act act, float *x, int64_t n)
  * Both paths first gather Q per head (times 1 / sqrt(d)) into qh[h][n][d]
  * and finally scatter the heads' outputs into O; per head, S = qh K^T,
  * softmax by rows, then P V, each product one mm_matmul() over the thread
- * pool.
+ * pool (f32: mm_enc_matmul(), the register-tiled GEMM on x86).
  *
  * f32: K rows (kh[h][n][d]) and V^T (vt[h][d][n]) as F32 weights; oh is
  * [h][n][d].
@@ -1058,9 +1058,9 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 			mm_matmul(s->ctx, MM_TYPE_Q8_0,
 				  a.kq + (size_t)h * a.np * a.krb, qh, a.S,
 				  a.np, a.d, n);
-		else
-			mm_matmul(s->ctx, MM_TYPE_F32, a.kh + h * n * a.d, qh,
-				  a.S, n, a.d, n);
+		else	/* f32: the register-tiled GEMM where there is one */
+			mm_enc_matmul(s, MM_TYPE_F32, a.kh + h * n * a.d, qh,
+				      a.S, n, a.d, n);
 		a.h = h;
 		mm_parallel_for(s->ctx, n, enc_att_softmax_fn, &a);
 		if (s->cal_mode == MM_CAL_OBSERVE)
@@ -1075,7 +1075,7 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 			mm_matmul(s->ctx, MM_TYPE_Q8_0, a.pq, vt, oh, n, a.np,
 				  a.d);
 		else		/* oh[i][c] = sum_j P[i][j] v_j[c]: V^T the weight */
-			mm_matmul(s->ctx, MM_TYPE_F32, vt, a.S, oh, a.d, n, n);
+			mm_enc_matmul(s, MM_TYPE_F32, vt, a.S, oh, a.d, n, n);
 	}
 	mm_parallel_for(s->ctx, (n + ENC_TR - 1) / ENC_TR, enc_att_scatter_fn,
 			&a);
@@ -1117,8 +1117,12 @@ int mm_enc_block(struct mm_enc *s, const struct mm_mmproj_block *b, float *x,
 		memcpy(s->cal_blk, q, len);
 		s->cal_blk[len] = 0;
 	}
+	/* float weights with the x86 kernel sets: the register-tiled GEMM
+	 * of mm_enc_matmul() per projection (mm_matmul_n's gemv kernels
+	 * reread each weight row per few rows of X) */
 	if (s->cal_mode == MM_CAL_DYNAMIC && b->q_w.type == b->k_w.type && b->q_w.type == b->v_w.type &&
-	    b->q_w.ne[1] == e && b->k_w.ne[1] == e && b->v_w.ne[1] == e) {
+	    b->q_w.ne[1] == e && b->k_w.ne[1] == e && b->v_w.ne[1] == e &&
+	    (enc_quantized(b->q_w.type) || !s->simd || s->dev)) {
 		/* one job: the activations are quantized once */
 		const struct mm_mv mv[3] = {
 			{ (enum mm_type)b->q_w.type, b->q_w.data, w->q, e },
