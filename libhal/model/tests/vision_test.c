@@ -7,7 +7,8 @@
  * clip.cpp's ggml reshape/permute/cont sequence (flat-index arithmetic), on
  * mmgguf gen's tiny/tiny-mlp/micro towers at F32, F16, BF16, Q8_0 and
  * Q4_K; plus thread-count agreement, the error cases and the float-weight
- * GEMM's x86 tiles against each other (test_enc_gemm).
+ * GEMM's x86 tiles against each other (test_enc_gemm) and the repacking
+ * of F16 weights to Q8_0 (test_repack).
  *
  * Tolerances (max |out - ref| / max |ref|): F32, F16 and BF16 weights run in f32
  * arithmetic: 1e-5 (measured ~3e-7). Q8_0 and Q4_K weights make the
@@ -168,6 +169,70 @@ static void test_errors(void)
 }
 
 /*
+ * mm_mmproj_repack() of an F16 tower to Q8_0: the matmul weights change
+ * type (not the patch embedding), the encode matches the reference on
+ * the repacked weights at the Q8_0 tolerance and stays close to the F16
+ * encode (cosine >= 0.999); other target types are -EINVAL.
+ */
+static void test_repack(const char *shape)
+{
+	struct mm_mmproj *p = NULL;
+	const struct mm_mmproj_vision *v;
+	char err[256] = "";
+	size_t size = 0, np, no, cnt = 0;
+	void *buf = gen_mem(shape, NULL, MM_TYPE_F16, &size);
+	float *px = NULL, *outf = NULL, *outq = NULL;
+	double *ref = NULL, amax = 0, emax = 0, dot = 0, nf = 0, nq = 0, cosv;
+	int ret;
+
+	if (!buf || mm_mmproj_load_mem(buf, size, &p, err, sizeof(err))) {
+		tap_ok(0, "%s repack: load: %s", shape, err);
+		free(buf);
+		return;
+	}
+	v = mm_mmproj_vision(p);
+	np = mm_vision_n_pixels(p);
+	no = mm_vision_n_tokens(p) * mm_vision_n_embd_out(p);
+	px = make_pixels(np, 7);
+	outf = calloc(no, sizeof(float));
+	outq = calloc(no, sizeof(float));
+	ret = mm_vision_encode(p, px, np, outf, no, 2, err, sizeof(err));
+	tap_ok(mm_mmproj_repack(p, MM_TYPE_Q4_K, NULL, err, sizeof(err)) ==
+	       -EINVAL && v->blk[0].q_w.type == MM_TYPE_F16,
+	       "%s repack to q4_k: -EINVAL, weights kept: \"%s\"", shape, err);
+	if (!ret)
+		ret = mm_mmproj_repack(p, MM_TYPE_Q8_0, &cnt, err, sizeof(err));
+	if (!ret)
+		ret = mm_vision_encode(p, px, np, outq, no, 2, err, sizeof(err));
+	if (!ret) {
+		ref = ref_mm_vision(v, px);
+		for (size_t i = 0; i < no; i++) {
+			amax = fmax(amax, fabs(ref[i]));
+			emax = fmax(emax, fabs(outq[i] - ref[i]));
+			dot += (double)outf[i] * outq[i];
+			nf += (double)outf[i] * outf[i];
+			nq += (double)outq[i] * outq[i];
+		}
+	}
+	cosv = nf > 0 && nq > 0 ? dot / sqrt(nf * nq) : 0;
+	tap_ok(!ret && cnt == 6 * (size_t)v->n_layer +
+	       (v->proj == MM_MMPROJ_IDEFICS3 ? 1 : 2) &&
+	       v->blk[0].q_w.type == MM_TYPE_Q8_0 &&
+	       v->blk[0].down_w.type == MM_TYPE_Q8_0 &&
+	       v->patch_w.type == MM_TYPE_F16 && amax > 0 &&
+	       emax / amax <= 5e-2 && cosv >= 0.999,
+	       "%s repack f16 -> q8_0: %zu weights, max |err| vs the reference %.2e <= 5e-2, cosine to the f16 encode %.6f >= 0.999%s%s",
+	       shape, cnt, amax > 0 ? emax / amax : 0, cosv, ret ? ": " : "",
+	       ret ? err : "");
+	free(ref);
+	free(px);
+	free(outf);
+	free(outq);
+	mm_mmproj_free(p);
+	free(buf);
+}
+
+/*
  * The float-weight GEMM of mm_enc_matmul() (encoder.c) on shapes with
  * every tail (k not a multiple of 16 or 32, m not of 16 or 48, n not of
  * 6 or 8, more than one row block): each x86 tile in turn (simd 1: AVX2
@@ -276,6 +341,8 @@ int main(void)
 		test_against_ref(shapes[i], MM_TYPE_Q4_K, 5e-2);
 	}
 	test_errors();
+	test_repack("tiny");
+	test_repack("tiny-mlp");
 	test_enc_gemm();
 	return tap_done("vision");
 }
