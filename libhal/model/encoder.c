@@ -26,6 +26,14 @@ int mm_enc_init(struct mm_enc *s, int n_threads, int64_t wide,
 	s->wide = wide;
 	s->simd = !strcmp(mm_ctx_kernels(s->ctx), "avx2") ||
 		  !strcmp(mm_ctx_kernels(s->ctx), "avx512vnni");
+	/* the AVX-512 f32 tile with the AVX-512 kernel set (it implies
+	 * AVX-512F); MMHAL_ENC_GEMM=avx2 keeps the AVX2 tile (benches) */
+	if (s->simd && !strcmp(mm_ctx_kernels(s->ctx), "avx512vnni")) {
+		const char *e = getenv("MMHAL_ENC_GEMM");
+
+		if (!e || strcmp(e, "avx2"))
+			s->simd = 2;
+	}
 	s->tmp = malloc((size_t)(2 * wide) * sizeof(float));
 	if (!s->tmp) {
 		mm_ctx_destroy(s->ctx);
@@ -98,14 +106,16 @@ void mm_enc_bias(struct mm_enc *s, const struct mm_mmproj_w *b, float *Y,
 	mm_parallel_for(s->ctx, n, enc_rowop_fn, &a);
 }
 
-/* ---- f32 / f16 weights: a register-tiled f32 GEMM --------------------- */
+/* ---- f32 / f16 / bf16 weights: a register-tiled f32 GEMM -------------- */
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#define ENC_FG_NR 6	/* X rows per tile */
-#define ENC_FG_NC 16	/* W rows (outputs) per tile and packed panel */
-#define ENC_FG_RB 96	/* X rows per unit (a multiple of ENC_FG_NR) */
+#define ENC_FG_NR 6	/* X rows per tile (AVX2) */
+#define ENC_FG_NC 16	/* W rows (outputs) per tile and packed panel (AVX2) */
+#define ENC_FZ_NR 8	/* X rows per tile (AVX-512) */
+#define ENC_FZ_NC 48	/* outputs per tile and panel (AVX-512: 3 zmm) */
+#define ENC_FG_RB 96	/* X rows per unit (a multiple of both NR) */
 #define ENC_FG_KC 32	/* k per register-summed chunk */
 
 struct enc_fgemm {
@@ -115,40 +125,137 @@ struct enc_fgemm {
 	const float *X;
 	float *Y;
 	int64_t m, k, n, nrb;	/* nrb: row blocks of ENC_FG_RB */
+	int nc;			/* panel width: ENC_FG_NC or ENC_FZ_NC */
 	int fail;		/* a unit could not get its panel memory */
 };
 
-/* W rows [j0, j0 + ENC_FG_NC) (past m: 0) as f32 in p[kk][ENC_FG_NC] */
+/* W row j (k elements of type t) as f32 in row */
 __attribute__((target("avx2,fma,f16c")))
+static void enc_fg_row(const struct enc_fgemm *g, const uint8_t *w, float *row)
+{
+	int64_t kk = 0;
+
+	if (g->t == MM_TYPE_F16) {
+		for (; kk + 8 <= g->k; kk += 8)
+			_mm256_storeu_ps(row + kk, _mm256_cvtph_ps(
+				_mm_loadu_si128((const __m128i *)(w + 2 * kk))));
+		for (; kk < g->k; kk++) {
+			uint16_t h;
+
+			memcpy(&h, w + 2 * kk, 2);
+			row[kk] = mm_f16_to_f32(h);
+		}
+	} else if (g->t == MM_TYPE_BF16) {
+		/* exact: a bf16 is the top half of its f32 */
+		for (; kk + 8 <= g->k; kk += 8)
+			_mm256_storeu_ps(row + kk, _mm256_castsi256_ps(
+				_mm256_slli_epi32(_mm256_cvtepu16_epi32(
+					_mm_loadu_si128((const __m128i *)(w + 2 * kk))), 16)));
+		for (; kk < g->k; kk++) {
+			uint16_t h;
+
+			memcpy(&h, w + 2 * kk, 2);
+			row[kk] = mm_bf16_to_f32(h);
+		}
+	} else {
+		memcpy(row, w, (size_t)g->k * sizeof(float));
+	}
+}
+
+/* 16 elements of type t at w (16 k of one W row) as f32 */
+__attribute__((target("avx512f")))
+static inline __m512 enc_fz_load16(enum mm_type t, const uint8_t *w)
+{
+	if (t == MM_TYPE_F16)
+		return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
+	if (t == MM_TYPE_BF16)
+		return _mm512_castsi512_ps(_mm512_slli_epi32(
+			_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)w)), 16));
+	return _mm512_loadu_ps((const float *)w);
+}
+
+/*
+ * W rows [j0 + jj0, + 16) (all below m), k [0, k16) (k16 a multiple of
+ * 16) into p[kk][ENC_FZ_NC] at column jj0: 16 x 16 blocks converted and
+ * transposed in registers (unpack, shuffle_ps, twice shuffle_f32x4),
+ * the same values as the scalar transposition.
+ */
+__attribute__((target("avx512f")))
+static void enc_fz_pack16(const struct enc_fgemm *g, int64_t j, int jj0,
+			  int64_t k16, float *p)
+{
+	const size_t es = g->t == MM_TYPE_F32 ? 4 : 2;
+
+	for (int64_t k0 = 0; k0 < k16; k0 += 16) {
+		__m512 r[16], u[16];
+
+#pragma GCC unroll 16
+		for (int i = 0; i < 16; i++)
+			r[i] = enc_fz_load16(g->t, g->W + (size_t)(j + i) * g->ws +
+					     (size_t)k0 * es);
+#pragma GCC unroll 4
+		for (int q = 0; q < 16; q += 4) {
+			u[q] = _mm512_unpacklo_ps(r[q], r[q + 1]);
+			u[q + 1] = _mm512_unpackhi_ps(r[q], r[q + 1]);
+			u[q + 2] = _mm512_unpacklo_ps(r[q + 2], r[q + 3]);
+			u[q + 3] = _mm512_unpackhi_ps(r[q + 2], r[q + 3]);
+		}
+#pragma GCC unroll 4
+		for (int q = 0; q < 16; q += 4) {
+			r[q] = _mm512_shuffle_ps(u[q], u[q + 2], 0x44);
+			r[q + 1] = _mm512_shuffle_ps(u[q], u[q + 2], 0xEE);
+			r[q + 2] = _mm512_shuffle_ps(u[q + 1], u[q + 3], 0x44);
+			r[q + 3] = _mm512_shuffle_ps(u[q + 1], u[q + 3], 0xEE);
+		}
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++) {
+			u[c] = _mm512_shuffle_f32x4(r[c], r[c + 4], 0x88);
+			u[c + 4] = _mm512_shuffle_f32x4(r[c], r[c + 4], 0xDD);
+			u[c + 8] = _mm512_shuffle_f32x4(r[c + 8], r[c + 12], 0x88);
+			u[c + 12] = _mm512_shuffle_f32x4(r[c + 8], r[c + 12], 0xDD);
+		}
+#pragma GCC unroll 8
+		for (int c = 0; c < 8; c++) {
+			_mm512_storeu_ps(p + (k0 + c) * ENC_FZ_NC + jj0,
+					 _mm512_shuffle_f32x4(u[c], u[c + 8], 0x88));
+			_mm512_storeu_ps(p + (k0 + c + 8) * ENC_FZ_NC + jj0,
+					 _mm512_shuffle_f32x4(u[c], u[c + 8], 0xDD));
+		}
+	}
+}
+
+/* W rows [j0, j0 + nc) (past m: 0) as f32 in p[kk][nc] */
 static void enc_fg_pack(const struct enc_fgemm *g, int64_t j0, float *p,
 			float *row)
 {
-	for (int64_t jj = 0; jj < ENC_FG_NC; jj++) {
+	const int nc = g->nc;
+	int64_t jj = 0;
+
+	/* AVX-512: whole groups of 16 rows by the transposing blocks,
+	 * their k tail and the rest below */
+	if (nc == ENC_FZ_NC) {
+		const int64_t k16 = g->k & ~(int64_t)15;
+
+		for (; jj + 16 <= nc && j0 + jj + 16 <= g->m; jj += 16) {
+			enc_fz_pack16(g, j0 + jj, (int)jj, k16, p);
+			for (int64_t i = 0; i < 16 && k16 < g->k; i++) {
+				enc_fg_row(g, g->W + (size_t)(j0 + jj + i) * g->ws, row);
+				for (int64_t kk = k16; kk < g->k; kk++)
+					p[kk * nc + jj + i] = row[kk];
+			}
+		}
+	}
+	for (; jj < nc; jj++) {
 		const int64_t j = j0 + jj;
 
 		if (j >= g->m) {
 			for (int64_t kk = 0; kk < g->k; kk++)
-				p[kk * ENC_FG_NC + jj] = 0;
+				p[kk * nc + jj] = 0;
 			continue;
 		}
-		const uint8_t *w = g->W + (size_t)j * g->ws;
-		int64_t kk = 0;
-
-		if (g->t == MM_TYPE_F16) {
-			for (; kk + 8 <= g->k; kk += 8)
-				_mm256_storeu_ps(row + kk, _mm256_cvtph_ps(
-					_mm_loadu_si128((const __m128i *)(w + 2 * kk))));
-			for (; kk < g->k; kk++) {
-				uint16_t h;
-
-				memcpy(&h, w + 2 * kk, 2);
-				row[kk] = mm_f16_to_f32(h);
-			}
-		} else {
-			memcpy(row, w, (size_t)g->k * sizeof(float));
-		}
-		for (kk = 0; kk < g->k; kk++)
-			p[kk * ENC_FG_NC + jj] = row[kk];
+		enc_fg_row(g, g->W + (size_t)j * g->ws, row);
+		for (int64_t kk = 0; kk < g->k; kk++)
+			p[kk * nc + jj] = row[kk];
 	}
 }
 
@@ -204,11 +311,83 @@ static void enc_fg_tile(const struct enc_fgemm *g, const float *p,
 		memcpy(g->Y + (i0 + r) * g->m + j0, t[r], (size_t)nc * sizeof(float));
 }
 
-/* units u: panel u / nrb (ENC_FG_NC outputs) x row block u % nrb */
+/*
+ * The AVX-512 tile: Y rows [i0, i0 + nr) (nr <= ENC_FZ_NR) x outputs
+ * [j0, j0 + ENC_FZ_NC), 8 x 3 zmm accumulators (24 of the 32 registers),
+ * one broadcast of x per 3 FMAs. Every output lane runs the same
+ * operations in the same order as enc_fg_tile() (an FMA chain per chunk
+ * of ENC_FG_KC, the chunks added in order), so the two agree bit for bit.
+ */
+__attribute__((target("avx512f")))
+static void enc_fz_tile(const struct enc_fgemm *g, const float *p,
+			int64_t i0, int nr, int64_t j0)
+{
+	const float *x[ENC_FZ_NR];
+	const int64_t k = g->k;
+	__m512 t[ENC_FZ_NR][3];
+
+#pragma GCC unroll 8
+	for (int r = 0; r < ENC_FZ_NR; r++) {
+		x[r] = g->X + (i0 + (r < nr ? r : 0)) * k;
+		t[r][0] = t[r][1] = t[r][2] = _mm512_setzero_ps();
+	}
+	for (int64_t k0 = 0; k0 < k; k0 += ENC_FG_KC) {
+		const int64_t k1 = k0 + ENC_FG_KC < k ? k0 + ENC_FG_KC : k;
+		__m512 a[ENC_FZ_NR][3];
+
+#pragma GCC unroll 8
+		for (int r = 0; r < ENC_FZ_NR; r++)
+			a[r][0] = a[r][1] = a[r][2] = _mm512_setzero_ps();
+		for (int64_t kk = k0; kk < k1; kk++) {
+			const float *pk = p + kk * ENC_FZ_NC;
+			const __m512 w0 = _mm512_loadu_ps(pk);
+			const __m512 w1 = _mm512_loadu_ps(pk + 16);
+			const __m512 w2 = _mm512_loadu_ps(pk + 32);
+
+#pragma GCC unroll 8
+			for (int r = 0; r < ENC_FZ_NR; r++) {
+				const __m512 xv = _mm512_set1_ps(x[r][kk]);
+
+				a[r][0] = _mm512_fmadd_ps(xv, w0, a[r][0]);
+				a[r][1] = _mm512_fmadd_ps(xv, w1, a[r][1]);
+				a[r][2] = _mm512_fmadd_ps(xv, w2, a[r][2]);
+			}
+		}
+		/* t lives in memory-backed registers: the compiler spills
+		 * what it must; the adds are once per chunk */
+#pragma GCC unroll 8
+		for (int r = 0; r < ENC_FZ_NR; r++) {
+			t[r][0] = _mm512_add_ps(t[r][0], a[r][0]);
+			t[r][1] = _mm512_add_ps(t[r][1], a[r][1]);
+			t[r][2] = _mm512_add_ps(t[r][2], a[r][2]);
+		}
+	}
+	const int64_t nc = g->m - j0 < ENC_FZ_NC ? g->m - j0 : ENC_FZ_NC;
+
+	for (int r = 0; r < nr; r++) {
+		float *y = g->Y + (i0 + r) * g->m + j0;
+
+		if (nc == ENC_FZ_NC) {
+			_mm512_storeu_ps(y, t[r][0]);
+			_mm512_storeu_ps(y + 16, t[r][1]);
+			_mm512_storeu_ps(y + 32, t[r][2]);
+		} else {
+			float b[ENC_FZ_NC];
+
+			_mm512_storeu_ps(b, t[r][0]);
+			_mm512_storeu_ps(b + 16, t[r][1]);
+			_mm512_storeu_ps(b + 32, t[r][2]);
+			memcpy(y, b, (size_t)nc * sizeof(float));
+		}
+	}
+}
+
+/* units u: panel u / nrb (nc outputs) x row block u % nrb */
 static void enc_fg_fn(int64_t begin, int64_t end, void *arg)
 {
 	struct enc_fgemm *g = arg;
-	float *p = malloc((size_t)g->k * (ENC_FG_NC + 1) * sizeof(float));
+	const int nc = g->nc, nr = nc == ENC_FZ_NC ? ENC_FZ_NR : ENC_FG_NR;
+	float *p = malloc((size_t)g->k * (size_t)(nc + 1) * sizeof(float));
 	int64_t packed = -1;
 
 	if (!p) {
@@ -221,12 +400,17 @@ static void enc_fg_fn(int64_t begin, int64_t end, void *arg)
 				   (rb + 1) * ENC_FG_RB : g->n;
 
 		if (pj != packed) {
-			enc_fg_pack(g, pj * ENC_FG_NC, p, p + g->k * ENC_FG_NC);
+			enc_fg_pack(g, pj * nc, p, p + g->k * nc);
 			packed = pj;
 		}
-		for (int64_t i = rb * ENC_FG_RB; i < i1; i += ENC_FG_NR)
-			enc_fg_tile(g, p, i, (int)(i1 - i < ENC_FG_NR ? i1 - i :
-						    ENC_FG_NR), pj * ENC_FG_NC);
+		for (int64_t i = rb * ENC_FG_RB; i < i1; i += nr) {
+			const int r = (int)(i1 - i < nr ? i1 - i : nr);
+
+			if (nc == ENC_FZ_NC)
+				enc_fz_tile(g, p, i, r, pj * nc);
+			else
+				enc_fg_tile(g, p, i, r, pj * nc);
+		}
 	}
 	free(p);
 }
@@ -236,15 +420,16 @@ void mm_enc_matmul(struct mm_enc *s, enum mm_type t, const void *W,
 		   const float *X, float *Y, int64_t m, int64_t k, int64_t n)
 {
 #if defined(__x86_64__)
-	if (s->simd && (t == MM_TYPE_F16 || t == MM_TYPE_F32) && n > 1 &&
-	    k > 0 && m > 0) {
+	if (s->simd && (t == MM_TYPE_F16 || t == MM_TYPE_BF16 ||
+			t == MM_TYPE_F32) && n > 1 && k > 0 && m > 0) {
 		struct enc_fgemm g = {
 			.t = t, .W = W, .ws = mm_row_bytes(t, k), .X = X, .Y = Y,
 			.m = m, .k = k, .n = n,
 			.nrb = (n + ENC_FG_RB - 1) / ENC_FG_RB,
+			.nc = s->simd > 1 ? ENC_FZ_NC : ENC_FG_NC,
 		};
 
-		mm_parallel_for(s->ctx, (m + ENC_FG_NC - 1) / ENC_FG_NC * g.nrb,
+		mm_parallel_for(s->ctx, (m + g.nc - 1) / g.nc * g.nrb,
 				enc_fg_fn, &g);
 		if (!g.fail)
 			return;
@@ -645,7 +830,7 @@ void mm_enc_act(struct mm_enc *s, enum mm_mmproj_act act, float *x, int64_t n)
  * Both paths first gather Q per head (times 1 / sqrt(d)) into qh[h][n][d]
  * and finally scatter the heads' outputs into O; per head, S = qh K^T,
  * softmax by rows, then P V, each product one mm_matmul() over the thread
- * pool.
+ * pool (f32: mm_enc_matmul(), the register-tiled GEMM on x86).
  *
  * f32: K rows (kh[h][n][d]) and V^T (vt[h][d][n]) as F32 weights; oh is
  * [h][n][d].
@@ -873,9 +1058,9 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 			mm_matmul(s->ctx, MM_TYPE_Q8_0,
 				  a.kq + (size_t)h * a.np * a.krb, qh, a.S,
 				  a.np, a.d, n);
-		else
-			mm_matmul(s->ctx, MM_TYPE_F32, a.kh + h * n * a.d, qh,
-				  a.S, n, a.d, n);
+		else	/* f32: the register-tiled GEMM where there is one */
+			mm_enc_matmul(s, MM_TYPE_F32, a.kh + h * n * a.d, qh,
+				      a.S, n, a.d, n);
 		a.h = h;
 		mm_parallel_for(s->ctx, n, enc_att_softmax_fn, &a);
 		if (s->cal_mode == MM_CAL_OBSERVE)
@@ -890,7 +1075,7 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 			mm_matmul(s->ctx, MM_TYPE_Q8_0, a.pq, vt, oh, n, a.np,
 				  a.d);
 		else		/* oh[i][c] = sum_j P[i][j] v_j[c]: V^T the weight */
-			mm_matmul(s->ctx, MM_TYPE_F32, vt, a.S, oh, a.d, n, n);
+			mm_enc_matmul(s, MM_TYPE_F32, vt, a.S, oh, a.d, n, n);
 	}
 	mm_parallel_for(s->ctx, (n + ENC_TR - 1) / ENC_TR, enc_att_scatter_fn,
 			&a);
@@ -932,8 +1117,12 @@ int mm_enc_block(struct mm_enc *s, const struct mm_mmproj_block *b, float *x,
 		memcpy(s->cal_blk, q, len);
 		s->cal_blk[len] = 0;
 	}
+	/* float weights with the x86 kernel sets: the register-tiled GEMM
+	 * of mm_enc_matmul() per projection (mm_matmul_n's gemv kernels
+	 * reread each weight row per few rows of X) */
 	if (s->cal_mode == MM_CAL_DYNAMIC && b->q_w.type == b->k_w.type && b->q_w.type == b->v_w.type &&
-	    b->q_w.ne[1] == e && b->k_w.ne[1] == e && b->v_w.ne[1] == e) {
+	    b->q_w.ne[1] == e && b->k_w.ne[1] == e && b->v_w.ne[1] == e &&
+	    (enc_quantized(b->q_w.type) || !s->simd || s->dev)) {
 		/* one job: the activations are quantized once */
 		const struct mm_mv mv[3] = {
 			{ (enum mm_type)b->q_w.type, b->q_w.data, w->q, e },

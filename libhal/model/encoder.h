@@ -73,7 +73,8 @@ struct mm_enc {
 	struct mm_ctx *ctx;
 	float *tmp;	/* 2 * wide floats: bias / norm vectors */
 	int64_t wide;
-	int simd;	/* the kernel set has AVX2/FMA (x86-64) */
+	int simd;	/* 1: the kernel set has AVX2/FMA (x86-64); 2: and
+			 * AVX-512 (the f32 GEMM's 8 x 48 tile) */
 	void *att;	/* attention work memory, att_bytes */
 	size_t att_bytes;
 	/* calibration (calib.h): cal_mode 0 (MM_CAL_DYNAMIC) is the path
@@ -106,11 +107,15 @@ void mm_enc_row(const struct mm_mmproj_w *w, int64_t r, float *y, int64_t n);
 void mm_enc_bias(struct mm_enc *s, const struct mm_mmproj_w *b, float *Y,
 		 int64_t n, int64_t m);
 /*
- * Y[n][m] = X[n][k] . W[m][k]^T, as mm_matmul(): F16 and F32 weights (n >
- * 1, AVX2 kernel sets) by a register-tiled f32 GEMM here (6 X rows x 16
- * outputs per tile, W panels converted to f32 once per 96 rows of X, k
- * summed in order by chunks of 32, the chunks' sums added in order);
- * other types by mm_matmul().
+ * Y[n][m] = X[n][k] . W[m][k]^T, as mm_matmul(): F32, F16 and BF16
+ * weights (n > 1, x86 kernel sets) by a register-tiled f32 GEMM here, W
+ * panels converted to f32 (exactly) once per 96 rows of X, k summed in
+ * order by chunks of 32, the chunks' sums added in order: with the
+ * AVX-512 kernel set (simd 2) 8 X rows x 48 outputs per tile (24 zmm
+ * accumulators), the panel transposed 16 x 16 in registers; with AVX2
+ * (simd 1, or MMHAL_ENC_GEMM=avx2 in the environment at mm_enc_init())
+ * 6 x 16. Both run the same operations per output, so they agree bit
+ * for bit. Other types, and simd 0, by mm_matmul().
  */
 void mm_enc_matmul(struct mm_enc *s, enum mm_type t, const void *W,
 		   const float *X, float *Y, int64_t m, int64_t k, int64_t n);

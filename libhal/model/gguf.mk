@@ -15,8 +15,9 @@
 #                <failed>", non-zero exit on failure
 #   gguf-fuzz    builds and runs only the fuzz target
 #   gguf-bench   vision-bench: the vision encoder (SigLIP-B/16 at 224 and
-#                512 px, Q8_0) in s/image and GEMM throughput against the
-#                int8 peak measured in the same run
+#                512 px, Q8_0; 224 px F16 and BF16) in s/image and GEMM
+#                throughput against the int8 (float weights: f32 FMA)
+#                peak measured in the same run
 #
 # For the library (../Makefile): GGUF_SRCS are the sources (no special
 # flags).
@@ -167,12 +168,15 @@ gguf-check: $(GGUF_TESTS) $(GGUF_FUZZ) $(GGUF_TOOL) $(GGUF_O)/fuzz/seeds.stamp
 .SECONDARY: $(GGUF_OPT_OBJS) $(GGUF_SAN_OBJS)
 
 # The vision encoder benchmark (optimised): SigLIP-B/16 at 224 and 512 px,
-# Q8_0, generated once into $(GGUF_O)/bench and reused while present.
+# Q8_0, and at 224 px F16 and BF16, generated once into $(GGUF_O)/bench
+# and reused while present.
 GGUF_VBENCH := $(GGUF_O)/opt/vision_bench
 GGUF_VBENCH_FILES := $(GGUF_O)/bench/smolvlm-224-q8_0.gguf \
-		     $(GGUF_O)/bench/smolvlm-256m-q8_0.gguf
+		     $(GGUF_O)/bench/smolvlm-256m-q8_0.gguf \
+		     $(GGUF_O)/bench/smolvlm-224-f16.gguf \
+		     $(GGUF_O)/bench/smolvlm-224-bf16.gguf
 
-$(GGUF_VBENCH): $(GGUF_DIR)/bench/vision_bench.c $(GGUF_OPT_OBJS) \
+$(GGUF_VBENCH): $(GGUF_DIR)/bench/vision_bench.c $$(GGUF_OPT_OBJS) \
 		$$(QUANT_OPT_OBJS) $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(GGUF_CFLAGS) $(OPT) $< $(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) \
@@ -181,6 +185,12 @@ $(GGUF_VBENCH): $(GGUF_DIR)/bench/vision_bench.c $(GGUF_OPT_OBJS) \
 $(GGUF_O)/bench/smolvlm-%-q8_0.gguf: | $(GGUF_TOOL)
 	@mkdir -p $(dir $@)
 	$(GGUF_TOOL) gen --vision smolvlm-$* --type q8_0 -o $@.tmp && mv $@.tmp $@
+
+# the float-weight GEMM (F16: the converter's default; BF16)
+$(GGUF_O)/bench/smolvlm-224-f16.gguf $(GGUF_O)/bench/smolvlm-224-bf16.gguf: | $(GGUF_TOOL)
+	@mkdir -p $(dir $@)
+	$(GGUF_TOOL) gen --vision smolvlm-224 \
+		--type $(patsubst smolvlm-224-%.gguf,%,$(notdir $@)) -o $@.tmp && mv $@.tmp $@
 
 vision-bench: $(GGUF_VBENCH) $(GGUF_VBENCH_FILES)
 	$(GGUF_VBENCH) $(GGUF_VBENCH_FILES)

@@ -29,6 +29,7 @@
 
 #include "gguf.h"
 #include "mmproj.h"
+#include "quant.h"
 #include "sign.h"
 
 #define MMP_MAX_DIM	65536u
@@ -41,6 +42,8 @@ struct mm_mmproj {
 	int has_vision, has_audio;
 	struct mm_mmproj_vision v;
 	struct mm_mmproj_audio a;
+	void **own;		/* mm_mmproj_repack()'s weights, n_own */
+	size_t n_own;
 };
 
 const char *mm_mmproj_type_name(enum mm_mmproj_type t)
@@ -753,6 +756,9 @@ void mm_mmproj_free(struct mm_mmproj *p)
 {
 	if (!p)
 		return;
+	for (size_t i = 0; i < p->n_own; i++)
+		free(p->own[i]);
+	free(p->own);
 	free(p->v.blk);
 	free(p->a.blk);
 	mm_gguf_close(p->g);
@@ -793,5 +799,101 @@ int mm_mmproj_check_llm(const struct mm_mmproj *p, uint32_t n_embd,
 			mm_mmproj_type_name(p->a.proj), p->a.n_out, n_embd);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* ---- repacking float weights --------------------------------------------- */
+
+/* w (a 2-D F32/F16/BF16 matmul weight whose rows are whole blocks of t)
+ * as t in memory p owns; other weights left as they are */
+static int mmp_repack_w(struct mm_mmproj *p, struct mm_mmproj_w *w,
+			enum mm_type t, size_t *count)
+{
+	const int64_t k = w->ne[0], m = w->ne[1];
+	enum mm_type st = (enum mm_type)w->type;
+	size_t rs, srs;
+	uint8_t *buf;
+	float *row;
+	void **own;
+
+	if (!w->name || w->n_dims != 2 || k % (int64_t)mm_type_block_elems(t) ||
+	    (st != MM_TYPE_F32 && st != MM_TYPE_F16 && st != MM_TYPE_BF16))
+		return 0;
+	rs = mm_row_bytes(t, k);
+	srs = mm_row_bytes(st, k);
+	own = realloc(p->own, (p->n_own + 1) * sizeof(*own));
+	if (!own)
+		return -ENOMEM;
+	p->own = own;
+	buf = malloc(rs * (size_t)m);
+	row = malloc(sizeof(float) * (size_t)k);
+	if (!buf || !row) {
+		free(buf);
+		free(row);
+		return -ENOMEM;
+	}
+	for (int64_t j = 0; j < m; j++) {
+		mm_dequantize_row(st, (const uint8_t *)w->data + (size_t)j * srs,
+				  row, k);
+		mm_quantize_row(t, row, buf + (size_t)j * rs, k);
+	}
+	free(row);
+	p->own[p->n_own++] = buf;
+	w->type = t;
+	w->data = buf;
+	w->bytes = rs * (size_t)m;
+	(*count)++;
+	return 0;
+}
+
+static int mmp_repack_blocks(struct mm_mmproj *p, struct mm_mmproj_block *b,
+			     uint32_t n, enum mm_type t, size_t *count)
+{
+	int ret = 0;
+
+	for (uint32_t i = 0; i < n && !ret; i++) {
+		struct mm_mmproj_w *ws[] = { &b[i].q_w, &b[i].k_w, &b[i].v_w,
+					     &b[i].o_w, &b[i].up_w,
+					     &b[i].down_w };
+
+		for (size_t j = 0; j < sizeof(ws) / sizeof(ws[0]) && !ret; j++)
+			ret = mmp_repack_w(p, ws[j], t, count);
+	}
+	return ret;
+}
+
+int mm_mmproj_repack(struct mm_mmproj *p, uint32_t type, size_t *n_repacked,
+		     char *err, size_t errlen)
+{
+	size_t count = 0;
+	int ret = 0;
+
+	if (n_repacked)
+		*n_repacked = 0;
+	if (!p || type != MM_TYPE_Q8_0)
+		return mm_errf(-EINVAL, err, errlen,
+			       "mmproj repack: only to q8_0");
+	if (p->has_vision) {
+		ret = mmp_repack_blocks(p, p->v.blk, p->v.n_layer,
+					(enum mm_type)type, &count);
+		if (!ret)
+			ret = mmp_repack_w(p, &p->v.fc, (enum mm_type)type, &count);
+		if (!ret)
+			ret = mmp_repack_w(p, &p->v.mm0_w, (enum mm_type)type, &count);
+		if (!ret)
+			ret = mmp_repack_w(p, &p->v.mm2_w, (enum mm_type)type, &count);
+	}
+	if (!ret && p->has_audio) {
+		ret = mmp_repack_blocks(p, p->a.blk, p->a.n_layer,
+					(enum mm_type)type, &count);
+		if (!ret)
+			ret = mmp_repack_w(p, &p->a.mlp1_w, (enum mm_type)type, &count);
+		if (!ret)
+			ret = mmp_repack_w(p, &p->a.mlp2_w, (enum mm_type)type, &count);
+	}
+	if (n_repacked)
+		*n_repacked = count;
+	if (ret)
+		return mm_errf(ret, err, errlen, "mmproj repack: out of memory");
 	return 0;
 }

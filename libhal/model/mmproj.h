@@ -131,6 +131,20 @@ MM_MODEL_API int mm_mmproj_load_mem(const void *data, size_t size,
 				    struct mm_mmproj **out, char *err,
 				    size_t errlen);
 MM_MODEL_API void mm_mmproj_free(struct mm_mmproj *p);
+/*
+ * Repacks p's F32/F16/BF16 matmul weights (every block's Q/K/V/O and FFN
+ * up/down, the projector's fc / mm.0 / mm.2 / mm.a.mlp.1 / mm.a.mlp.2;
+ * rows that are whole blocks) to type, which must be MM_TYPE_Q8_0, in
+ * memory p owns until mm_mmproj_free(): the encoders then run the int8
+ * kernels, which quantize the activations too (Q8_0 rounding on both
+ * sides; vision_bench reports the cosine against the float path). The
+ * patch embedding, position embeddings, norms and biases stay. Call it
+ * after loading, before any encode. *n_repacked (may be NULL): how many
+ * weights. Returns 0, -EINVAL (another type) or -ENOMEM (p keeps the
+ * weights repacked so far, all valid) with err set.
+ */
+MM_MODEL_API int mm_mmproj_repack(struct mm_mmproj *p, uint32_t type,
+				  size_t *n_repacked, char *err, size_t errlen);
 
 /* NULL when the file has no such encoder. */
 MM_MODEL_API const struct mm_mmproj_vision *

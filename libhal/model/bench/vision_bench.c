@@ -14,14 +14,23 @@
  *    times a short peak probe and one encode; the ratio is best encode
  *    over best probe of the same rounds (the machines are shared).
  *    The attention products (Q.K^T, P.V, f32) are counted apart;
+ *  - float weights (F32, F16, BF16; `make vision-bench` adds the 224 px
+ *    tower at F16 and BF16): each round also encodes with the AVX2 6x16
+ *    tile (MMHAL_ENC_GEMM=avx2) and probes the f32 FMA zmm peak (12
+ *    vfmadd231ps chains), with the AVX-512 kernel set; the weight GEMMs'
+ *    f32 flop/s as a fraction of that peak, both tiles; and a second copy
+ *    repacked to Q8_0 at load (mm_mmproj_repack()): its encode time and
+ *    the cosine of its embeddings to the float path's;
  *  - where the time goes: each weight matmul shape timed alone with
- *    mm_matmul() on layer 0's weights (same n, threads and kernels), times
- *    its count per image; the rest of the encode is attention, norms,
- *    activations, residuals and pixel shuffle.
+ *    mm_matmul() on layer 0's weights (float weights: mm_enc_matmul(), as
+ *    the encoder runs them, against the FMA peak; same n, threads and
+ *    kernels), times its count per image; the rest of the encode is
+ *    attention, norms, activations, residuals and pixel shuffle.
  *
  *   vision_bench [-t threads] [-r rounds] MMPROJ...
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +40,7 @@
 #include <immintrin.h>
 #endif
 
+#include "encoder.h"
 #include "imgproc.h"
 #include "mmproj.h"
 #include "quant.h"
@@ -106,10 +116,44 @@ static double peak_avx2(long iters)
 	c0 = _mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3));
 	return (double)_mm256_extract_epi32(c0, 0);
 }
+
+/* 12 independent vfmadd231ps zmm chains (16 MACs each) per iteration,
+ * assembly so the compiler keeps them apart: the f32 FMA peak that the
+ * float-weight GEMM (encoder.c, AVX-512 tile) runs against */
+__attribute__((target("avx512f")))
+static double peak_fma_zmm(long iters)
+{
+	const __m512 a = _mm512_set1_ps(1.0f), b = _mm512_set1_ps(1e-9f);
+	__m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0,
+	       c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+
+	for (long i = 0; i < iters; i++)
+		__asm__ volatile("vfmadd231ps %13, %12, %0\n\t"
+				 "vfmadd231ps %13, %12, %1\n\t"
+				 "vfmadd231ps %13, %12, %2\n\t"
+				 "vfmadd231ps %13, %12, %3\n\t"
+				 "vfmadd231ps %13, %12, %4\n\t"
+				 "vfmadd231ps %13, %12, %5\n\t"
+				 "vfmadd231ps %13, %12, %6\n\t"
+				 "vfmadd231ps %13, %12, %7\n\t"
+				 "vfmadd231ps %13, %12, %8\n\t"
+				 "vfmadd231ps %13, %12, %9\n\t"
+				 "vfmadd231ps %13, %12, %10\n\t"
+				 "vfmadd231ps %13, %12, %11"
+				 : "+v"(c0), "+v"(c1), "+v"(c2), "+v"(c3),
+				   "+v"(c4), "+v"(c5), "+v"(c6), "+v"(c7),
+				   "+v"(c8), "+v"(c9), "+v"(c10), "+v"(c11)
+				 : "v"(a), "v"(b));
+	c0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
+			   _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7)));
+	c0 = _mm512_add_ps(c0, _mm512_add_ps(_mm512_add_ps(c8, c9),
+					     _mm512_add_ps(c10, c11)));
+	return (double)_mm512_cvtss_f32(c0);
+}
 #endif
 
 struct probe {
-	int zmm;
+	int zmm;	/* 1: vpdpbusd zmm; 0: the AVX2 int8 sequence; 2: FMA zmm */
 	double sink[64];
 };
 
@@ -119,13 +163,15 @@ static void probe_fn(int64_t b, int64_t e, void *varg)
 
 	for (int64_t i = b; i < e; i++) {
 #if defined(__x86_64__)
-		p->sink[i % 64] += p->zmm ? peak_zmm(probe_iters) :
+		p->sink[i % 64] += p->zmm == 2 ? peak_fma_zmm(probe_iters) :
+				   p->zmm ? peak_zmm(probe_iters) :
 				   peak_avx2(probe_iters);
 #endif
 	}
 }
 
-/* int8 ops/s (2 per MAC) on all of ctx's threads; 0 if not measurable */
+/* int8 ops/s (zmm 0, 1), f32 flop/s (zmm 2), 2 per MAC, on all of ctx's
+ * threads; 0 if not measurable */
 static double probe_peak(struct mm_ctx *ctx, int zmm)
 {
 #if defined(__x86_64__)
@@ -135,7 +181,8 @@ static double probe_peak(struct mm_ctx *ctx, int zmm)
 
 	mm_parallel_for(ctx, nth, probe_fn, &p);
 	t = now() - t0;
-	return 2.0 * (double)probe_iters * nth * (zmm ? 640 : 256) / t;
+	return 2.0 * (double)probe_iters * nth *
+	       (zmm == 2 ? 192 : zmm ? 640 : 256) / t;
 #else
 	(void)ctx;
 	(void)zmm;
@@ -189,8 +236,10 @@ static double macs_of(const struct gemm *g)
 	       g->count;
 }
 
-/* best seconds of one mm_matmul of g's shape over rounds */
-static double time_gemm(struct mm_ctx *ctx, const struct gemm *g, int rounds)
+/* best seconds of one mm_matmul of g's shape over rounds; float weights
+ * (enc non-NULL) by mm_enc_matmul(), as the encoder runs them */
+static double time_gemm(struct mm_ctx *ctx, struct mm_enc *enc,
+			const struct gemm *g, int rounds)
 {
 	int64_t k = w_in(g->w), m = w_out(g->w);
 	float *x = malloc(sizeof(float) * (size_t)(g->n * k));
@@ -204,14 +253,17 @@ static double time_gemm(struct mm_ctx *ctx, const struct gemm *g, int rounds)
 	}
 	for (int64_t i = 0; i < g->n * k; i++)
 		x[i] = (float)((i * 7919) % 2001) / 1000.0f - 1.0f;
-	mm_matmul(ctx, (enum mm_type)g->w->type, g->w->data, x, y, m, k, g->n);
-	for (int r = 0; r < rounds; r++) {
+	for (int r = -1; r < rounds; r++) {
 		double t0 = now();
 
-		mm_matmul(ctx, (enum mm_type)g->w->type, g->w->data, x, y, m, k,
-			  g->n);
+		if (enc)
+			mm_enc_matmul(enc, (enum mm_type)g->w->type, g->w->data,
+				      x, y, m, k, g->n);
+		else
+			mm_matmul(ctx, (enum mm_type)g->w->type, g->w->data, x,
+				  y, m, k, g->n);
 		t0 = now() - t0;
-		if (t0 < best)
+		if (r >= 0 && t0 < best)
 			best = t0;
 	}
 	free(x);
@@ -231,6 +283,12 @@ static int bench(const char *path, struct mm_ctx *ctx, int nth, int rounds,
 	uint8_t *y = NULL, *uv = NULL;
 	float *pix = NULL, *out = NULL;
 	double t_pre = 1e30, t_enc = 1e30, pk = 0, macs = 0, att, t_g = 0;
+	double t_old = 1e30, pkf = 0;	/* float weights: AVX2 tile, FMA peak */
+	double t_q8 = 1e30, cosq = 0;	/* and repacked to Q8_0 */
+	struct mm_mmproj *pq = NULL;
+	float *outq = NULL;
+	struct mm_enc enc, *encp = NULL;
+	int fw16 = 0, fwt = 0;
 	size_t npix, nout;
 	char err[256] = "";
 	int ng, ret;
@@ -274,6 +332,25 @@ static int bench(const char *path, struct mm_ctx *ctx, int nth, int rounds,
 				t_pre = t0;
 		}
 	}
+	/* float weights with the AVX-512 kernel set: each round also times
+	 * the encode with the AVX2 tile (MMHAL_ENC_GEMM=avx2, read when the
+	 * encode starts) and probes the f32 FMA zmm peak */
+	{
+		const uint32_t wt = v->blk[0].q_w.type;
+
+		fwt = wt == MM_TYPE_F32 || wt == MM_TYPE_F16 ||
+		     wt == MM_TYPE_BF16;
+		fw16 = zmm && fwt;
+	}
+	/* float weights: a second copy repacked to Q8_0 at load */
+	if (fwt) {
+		outq = malloc(sizeof(float) * nout);
+		if (!outq || mm_mmproj_load(path, &pq, err, sizeof(err)) ||
+		    mm_mmproj_repack(pq, MM_TYPE_Q8_0, NULL, err, sizeof(err))) {
+			ret = outq ? -EINVAL : -ENOMEM;
+			goto done;
+		}
+	}
 	/* warm-up, then rounds of (probe, encode) */
 	ret = mm_vision_encode(p, pix, npix, out, nout, nth, err, sizeof(err));
 	for (int r = 0; !ret && r < rounds; r++) {
@@ -287,6 +364,27 @@ static int bench(const char *path, struct mm_ctx *ctx, int nth, int rounds,
 		t0 = now() - t0;
 		if (t0 < t_enc)
 			t_enc = t0;
+		if (!ret && pq) {
+			t0 = now();
+			ret = mm_vision_encode(pq, pix, npix, outq, nout, nth,
+					       err, sizeof(err));
+			t0 = now() - t0;
+			if (t0 < t_q8)
+				t_q8 = t0;
+		}
+		if (ret || !fw16)
+			continue;
+		pr = probe_peak(ctx, 2);
+		if (pr > pkf)
+			pkf = pr;
+		setenv("MMHAL_ENC_GEMM", "avx2", 1);
+		t0 = now();
+		ret = mm_vision_encode(p, pix, npix, out, nout, nth, err,
+				       sizeof(err));
+		t0 = now() - t0;
+		unsetenv("MMHAL_ENC_GEMM");
+		if (t0 < t_old)
+			t_old = t0;
 	}
 	if (ret)
 		goto done;
@@ -306,21 +404,49 @@ static int bench(const char *path, struct mm_ctx *ctx, int nth, int rounds,
 	printf("  weight GEMMs: %.2f GMAC/image = %.1f Gop/s int8 = %.3f of the peak (%.1f Gop/s, same rounds); attention %.2f GMAC f32 apart\n",
 	       macs / 1e9, 2 * macs / t_enc / 1e9,
 	       pk > 0 ? 2 * macs / t_enc / pk : 0, pk / 1e9, att / 1e9);
+	if (pq) {
+		double dot = 0, na = 0, nb = 0;
+
+		for (size_t i = 0; i < nout; i++) {
+			dot += (double)out[i] * outq[i];
+			na += (double)out[i] * out[i];
+			nb += (double)outq[i] * outq[i];
+		}
+		cosq = na > 0 && nb > 0 ? dot / sqrt(na * nb) : 0;
+		printf("  repacked to Q8_0 at load (mm_mmproj_repack): %9.4f s/image, %.2fx the %s encode (same rounds); embeddings' cosine to the %s path %.6f\n",
+		       t_q8, t_enc / t_q8,
+		       mm_type_name((enum mm_type)v->blk[0].q_w.type),
+		       mm_type_name((enum mm_type)v->blk[0].q_w.type), cosq);
+	}
+	if (fw16) {
+		printf("  encode with the AVX2 6x16 tile (MMHAL_ENC_GEMM=avx2): %9.4f s/image; AVX-512 8x48 tile %.2fx faster (same rounds)\n",
+		       t_old, t_old / t_enc);
+		printf("  weight GEMMs in f32: %.1f Gflop/s = %.3f of the f32 FMA zmm peak (%.1f Gflop/s, same rounds); AVX2 tile %.3f\n",
+		       2 * macs / t_enc / 1e9, 2 * macs / t_enc / pkf,
+		       pkf / 1e9, 2 * macs / t_old / pkf);
+		if (!mm_enc_init(&enc, nth, 16, "vision_bench", err,
+				 sizeof(err)))
+			encp = &enc;
+	}
 	printf("  all matmuls (weights + attention): %.1f Gop/s\n",
 	       2 * (macs + att) / t_enc / 1e9);
-	printf("  where the time goes (each shape alone with mm_matmul, x its count):\n");
+	printf("  where the time goes (each shape alone with %s, x its count):\n",
+	       encp ? "mm_enc_matmul" : "mm_matmul");
 	for (int i = 0; i < ng; i++) {
-		double t = time_gemm(ctx, &g[i], rounds) * g[i].count;
+		double t = time_gemm(ctx, encp, &g[i], rounds) * g[i].count;
 		double mc = macs_of(&g[i]);
+		double pp = encp ? pkf : pk;
 
 		t_g += t;
 		printf("    %-16s n %5lld k %5lld m %5lld x%4.0f: %8.4f s (%5.1f%%), %.3f of peak\n",
 		       g[i].what, (long long)g[i].n, (long long)w_in(g[i].w),
 		       (long long)w_out(g[i].w), g[i].count, t,
-		       100 * t / t_enc, pk > 0 && t > 0 ? 2 * mc / t / pk : 0);
+		       100 * t / t_enc, pp > 0 && t > 0 ? 2 * mc / t / pp : 0);
 	}
 	printf("    %-16s %44s %8.4f s (%5.1f%%): attention, norms, activations, residuals\n",
 	       "rest", "", t_enc - t_g, 100 * (t_enc - t_g) / t_enc);
+	if (encp)
+		mm_enc_fini(encp);
 done:
 	if (ret)
 		fprintf(stderr, "vision_bench: %s: %s\n", path,
@@ -329,6 +455,8 @@ done:
 	free(uv);
 	free(pix);
 	free(out);
+	free(outq);
+	mm_mmproj_free(pq);
 	mm_mmproj_free(p);
 	return ret ? 1 : 0;
 }
