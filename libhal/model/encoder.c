@@ -1104,7 +1104,7 @@ int mm_enc_block(struct mm_enc *s, const struct mm_mmproj_block *b, float *x,
 		 enum mm_mmproj_act act, float eps,
 		 const struct mm_enc_bufs *w)
 {
-	int ret;
+	int ret, fused, done = 0;
 
 	mm_enc_layernorm(s, &b->ln1_w, &b->ln1_b, x, w->big, n, e, eps);
 	if (s->cal_mode != MM_CAL_DYNAMIC) {
@@ -1117,21 +1117,32 @@ int mm_enc_block(struct mm_enc *s, const struct mm_mmproj_block *b, float *x,
 		memcpy(s->cal_blk, q, len);
 		s->cal_blk[len] = 0;
 	}
-	/* float weights with the x86 kernel sets: the register-tiled GEMM
-	 * of mm_enc_matmul() per projection (mm_matmul_n's gemv kernels
-	 * reread each weight row per few rows of X) */
-	if (s->cal_mode == MM_CAL_DYNAMIC && b->q_w.type == b->k_w.type && b->q_w.type == b->v_w.type &&
-	    b->q_w.ne[1] == e && b->k_w.ne[1] == e && b->v_w.ne[1] == e &&
-	    (enc_quantized(b->q_w.type) || !s->simd || s->dev)) {
-		/* one job: the activations are quantized once */
+	/*
+	 * Q, K and V in one job (the activations quantized once) on the
+	 * device, or for quantized weights, or without the x86 kernel sets;
+	 * float weights on the CPU take the register-tiled GEMM of
+	 * mm_enc_matmul() per projection (mm_matmul_n's gemv kernels reread
+	 * each weight row per few rows of X). A device that fails falls back
+	 * to exactly what the CPU backend runs.
+	 */
+	fused = s->cal_mode == MM_CAL_DYNAMIC && b->q_w.type == b->k_w.type &&
+		b->q_w.type == b->v_w.type && b->q_w.ne[1] == e &&
+		b->k_w.ne[1] == e && b->v_w.ne[1] == e;
+	if (fused) {
 		const struct mm_mv mv[3] = {
 			{ (enum mm_type)b->q_w.type, b->q_w.data, w->q, e },
 			{ (enum mm_type)b->k_w.type, b->k_w.data, w->k, e },
 			{ (enum mm_type)b->v_w.type, b->v_w.data, w->v, e },
 		};
 
-		if (!s->dev || !s->dev->matmul_n(s->dev, mv, 3, w->big, e, n))
+		if (s->dev && s->dev->matmul_n(s->dev, mv, 3, w->big, e, n))
+			done = 1;
+		else if (enc_quantized(b->q_w.type) || !s->simd) {
 			mm_matmul_n(s->ctx, mv, 3, w->big, e, n);
+			done = 1;
+		}
+	}
+	if (done) {
 		mm_enc_bias(s, &b->q_b, w->q, n, e);
 		mm_enc_bias(s, &b->k_b, w->k, n, e);
 		mm_enc_bias(s, &b->v_b, w->v, n, e);

@@ -105,6 +105,7 @@ $(GGUF_FUZZ): $(GGUF_FUZZ_SRCS) $(GGUF_HDRS)
 		echo "$(GGUF_FUZZ_CC) not found" > $@.skip; rm -f $@; exit 0; \
 	fi; \
 	if ! $(GGUF_FUZZ_CC) -std=gnu11 -g -O1 -I$(GGUF_DIR) -D_GNU_SOURCE \
+		-DMM_MMPROJ_NO_REPACK \
 		-Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all $(GGUF_FUZZ_SRCS) -o $@ -lsodium \
 		2> $@.log; then \

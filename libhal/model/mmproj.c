@@ -804,6 +804,21 @@ int mm_mmproj_check_llm(const struct mm_mmproj *p, uint32_t n_embd,
 
 /* ---- repacking float weights --------------------------------------------- */
 
+/* MM_MMPROJ_NO_REPACK: the parser alone (the fuzz target), without the
+ * quantizers the repacking needs */
+#ifdef MM_MMPROJ_NO_REPACK
+int mm_mmproj_repack(struct mm_mmproj *p, uint32_t type, size_t *n_repacked,
+		     char *err, size_t errlen)
+{
+	(void)p;
+	(void)type;
+	if (n_repacked)
+		*n_repacked = 0;
+	return mm_errf(-ENOTSUP, err, errlen,
+		       "mmproj repack: not in this build");
+}
+#else
+
 /* w (a 2-D F32/F16/BF16 matmul weight whose rows are whole blocks of t)
  * as t in memory p owns; other weights left as they are */
 static int mmp_repack_w(struct mm_mmproj *p, struct mm_mmproj_w *w,
@@ -897,3 +912,4 @@ int mm_mmproj_repack(struct mm_mmproj *p, uint32_t type, size_t *n_repacked,
 		return mm_errf(ret, err, errlen, "mmproj repack: out of memory");
 	return 0;
 }
+#endif /* MM_MMPROJ_NO_REPACK */
