@@ -941,6 +941,7 @@ static inline int mm_pk_gpt(enum mm_type t)
  * per X row and block (Q6_K: per half block) made once by xprep: no
  * per-row sums of W when packing.
  */
+#ifdef MM_VNNI
 static inline int mm_pk_off(enum mm_type t)
 {
 	switch (t) {
@@ -956,6 +957,7 @@ static inline int mm_pk_off(enum mm_type t)
 		return 0;
 	}
 }
+#endif
 
 /* Q4_0/Q5_0 values q (0..15, 0..31) as W's side of the u8 form: q - 8
  * (16), and for VNNI + mm_pk_off() (as MM_PK_TR() makes them) */
