@@ -154,9 +154,8 @@ $(LLAMA_ARM_TEST): $(LLAMA_DIR)/tests/llama_test.c $(LLAMA_ARM_OBJS) $(LLAMA_HDR
 	$(QUANT_XCC) $(LLAMA_CFLAGS) $(LLAMA_WARN) -O2 $< $(LLAMA_ARM_OBJS) \
 		-o $@ -lm
 
-llama-check-arm64:
+llama-check-arm64: $(if $(QUANT_ARM_HAVE),$(LLAMA_ARM_TEST))
 	@$(call quant_arm_tools,$@); \
-	$(MAKE) --no-print-directory -s $(LLAMA_ARM_TEST) || exit 1; \
 	fail=0; \
 	for cpu in max cortex-a76; do \
 		out=$(LLAMA_O)/arm64/llama_test.$$cpu.tap; \
