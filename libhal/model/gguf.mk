@@ -69,7 +69,7 @@ $(GGUF_O)/opt/%.o: $(GGUF_DIR)/%.c $(GGUF_HDRS)
 
 $(GGUF_O)/san/%.o: $(GGUF_DIR)/%.c $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(GGUF_CFLAGS) -O1 $(SAN) -c $< -o $@
+	$(CC) $(GGUF_CFLAGS) $(SAN) -c $< -o $@
 
 $(GGUF_O)/opt/gen.o: $(GGUF_DIR)/tools/gen.c $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
@@ -77,7 +77,7 @@ $(GGUF_O)/opt/gen.o: $(GGUF_DIR)/tools/gen.c $(GGUF_HDRS)
 
 $(GGUF_O)/san/gen.o: $(GGUF_DIR)/tools/gen.c $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(GGUF_CFLAGS) -O1 $(SAN) -c $< -o $@
+	$(CC) $(GGUF_CFLAGS) $(SAN) -c $< -o $@
 
 .SECONDEXPANSION:
 
@@ -87,13 +87,13 @@ $(GGUF_TOOL): $(GGUF_DIR)/tools/mmgguf.c $(GGUF_DIR)/tools/mmgguf_sign.c \
 	@mkdir -p $(dir $@)
 	$(CC) $(GGUF_CFLAGS) $(OPT) $< $(GGUF_DIR)/tools/mmgguf_sign.c \
 		$(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) \
-		$(GGUF_TOOL_EXTRA) -o $@ $(GGUF_LIBS)
+		$(GGUF_TOOL_EXTRA) $(LDFLAGS) -o $@ $(GGUF_LIBS)
 
 $(GGUF_O)/san/%_test: $(GGUF_DIR)/tests/%_test.c $(GGUF_DIR)/../tests/tap.h \
 		      $(GGUF_SAN_OBJS) $$(QUANT_SAN_OBJS) $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(GGUF_CFLAGS) -O1 $(SAN) $< $(GGUF_SAN_OBJS) $(QUANT_SAN_OBJS) \
-		-o $@ $(GGUF_LIBS)
+	$(CC) $(GGUF_CFLAGS) $(SAN) $< $(GGUF_SAN_OBJS) $(QUANT_SAN_OBJS) \
+		$(LDFLAGS) -o $@ $(GGUF_LIBS)
 
 # The fuzz target needs the reader, the tokenizer, the mmproj loader and
 # the image preprocessing (no quantized kernels). It is built
@@ -176,7 +176,7 @@ $(GGUF_VBENCH): $(GGUF_DIR)/bench/vision_bench.c $(GGUF_OPT_OBJS) \
 		$$(QUANT_OPT_OBJS) $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(GGUF_CFLAGS) $(OPT) $< $(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) \
-		-o $@ $(GGUF_LIBS)
+		$(LDFLAGS) -o $@ $(GGUF_LIBS)
 
 $(GGUF_O)/bench/smolvlm-%-q8_0.gguf: | $(GGUF_TOOL)
 	@mkdir -p $(dir $@)

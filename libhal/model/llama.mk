@@ -82,22 +82,22 @@ $(LLAMA_O)/opt/%.o: $(LLAMA_DIR)/%.c $(LLAMA_HDRS)
 
 $(LLAMA_O)/san/%.o: $(LLAMA_DIR)/%.c $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LLAMA_CFLAGS) -O1 $(SAN) $(llama_flags) -c $< -o $@
+	$(CC) $(LLAMA_CFLAGS) $(SAN) $(llama_flags) -c $< -o $@
 
 $(LLAMA_TEST): $(LLAMA_DIR)/tests/llama_test.c $(LLAMA_SAN_OBJS) $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LLAMA_CFLAGS) $(LLAMA_WARN) -O1 $(SAN) $< $(LLAMA_SAN_OBJS) \
-		-o $@ -lsodium -lm
+	$(CC) $(LLAMA_CFLAGS) $(LLAMA_WARN) $(SAN) $< $(LLAMA_SAN_OBJS) \
+		$(LDFLAGS) -o $@ -lsodium -lm
 
 $(LLAMA_BENCH): $(LLAMA_DIR)/bench/model_bench.c $(LLAMA_OPT_OBJS) $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LLAMA_CFLAGS) $(LLAMA_WARN) $(OPT) $< $(LLAMA_OPT_OBJS) \
-		-o $@ -lsodium -lm
+		$(LDFLAGS) -o $@ -lsodium -lm
 
 $(LLAMA_TIER_BENCH): $(LLAMA_DIR)/bench/tier_bench.c $(LLAMA_OPT_OBJS) $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LLAMA_CFLAGS) $(LLAMA_WARN) $(OPT) $< $(LLAMA_OPT_OBJS) \
-		-o $@ -lsodium -lm
+		$(LDFLAGS) -o $@ -lsodium -lm
 
 llama-all: $(LLAMA_TEST) $(LLAMA_BENCH) $(LLAMA_TIER_BENCH)
 

@@ -51,15 +51,15 @@ $(QUANT_O)/opt/%.o: $(QUANT_DIR)/%.c $(QUANT_HDRS)
 
 $(QUANT_O)/san/%.o: $(QUANT_DIR)/%.c $(QUANT_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(QUANT_CFLAGS) -O1 $(SAN) $(QUANT_ISA_CFLAGS_$*) -c $< -o $@
+	$(CC) $(QUANT_CFLAGS) $(SAN) $(QUANT_ISA_CFLAGS_$*) -c $< -o $@
 
 $(QUANT_TEST): $(QUANT_DIR)/tests/quant_test.c $(QUANT_SAN_OBJS) $(QUANT_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(QUANT_CFLAGS) -O1 $(SAN) $< $(QUANT_SAN_OBJS) -o $@ -lm
+	$(CC) $(QUANT_CFLAGS) $(SAN) $< $(QUANT_SAN_OBJS) $(LDFLAGS) -o $@ -lm
 
 $(QUANT_BENCH): $(QUANT_DIR)/bench/kbench.c $(QUANT_OPT_OBJS) $(QUANT_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(QUANT_CFLAGS) $(OPT) $< $(QUANT_OPT_OBJS) -o $@ -lm
+	$(CC) $(QUANT_CFLAGS) $(OPT) $< $(QUANT_OPT_OBJS) $(LDFLAGS) -o $@ -lm
 
 # arm64 cross build (no sanitizers: the cross libasan may be absent).
 QUANT_XCC ?= aarch64-linux-gnu-gcc
