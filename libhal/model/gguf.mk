@@ -96,20 +96,31 @@ $(GGUF_O)/san/%_test: $(GGUF_DIR)/tests/%_test.c $(GGUF_DIR)/../tests/tap.h \
 		$(LDFLAGS) -o $@ $(GGUF_LIBS)
 
 # The fuzz target needs the reader, the tokenizer, the mmproj loader and
-# the image preprocessing (no quantized kernels). It is built
-# only when clang can link libFuzzer; otherwise the stamp says why not.
+# the image preprocessing (no quantized kernels). It is built with
+# GGUF_FUZZ_CC (clang) and GGUF_FUZZ_CFLAGS, the project's warnings
+# added. Skipped only when that compiler is missing or cannot link
+# libFuzzer (the stamp says why); any other failure, a warning included,
+# fails the build.
+GGUF_FUZZ_CFLAGS ?= -g -O1
+GGUF_FUZZ_PROBE := int LLVMFuzzerTestOneInput(const char *d, long n); \
+	int LLVMFuzzerTestOneInput(const char *d, long n) { return !d + !n; }
+
 $(GGUF_FUZZ): $(GGUF_FUZZ_SRCS) $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
-	@if ! command -v $(GGUF_FUZZ_CC) >/dev/null 2>&1; then \
-		echo "$(GGUF_FUZZ_CC) not found" > $@.skip; rm -f $@; exit 0; \
-	fi; \
-	if ! $(GGUF_FUZZ_CC) -std=gnu11 -g -O1 -I$(GGUF_DIR) -D_GNU_SOURCE \
-		-Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all $(GGUF_FUZZ_SRCS) -o $@ -lsodium \
-		2> $@.log; then \
-		echo "$(GGUF_FUZZ_CC) cannot build a libFuzzer target (apt-get install -y libclang-rt-14-dev): $$(tail -1 $@.log)" > $@.skip; \
-		rm -f $@; \
-	else rm -f $@.skip; fi
+	@rm -f $@.skip $@.probe; \
+	if ! command -v $(GGUF_FUZZ_CC) >/dev/null 2>&1; then \
+		echo "$(GGUF_FUZZ_CC) not found" > $@.skip; rm -f $@; \
+	elif ! echo '$(GGUF_FUZZ_PROBE)' | $(GGUF_FUZZ_CC) -x c - \
+		-fsanitize=fuzzer -o $@.probe 2> $@.log; then \
+		echo "$(GGUF_FUZZ_CC) cannot link libFuzzer (apt-get install -y libclang-rt-14-dev): $$(tail -1 $@.log)" > $@.skip; \
+		rm -f $@ $@.probe; \
+	else \
+		rm -f $@.probe; \
+		$(GGUF_FUZZ_CC) -std=gnu11 $(GGUF_FUZZ_CFLAGS) -I$(GGUF_DIR) \
+			-D_GNU_SOURCE -Wall -Wextra -Werror $(GGUF_WARN) \
+			-fsanitize=fuzzer,address,undefined \
+			-fno-sanitize-recover=all $(GGUF_FUZZ_SRCS) -o $@ -lsodium; \
+	fi
 
 $(GGUF_O)/fuzz/seeds.stamp: $(GGUF_TOOL)
 	@mkdir -p $(GGUF_O)/fuzz/corpus
