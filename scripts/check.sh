@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make check: host tests and lint, DKMS, KUnit on UML, kselftests in QEMU
-# on Debian's 6.1 kernel, the debug kernel (scripts/debug-kernel.sh),
-# bookworm's 6.12 kernel and Debian's arm64 6.1 kernel with a device tree.
+# make check: host tests, packagers' builds (clang, gcc -O3), lint, DKMS,
+# KUnit on UML, kselftests in QEMU on Debian's 6.1 kernel, the debug
+# kernel (scripts/debug-kernel.sh), bookworm's 6.12 kernel and Debian's
+# arm64 6.1 kernel with a device tree.
 # Every stage prints "RESULT <stage> <passed> <failed> [<skipped>]"; the
 # last line is "N passed, N failed, N skipped" over all of them. Exits non-zero on any failure.
 set -uo pipefail
@@ -36,6 +37,9 @@ stage() {
 
 stage host make -s -C libhal O="$OUT/libhal" check
 stage tools make -s -C tools O="$OUT/tools" LIBHAL_O="$OUT/libhal" check
+# Packagers' builds: clang -O1 with ASan/UBSan and gcc -O3, each -j from
+# a clean scratch tree, and the libFuzzer target with clang.
+stage build scripts/build-check.sh
 stage model scripts/model-check.sh
 stage lint scripts/lint.sh
 # DKMS add/build/install/remove for the 6.1 and 6.12 kernels, in a scratch

@@ -55,20 +55,20 @@ $(AUDIO_O)/opt/audio.o: $(AUDIO_DIR)/audio.c $(AUDIO_HDRS)
 
 $(AUDIO_O)/san/audio.o: $(AUDIO_DIR)/audio.c $(AUDIO_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(AUDIO_CFLAGS) -O1 $(SAN) -c $< -o $@
+	$(CC) $(AUDIO_CFLAGS) $(SAN) -c $< -o $@
 
 $(AUDIO_TEST): $(AUDIO_DIR)/tests/audio_test.c $(AUDIO_O)/san/audio.o \
 	       $(GGUF_SAN_OBJS) $(QUANT_SAN_OBJS) $(AUDIO_HDRS) \
 	       $(AUDIO_DIR)/tests/ref_mm.c $(AUDIO_DIR)/tests/ref_mm.h
 	@mkdir -p $(dir $@)
-	$(CC) $(AUDIO_CFLAGS) -O1 $(SAN) $< $(AUDIO_O)/san/audio.o \
-		$(GGUF_SAN_OBJS) $(QUANT_SAN_OBJS) -o $@ $(AUDIO_LIBS)
+	$(CC) $(AUDIO_CFLAGS) $(SAN) $< $(AUDIO_O)/san/audio.o \
+		$(GGUF_SAN_OBJS) $(QUANT_SAN_OBJS) $(LDFLAGS) -o $@ $(AUDIO_LIBS)
 
 $(AUDIO_BENCH): $(AUDIO_DIR)/bench/audio_bench.c $(AUDIO_O)/opt/audio.o \
 		$(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) $(AUDIO_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(AUDIO_CFLAGS) $(OPT) $< $(AUDIO_O)/opt/audio.o \
-		$(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) -o $@ $(AUDIO_LIBS)
+		$(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) $(LDFLAGS) -o $@ $(AUDIO_LIBS)
 
 audio-all: $(AUDIO_TEST) $(AUDIO_BENCH)
 

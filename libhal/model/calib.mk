@@ -59,7 +59,7 @@ CAL_TEST := $(O)/calib/san/calib_test
 $(CAL_TEST): $(CAL_DIR)/tests/calib_test.c $(MM_SAN_DEPS) $(MM_HDRS) \
 	     $(CAL_HDR) $(CAL_CAP_SAN)
 	@mkdir -p $(dir $@)
-	$(CC) $(MM_CFLAGS) -O1 $(SAN) $< $(MM_SAN_DEPS) -o $@ $(MM_LIBS)
+	$(CC) $(MM_CFLAGS) $(SAN) $< $(MM_SAN_DEPS) $(LDFLAGS) -o $@ $(MM_LIBS)
 
 calib-all: $(CAL_TEST)
 

@@ -70,34 +70,34 @@ CUDA_FAKE := $(CUDA_O)/fake/libcuda_fake.so
 CUDA_PART := $(CUDA_O)/fake/libcuda_part.so
 $(CUDA_FAKE): $(CUDA_DIR)/tests/cuda_fake.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -shared -fPIC $< -o $@
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -shared -fPIC $< $(LDFLAGS) -o $@
 $(CUDA_PART): $(CUDA_DIR)/tests/cuda_fake.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -shared -fPIC \
-		-DMM_FAKE_PARTIAL $< -o $@
+		-DMM_FAKE_PARTIAL $< $(LDFLAGS) -o $@
 
 # (prerequisites: $$ = after audio.mk and calib.mk added their objects)
 CUDA_TEST := $(CUDA_O)/san/cuda_test
 CUDA_TEST_NO := $(CUDA_O)/san/cuda_test_nocuda
 CUDA_NO_OBJ := $(CUDA_O)/san/nocuda/cuda.o
-CUDA_TEST_CFLAGS := $(LLAMA_CFLAGS) $(CUDA_WARN) -O1 $(SAN)
+CUDA_TEST_CFLAGS := $(LLAMA_CFLAGS) $(CUDA_WARN) $(SAN)
 
 $(CUDA_NO_OBJ): $(CUDA_DIR)/cuda.c $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LLAMA_CFLAGS) $(CUDA_WARN) -O1 $(SAN) -c $< -o $@
+	$(CC) $(LLAMA_CFLAGS) $(CUDA_WARN) $(SAN) -c $< -o $@
 
 # (the mmproj API too, for the encoders' fallback: mm.mk's MM_SAN_DEPS)
 $(CUDA_TEST): $(CUDA_DIR)/tests/cuda_test.c $$(MM_SAN_DEPS) $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CUDA_TEST_CFLAGS) -DMM_TEST_BUILT=$(if $(CUDA_HAVE),1,0) $< \
-		$(MM_SAN_DEPS) -o $@ -lfftw3f -lsodium -lm
+		$(MM_SAN_DEPS) $(LDFLAGS) -o $@ -lfftw3f -lsodium -lm
 
 $(CUDA_TEST_NO): $(CUDA_DIR)/tests/cuda_test.c $$(MM_SAN_DEPS) \
 		 $(CUDA_NO_OBJ) $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CUDA_TEST_CFLAGS) -DMM_TEST_BUILT=0 $< \
 		$(filter-out %/san/cuda.o,$(MM_SAN_DEPS)) $(CUDA_NO_OBJ) \
-		-o $@ -lfftw3f -lsodium -lm
+		$(LDFLAGS) -o $@ -lfftw3f -lsodium -lm
 
 # The GPU test and bench: optimised, no sanitizers (ASan's shadow
 # mapping and the driver's address reservations do not mix).
@@ -105,7 +105,7 @@ CUDA_GPU := $(CUDA_O)/opt/cuda_gpu
 $(CUDA_GPU): $(CUDA_DIR)/tests/cuda_gpu.c $$(MM_BENCH_DEPS) $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LLAMA_CFLAGS) $(CUDA_WARN) $(OPT) $< $(MM_BENCH_DEPS) \
-		-o $@ -lfftw3f -lsodium -lm
+		$(LDFLAGS) -o $@ -lfftw3f -lsodium -lm
 
 cuda-all: $(CUDA_TEST) $(CUDA_TEST_NO) $(CUDA_GPU) $(CUDA_FAKE) $(CUDA_PART)
 

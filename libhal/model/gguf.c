@@ -333,8 +333,12 @@ static int mm_gguf_rd_u64(struct mm_gguf_rd *r, uint64_t *v, const char *what)
 static int mm_gguf_rd_str(struct mm_gguf_rd *r, const char **s, uint64_t *len,
 			  const char *what)
 {
-	int ret = mm_gguf_rd_u64(r, len, what);
+	int ret;
 
+	/* set on failure too: gcc -O3 cannot tell that mm_gguf_fail()
+	 * returns non-zero, and warned that callers used *s unset */
+	*s = NULL;
+	ret = mm_gguf_rd_u64(r, len, what);
 	if (ret)
 		return ret;
 	if (*len > mm_gguf_left(r))

@@ -70,7 +70,7 @@ $(GGUF_O)/opt/%.o: $(GGUF_DIR)/%.c $(GGUF_HDRS)
 
 $(GGUF_O)/san/%.o: $(GGUF_DIR)/%.c $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(GGUF_CFLAGS) -O1 $(SAN) -c $< -o $@
+	$(CC) $(GGUF_CFLAGS) $(SAN) -c $< -o $@
 
 $(GGUF_O)/opt/gen.o: $(GGUF_DIR)/tools/gen.c $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
@@ -78,7 +78,7 @@ $(GGUF_O)/opt/gen.o: $(GGUF_DIR)/tools/gen.c $(GGUF_HDRS)
 
 $(GGUF_O)/san/gen.o: $(GGUF_DIR)/tools/gen.c $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(GGUF_CFLAGS) -O1 $(SAN) -c $< -o $@
+	$(CC) $(GGUF_CFLAGS) $(SAN) -c $< -o $@
 
 .SECONDEXPANSION:
 
@@ -88,30 +88,41 @@ $(GGUF_TOOL): $(GGUF_DIR)/tools/mmgguf.c $(GGUF_DIR)/tools/mmgguf_sign.c \
 	@mkdir -p $(dir $@)
 	$(CC) $(GGUF_CFLAGS) $(OPT) $< $(GGUF_DIR)/tools/mmgguf_sign.c \
 		$(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) \
-		$(GGUF_TOOL_EXTRA) -o $@ $(GGUF_LIBS)
+		$(GGUF_TOOL_EXTRA) $(LDFLAGS) -o $@ $(GGUF_LIBS)
 
 $(GGUF_O)/san/%_test: $(GGUF_DIR)/tests/%_test.c $(GGUF_DIR)/../tests/tap.h \
 		      $(GGUF_SAN_OBJS) $$(QUANT_SAN_OBJS) $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(GGUF_CFLAGS) -O1 $(SAN) $< $(GGUF_SAN_OBJS) $(QUANT_SAN_OBJS) \
-		-o $@ $(GGUF_LIBS)
+	$(CC) $(GGUF_CFLAGS) $(SAN) $< $(GGUF_SAN_OBJS) $(QUANT_SAN_OBJS) \
+		$(LDFLAGS) -o $@ $(GGUF_LIBS)
 
 # The fuzz target needs the reader, the tokenizer, the mmproj loader and
-# the image preprocessing (no quantized kernels). It is built
-# only when clang can link libFuzzer; otherwise the stamp says why not.
+# the image preprocessing (no quantized kernels). It is built with
+# GGUF_FUZZ_CC (clang) and GGUF_FUZZ_CFLAGS, the project's warnings
+# added. Skipped only when that compiler is missing or cannot link
+# libFuzzer (the stamp says why); any other failure, a warning included,
+# fails the build.
+GGUF_FUZZ_CFLAGS ?= -g -O1
+GGUF_FUZZ_PROBE := int LLVMFuzzerTestOneInput(const char *d, long n); \
+	int LLVMFuzzerTestOneInput(const char *d, long n) { return !d + !n; }
+
 $(GGUF_FUZZ): $(GGUF_FUZZ_SRCS) $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
-	@if ! command -v $(GGUF_FUZZ_CC) >/dev/null 2>&1; then \
-		echo "$(GGUF_FUZZ_CC) not found" > $@.skip; rm -f $@; exit 0; \
-	fi; \
-	if ! $(GGUF_FUZZ_CC) -std=gnu11 -g -O1 -I$(GGUF_DIR) -D_GNU_SOURCE \
-		-DMM_MMPROJ_NO_REPACK \
-		-Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all $(GGUF_FUZZ_SRCS) -o $@ -lsodium \
-		2> $@.log; then \
-		echo "$(GGUF_FUZZ_CC) cannot build a libFuzzer target (apt-get install -y libclang-rt-14-dev): $$(tail -1 $@.log)" > $@.skip; \
-		rm -f $@; \
-	else rm -f $@.skip; fi
+	@rm -f $@.skip $@.probe; \
+	if ! command -v $(GGUF_FUZZ_CC) >/dev/null 2>&1; then \
+		echo "$(GGUF_FUZZ_CC) not found" > $@.skip; rm -f $@; \
+	elif ! echo '$(GGUF_FUZZ_PROBE)' | $(GGUF_FUZZ_CC) -x c - \
+		-fsanitize=fuzzer -o $@.probe 2> $@.log; then \
+		echo "$(GGUF_FUZZ_CC) cannot link libFuzzer (apt-get install -y libclang-rt-14-dev): $$(tail -1 $@.log)" > $@.skip; \
+		rm -f $@ $@.probe; \
+	else \
+		rm -f $@.probe; \
+		$(GGUF_FUZZ_CC) -std=gnu11 $(GGUF_FUZZ_CFLAGS) -I$(GGUF_DIR) \
+			-D_GNU_SOURCE -DMM_MMPROJ_NO_REPACK \
+			-Wall -Wextra -Werror $(GGUF_WARN) \
+			-fsanitize=fuzzer,address,undefined \
+			-fno-sanitize-recover=all $(GGUF_FUZZ_SRCS) -o $@ -lsodium; \
+	fi
 
 $(GGUF_O)/fuzz/seeds.stamp: $(GGUF_TOOL)
 	@mkdir -p $(GGUF_O)/fuzz/corpus
@@ -181,7 +192,7 @@ $(GGUF_VBENCH): $(GGUF_DIR)/bench/vision_bench.c $$(GGUF_OPT_OBJS) \
 		$$(QUANT_OPT_OBJS) $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(GGUF_CFLAGS) $(OPT) $< $(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) \
-		-o $@ $(GGUF_LIBS)
+		$(LDFLAGS) -o $@ $(GGUF_LIBS)
 
 $(GGUF_O)/bench/smolvlm-%-q8_0.gguf: | $(GGUF_TOOL)
 	@mkdir -p $(dir $@)

@@ -775,6 +775,9 @@ mm_q5_rows4(int64_t nb, const uint8_t *row, size_t ws, const void *xq,
  * groups in the layout, then the rows past the last full group, which
  * are Q5_0 rows.
  */
+static void mm_avx2_gemv_q5_0(int64_t k, const void *w, size_t ws,
+			      const void *xq, float *y, int64_t nr);
+
 static inline __attribute__((always_inline)) void
 mm_gemv_q5(int64_t k, const void *w, size_t ws, const void *xq, float *y,
 	   int64_t nr, const int r8)
@@ -790,9 +793,11 @@ mm_gemv_q5(int64_t k, const void *w, size_t ws, const void *xq, float *y,
 		else
 			mm_q5_rows4(nb, (const uint8_t *)w + r * ws, ws, xq, xs8, y + r);
 	}
+	/* (through the Q5_0 function: an always_inline function calling
+	 * itself does not build at -O0) */
 	if (r < nr && r8)
-		mm_gemv_q5(k, (const uint8_t *)w + r * ws, ws, xq, y + r,
-			   nr - r, 0);
+		mm_avx2_gemv_q5_0(k, (const uint8_t *)w + r * ws, ws, xq, y + r,
+				  nr - r);
 	else if (r < nr)
 		mm_kernels_scalar.gemv[MM_TYPE_Q5_0](k, (const uint8_t *)w + r * ws,
 						     ws, xq, y + r, nr - r);
@@ -941,6 +946,7 @@ static inline int mm_pk_gpt(enum mm_type t)
  * per X row and block (Q6_K: per half block) made once by xprep: no
  * per-row sums of W when packing.
  */
+#ifdef MM_VNNI
 static inline int mm_pk_off(enum mm_type t)
 {
 	switch (t) {
@@ -956,6 +962,7 @@ static inline int mm_pk_off(enum mm_type t)
 		return 0;
 	}
 }
+#endif
 
 /* Q4_0/Q5_0 values q (0..15, 0..31) as W's side of the u8 form: q - 8
  * (16), and for VNNI + mm_pk_off() (as MM_PK_TR() makes them) */

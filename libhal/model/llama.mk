@@ -82,22 +82,22 @@ $(LLAMA_O)/opt/%.o: $(LLAMA_DIR)/%.c $(LLAMA_HDRS)
 
 $(LLAMA_O)/san/%.o: $(LLAMA_DIR)/%.c $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LLAMA_CFLAGS) -O1 $(SAN) $(llama_flags) -c $< -o $@
+	$(CC) $(LLAMA_CFLAGS) $(SAN) $(llama_flags) -c $< -o $@
 
 $(LLAMA_TEST): $(LLAMA_DIR)/tests/llama_test.c $(LLAMA_SAN_OBJS) $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LLAMA_CFLAGS) $(LLAMA_WARN) -O1 $(SAN) $< $(LLAMA_SAN_OBJS) \
-		-o $@ -lsodium -lm
+	$(CC) $(LLAMA_CFLAGS) $(LLAMA_WARN) $(SAN) $< $(LLAMA_SAN_OBJS) \
+		$(LDFLAGS) -o $@ -lsodium -lm
 
 $(LLAMA_BENCH): $(LLAMA_DIR)/bench/model_bench.c $(LLAMA_OPT_OBJS) $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LLAMA_CFLAGS) $(LLAMA_WARN) $(OPT) $< $(LLAMA_OPT_OBJS) \
-		-o $@ -lsodium -lm
+		$(LDFLAGS) -o $@ -lsodium -lm
 
 $(LLAMA_TIER_BENCH): $(LLAMA_DIR)/bench/tier_bench.c $(LLAMA_OPT_OBJS) $(LLAMA_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LLAMA_CFLAGS) $(LLAMA_WARN) $(OPT) $< $(LLAMA_OPT_OBJS) \
-		-o $@ -lsodium -lm
+		$(LDFLAGS) -o $@ -lsodium -lm
 
 llama-all: $(LLAMA_TEST) $(LLAMA_BENCH) $(LLAMA_TIER_BENCH)
 
@@ -154,9 +154,8 @@ $(LLAMA_ARM_TEST): $(LLAMA_DIR)/tests/llama_test.c $(LLAMA_ARM_OBJS) $(LLAMA_HDR
 	$(QUANT_XCC) $(LLAMA_CFLAGS) $(LLAMA_WARN) -O2 $< $(LLAMA_ARM_OBJS) \
 		-o $@ -lm
 
-llama-check-arm64:
+llama-check-arm64: $(if $(QUANT_ARM_HAVE),$(LLAMA_ARM_TEST))
 	@$(call quant_arm_tools,$@); \
-	$(MAKE) --no-print-directory -s $(LLAMA_ARM_TEST) || exit 1; \
 	fail=0; \
 	for cpu in max cortex-a76; do \
 		out=$(LLAMA_O)/arm64/llama_test.$$cpu.tap; \

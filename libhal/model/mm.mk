@@ -45,20 +45,20 @@ $(MM_O)/opt/%.o: $(MM_DIR)/%.c $(MM_HDRS)
 
 $(MM_O)/san/%.o: $(MM_DIR)/%.c $(MM_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(MM_CFLAGS) -O1 $(SAN) -c $< -o $@
+	$(CC) $(MM_CFLAGS) $(SAN) -c $< -o $@
 
 $(MM_TEST): $(MM_DIR)/tests/mm_test.c $(MM_O)/san/tests/ref_mm.o \
 	    $(MM_SAN_DEPS) $(MM_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(MM_CFLAGS) -O1 $(SAN) $< $(MM_O)/san/tests/ref_mm.o \
-		$(MM_SAN_DEPS) -o $@ $(MM_LIBS)
+	$(CC) $(MM_CFLAGS) $(SAN) $< $(MM_O)/san/tests/ref_mm.o \
+		$(MM_SAN_DEPS) $(LDFLAGS) -o $@ $(MM_LIBS)
 
 # (with ref_llama.o: it quantizes in process when no mmgguf is given)
 MM_BENCH_DEPS := $(MM_O)/opt/mm_api.o $(AUDIO_O)/opt/audio.o $(LLAMA_OPT_OBJS)
 
 $(MM_BENCH): $(MM_DIR)/bench/mm_bench.c $(MM_BENCH_DEPS) $(MM_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(MM_CFLAGS) $(OPT) $< $(MM_BENCH_DEPS) -o $@ $(MM_LIBS)
+	$(CC) $(MM_CFLAGS) $(OPT) $< $(MM_BENCH_DEPS) $(LDFLAGS) -o $@ $(MM_LIBS)
 
 mm-all: $(MM_TEST) $(MM_BENCH)
 

@@ -335,7 +335,9 @@ static int mmp_linear(const struct mm_gguf *g, const char *pfx, int64_t in,
 		      int64_t out, struct mm_mmproj_w *w,
 		      struct mm_mmproj_w *b, char *err, size_t errlen)
 {
-	char nm[MM_GGUF_MAX_NAME];
+	/* room for the suffix: gcc -O3 warned of truncation (a name past
+	 * MM_GGUF_MAX_NAME is still not found) */
+	char nm[MM_GGUF_MAX_NAME + sizeof(".weight")];
 	int ret;
 
 	snprintf(nm, sizeof(nm), "%s.weight", pfx);

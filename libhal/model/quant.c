@@ -192,7 +192,21 @@ static inline int mm_nearest_int(float fval)
 #define MM_GROUP_MAX_EPS 1e-15f
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
+
+/*
+ * F16C, read with cpuid: __builtin_cpu_supports() has no "f16c" in
+ * clang 14. Its callers check "avx" too (the OS saves the YMM state).
+ */
+static int mm_cpu_f16c(void)
+{
+	unsigned int a, b, c, d;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d))
+		return 0;
+	return !!(c & bit_F16C);
+}
 
 /* The largest of the 8 lanes of m (the AVX2 quantizers' block maximum) */
 __attribute__((target("avx2")))
@@ -330,7 +344,7 @@ static void mm_quantize_q8_0_avx2(const float *x, struct mm_block_q8_0 *y,
 /* The CPU runs mm_quantize_q8_0_avx2() */
 static int mm_q8_0_avx2_ok(void)
 {
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+	return __builtin_cpu_supports("avx2") && mm_cpu_f16c();
 }
 #endif
 
@@ -872,7 +886,7 @@ void mm_quantize_row(enum mm_type t, const float *x, void *y, int64_t n)
 	case MM_TYPE_F16:
 #if defined(__x86_64__)
 		if (__builtin_cpu_supports("avx") &&
-		    __builtin_cpu_supports("f16c")) {
+		    mm_cpu_f16c()) {
 			mm_f32_to_f16_row_f16c(x, y, n);
 			break;
 		}
@@ -1098,8 +1112,7 @@ static int mm_cpu_has(const char *name)
 	__builtin_cpu_init();
 	if (!strcmp(name, "avx2"))
 		return __builtin_cpu_supports("avx2") &&
-		       __builtin_cpu_supports("fma") &&
-		       __builtin_cpu_supports("f16c");
+		       __builtin_cpu_supports("fma") && mm_cpu_f16c();
 	if (!strcmp(name, "avx512vnni"))
 		return mm_cpu_has("avx2") &&
 		       __builtin_cpu_supports("avx512f") &&

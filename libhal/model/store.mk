@@ -47,29 +47,29 @@ STORE_BENCH := $(STORE_O)/opt/sign_bench
 $(STORE_SIGN_TEST): $(STORE_DIR)/tests/sign_test.c $$(MM_SAN_DEPS) \
 		    $(STORE_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(STORE_CFLAGS) -O1 $(SAN) $< $(MM_SAN_DEPS) -o $@ $(STORE_LIBS)
+	$(CC) $(STORE_CFLAGS) $(SAN) $< $(MM_SAN_DEPS) $(LDFLAGS) -o $@ $(STORE_LIBS)
 
 # the store (libmmhal's), sanitized, for its test
 $(STORE_O)/san/mmhal_store.o: $(STORE_SRC) \
 			      $(abspath ../include/mmhal_store.h) $(STORE_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(STORE_CFLAGS) -O1 $(SAN) -c $< -o $@
+	$(CC) $(STORE_CFLAGS) $(SAN) -c $< -o $@
 
 $(STORE_TEST): $(STORE_DIR)/tests/store_test.c $(STORE_O)/san/mmhal_store.o \
 	       $$(MM_SAN_DEPS) $(STORE_HDRS) $(abspath ../include/mmhal_store.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(STORE_CFLAGS) -O1 $(SAN) $< $(STORE_O)/san/mmhal_store.o \
-		$(MM_SAN_DEPS) -o $@ $(STORE_LIBS)
+	$(CC) $(STORE_CFLAGS) $(SAN) $< $(STORE_O)/san/mmhal_store.o \
+		$(MM_SAN_DEPS) $(LDFLAGS) -o $@ $(STORE_LIBS)
 
 # the power cut: no sanitizer (it is preloaded before theirs)
 $(STORE_SHIM): $(STORE_DIR)/tests/fault_shim.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -Werror -fPIC -shared $< -o $@ -ldl
+	$(CC) -std=gnu11 -g -O1 -Wall -Wextra -Werror -fPIC -shared $< $(LDFLAGS) -o $@ -ldl
 
 $(STORE_BENCH): $(STORE_DIR)/bench/sign_bench.c $$(MM_BENCH_DEPS) \
 		$(STORE_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(STORE_CFLAGS) $(OPT) $< $(MM_BENCH_DEPS) -o $@ $(STORE_LIBS)
+	$(CC) $(STORE_CFLAGS) $(OPT) $< $(MM_BENCH_DEPS) $(LDFLAGS) -o $@ $(STORE_LIBS)
 
 STORE_TESTS := $(STORE_SIGN_TEST) $(STORE_TEST)
 

@@ -1128,7 +1128,9 @@ static int route_frame(struct mmhal_session *s, struct mmhal_chunk **chunk,
 	struct mmhal_chunk *enc = NULL;
 	uint8_t sig[MMHAL_SIG_CELLS];
 	struct mmhal_image img;
-	uint32_t why;
+	/* set below before any use; gcc -O1 with ASan cannot tell that an
+	 * early failure (goto out) never reaches the counting */
+	uint32_t why = MMHAL_ROUTE_UNCHANGED;
 	double diff = -1;
 	int moved, ret, r2;
 	char e[256];

@@ -145,8 +145,8 @@ static inline int tap_run(const struct tap_test *tests, size_t n)
 /* Cases numbered as they run; the plan comes last (tap_done). */
 static int tap_n, tap_fail;
 
-static inline void tap_vresult(int cond, const char *skip, const char *fmt,
-			       va_list ap)
+static inline void __attribute__((format(printf, 3, 0)))
+tap_vresult(int cond, const char *skip, const char *fmt, va_list ap)
 {
 	printf("%s %d - ", cond ? "ok" : "not ok", ++tap_n);
 	vprintf(fmt, ap);

@@ -37,7 +37,7 @@
 #define STALL_MS	5000	/* no frame from a channel this long: error */
 
 struct stream {
-	char name[16];		/* camera0, mic0, imu0 */
+	char name[24];		/* camera0, mic0, imu0 (room for any int) */
 	const char *type;	/* camera, mic, imu */
 	char desc[48];		/* 320x240@30:GREY */
 	struct mmhal_src src;

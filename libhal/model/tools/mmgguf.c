@@ -69,7 +69,8 @@ static int mmgguf_gen(int argc, char **argv)
 	char err[256];
 	int ret;
 
-	for (int i = 0; i < argc; i++) {
+	/* option, value */
+	for (int i = 0; i < argc; i += 2) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!v)
@@ -93,7 +94,6 @@ static int mmgguf_gen(int argc, char **argv)
 			out = v;
 		else
 			goto usage;
-		i++;
 	}
 	if (!out || !!p.shape == !!(mp.vision || mp.audio))
 		goto usage;
