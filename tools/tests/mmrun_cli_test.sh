@@ -189,15 +189,15 @@ run --model "$M" --mmproj "$P" --raw -p "$long" -n 1
 expect_rc 1
 expect_err "context full: the prompt's [0-9]* positions > n_ctx"
 result "a prompt longer than the default context is refused"
-short=$(python3 -c "print(' '.join(['word'] * 20))")
+short=$(python3 -c "print(' '.join(['word'] * 8))")
 run --model "$M" --mmproj "$P" --raw -p "$short" -n 1 --temp 0
 expect_rc 0
 expect_err "prefill .* ([0-9]* positions)"
-result "a prompt of about 100 positions fits the default context"
-run --model "$M" --mmproj "$P" --ctx 64 --raw -p "$short" -n 1 --temp 0
+result "a prompt of about 40 positions fits the default context"
+run --model "$M" --mmproj "$P" --ctx 16 --raw -p "$short" -n 1 --temp 0
 expect_rc 1
-expect_err "context full: the prompt's [0-9]* positions > n_ctx 64"
-result "--ctx 64: the same prompt no longer fits (the option sets the context)"
+expect_err "context full: the prompt's [0-9]* positions > n_ctx 16"
+result "--ctx 16: the same prompt no longer fits (the option sets the context)"
 for v in 0 x 2000000; do
 	run --model "$M" --mmproj "$P" --ctx "$v" -p "x"
 	expect_rc 2
