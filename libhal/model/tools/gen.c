@@ -301,7 +301,7 @@ static double mm_gen_unif(uint64_t *st)
 	return ((mm_gen_next(st) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
-static int mm_gen_ends(const char *s, const char *suffix)
+int mm_gen_ends(const char *s, const char *suffix)
 {
 	size_t a = strlen(s), b = strlen(suffix);
 
@@ -651,8 +651,7 @@ static int mm_gen_mfill(void *arg, const char *name, void *dst, uint64_t size)
 	return 0;
 }
 
-/* The matrix type for rows of ne0: want, or llama.cpp's fallback. */
-static uint32_t mm_gen_fit(uint32_t want, int64_t ne0)
+uint32_t mm_gen_fit(uint32_t want, int64_t ne0)
 {
 	if (ne0 % (int64_t)mm_type_block_elems(want) == 0)
 		return want;
@@ -663,9 +662,7 @@ static uint32_t mm_gen_fit(uint32_t want, int64_t ne0)
 	return ne0 % (int64_t)mm_type_block_elems(want) ? MM_TYPE_F16 : want;
 }
 
-/* llama.cpp's general.file_type (enum llama_ftype) for a file whose
- * matrices are of type t */
-static uint32_t mm_gen_ftype(uint32_t t)
+uint32_t mm_gen_ftype(uint32_t t)
 {
 	switch (t) {
 	case MM_TYPE_F32: return 0;

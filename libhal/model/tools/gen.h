@@ -40,6 +40,15 @@ const struct mm_gen_shape *mm_gen_shape_find(const char *name);
 /* NULL-terminated list of shape names. */
 const char *const *mm_gen_shape_names(void);
 
+/* llama.cpp's general.file_type (enum llama_ftype) for a file whose
+ * matrices are of type t (Q4_K: Q4_K_M) */
+uint32_t mm_gen_ftype(uint32_t t);
+/* The matrix type for rows of ne0: want if its blocks fit, else
+ * llama.cpp's quantizer's fallback (Q4_K -> Q5_0, Q6_K -> Q8_0, then F16) */
+uint32_t mm_gen_fit(uint32_t want, int64_t ne0);
+/* 1 if s ends with suffix */
+int mm_gen_ends(const char *s, const char *suffix);
+
 /* The ChatML template written into generated files. */
 extern const char mm_gen_chatml_template[];
 

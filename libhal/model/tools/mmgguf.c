@@ -292,26 +292,6 @@ static int mmgguf_more_bits(int i, int n)
 	return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
-/* A type whose block fits ne0, starting from want, falling back as
- * llama.cpp's quantizer does: Q4_K to Q5_0, Q6_K to Q8_0, then F16. */
-static uint32_t mmgguf_fit(uint32_t want, int64_t ne0)
-{
-	if (ne0 % (int64_t)mm_type_block_elems(want) == 0)
-		return want;
-	if (want == MM_TYPE_Q4_K)
-		want = MM_TYPE_Q5_0;
-	else if (want == MM_TYPE_Q6_K)
-		want = MM_TYPE_Q8_0;
-	return ne0 % (int64_t)mm_type_block_elems(want) ? MM_TYPE_F16 : want;
-}
-
-static int mmgguf_ends(const char *s, const char *suffix)
-{
-	size_t a = strlen(s), b = strlen(suffix);
-
-	return a >= b && !strcmp(s + a - b, suffix);
-}
-
 static uint32_t mmgguf_pick(const struct mm_gguf_tensor *t, uint32_t base,
 			    int pure, int tied, int n_layer,
 			    const struct mmgguf_rule *rules, int n_rules,
@@ -324,7 +304,7 @@ static uint32_t mmgguf_pick(const struct mm_gguf_tensor *t, uint32_t base,
 	for (int i = 0; i < n_rules; i++)
 		if (!fnmatch(rules[i].glob, t->name, 0)) {
 			*overridden = 1;
-			return mmgguf_fit(rules[i].type, t->ne[0]);
+			return mm_gen_fit(rules[i].type, t->ne[0]);
 		}
 	/*
 	 * By role, as llama.cpp's converter and quantizer decide: anything
@@ -333,7 +313,7 @@ static uint32_t mmgguf_pick(const struct mm_gguf_tensor *t, uint32_t base,
 	 * or class embeddings stay F32; the Whisper encoder's convolutions
 	 * F16; a patch embedding keeps the type the converter gave it.
 	 */
-	if (!mmgguf_ends(t->name, ".weight") || t->n_dims < 2 ||
+	if (!mm_gen_ends(t->name, ".weight") || t->n_dims < 2 ||
 	    (t->ne[1] == 1 && t->ne[2] == 1 && t->ne[3] == 1) ||
 	    strstr(t->name, "_norm.") || strstr(t->name, ".norm_") ||
 	    strstr(t->name, "position_embd") || strstr(t->name, "class_embd"))
@@ -355,7 +335,7 @@ static uint32_t mmgguf_pick(const struct mm_gguf_tensor *t, uint32_t base,
 		    mmgguf_more_bits(layer, n_layer))
 			want = MM_TYPE_Q6_K;
 	}
-	return mmgguf_fit(want, t->ne[0]);
+	return mm_gen_fit(want, t->ne[0]);
 }
 
 static int mmgguf_quantize(int argc, char **argv)
@@ -440,9 +420,9 @@ static int mmgguf_quantize(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* a pure Q4_K file is Q4_K_S (14) */
 	mm_gguf_w_u32(w, "general.file_type",
-		      base == MM_TYPE_Q8_0 ? 7 : base == MM_TYPE_Q4_0 ? 2 :
-		      pure ? 14 : 15);
+		      pure && base == MM_TYPE_Q4_K ? 14 : mm_gen_ftype(base));
 	mm_gguf_w_u32(w, "general.quantization_version", 2);
 
 	for (uint64_t i = 0; i < mm_gguf_n_tensors(g); i++) {
