@@ -45,3 +45,26 @@ unload_mmedge() {
 		echo 1 > "$RES/unload.rc"
 	fi
 }
+
+# scratch_mount DIR: mounts the VM's scratch disk (scripts/vm.sh: an empty
+# ext4 with the verity feature, virtio-blk serial "mmscratch") on DIR.
+# Returns non-zero, with the reason on stderr, where there is none.
+scratch_mount() {
+	local dir=$1 dev="" d
+
+	modprobe virtio_blk 2>/dev/null
+	modprobe crc32c_generic 2>/dev/null
+	modprobe ext4 2>/dev/null
+	for d in /sys/block/vd*; do
+		[ -e "$d/serial" ] || continue
+		if [ "$(cat "$d/serial")" = mmscratch ]; then
+			dev=/dev/${d##*/}
+			break
+		fi
+	done
+	if [ -z "$dev" ]; then
+		echo "guest: no scratch disk (virtio-blk serial mmscratch)" >&2
+		return 1
+	fi
+	mkdir -p "$dir" && mount -t ext4 "$dev" "$dir"
+}

@@ -19,10 +19,16 @@
 # build/kmod-6.12) and the guest loads it (MMEDGE_KO).
 #
 # The initramfs holds busybox and the kernel's modules (vgem, vivid,
-# virtio/9p and their dependencies, modprobe-able). The host's root is
+# virtio/9p, virtio-blk and ext4 and their dependencies, modprobe-able). The host's root is
 # mounted read-only over virtio-9p and the guest script runs chrooted in
 # it, so host-built binaries run with their libraries against the guest
 # kernel. Results come back through a second, writable 9p share.
+#
+# Every boot also gets a scratch disk: a fresh, empty ext4 file system
+# (4 KiB blocks, made with -O verity) of VM_SCRATCH_MB (default 512) MiB
+# on a virtio-blk disk with serial "mmscratch". The guest mounts it with
+# scratch_mount (scripts/guest-lib.sh): a block-backed file system for
+# what 9p cannot hold (fs-verity files, a root for slab fault injection).
 #
 # check, check-6.12 and debug fail on any failing test, on a WARNING/BUG/
 # Oops, a KASAN, UBSAN, lockdep, debug-objects or DMA-API report in the
@@ -84,7 +90,7 @@ MODS="$KROOT/lib/modules/$KVER"
 
 # Modules the guest needs, with all their dependencies (those built into
 # the kernel are skipped).
-WANT="virtio_pci 9pnet_virtio 9p vgem vivid"
+WANT="virtio_pci 9pnet_virtio 9p vgem vivid virtio_blk crc32c_generic ext4"
 # Of those, loaded by init before the host root can be mounted.
 BOOT_MODS="virtio_pci 9pnet_virtio 9p"
 
@@ -243,6 +249,16 @@ mkdir -p "$RES"
 printf '%q ' "$script" "$@" > "$RES/.script"
 [ -z "$KMOD" ] || printf 'export MMEDGE_KO=%q\n' "$KMOD/mmedge.ko" > "$RES/.env"
 
+# The scratch disk: sparse, made anew for every boot.
+SCRATCH="$RES.scratch.img"
+rm -f "$SCRATCH"
+if ! truncate -s "${VM_SCRATCH_MB:-512}M" "$SCRATCH" ||
+   ! mke2fs -q -t ext4 -b 4096 -O verity -F "$SCRATCH"; then
+	echo "vm: mke2fs of the scratch disk failed" >&2
+	echo "RESULT $stage 0 1"
+	exit 1
+fi
+
 console="$RES.console.log"
 # created before QEMU starts, so the tail below never races its redirection
 : > "$console"
@@ -255,6 +271,8 @@ timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 \
 	-append "console=ttyS0 quiet panic=-1 oops=panic ${APPEND_EXTRA:-}" \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 	-virtfs local,path="$RES",mount_tag=results,security_model=none,multidevs=remap \
+	-drive file="$SCRATCH",if=none,id=scratch,format=raw \
+	-device virtio-blk-pci,drive=scratch,serial=mmscratch \
 	</dev/null > "$console" 2>&1 &
 qpid=$!
 if [ "$stage" = vm ] && [ "$mode" != check ]; then
@@ -266,6 +284,7 @@ qrc=$?
 # the live output ends before our own lines
 [ -z "${tpid:-}" ] || wait "$tpid"
 sleep 0.2
+rm -f "$SCRATCH"
 echo "vm: guest ran $(( $(date +%s) - start )) s" >&2
 
 fail=0
