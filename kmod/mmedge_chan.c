@@ -33,6 +33,7 @@
 #include "mmedge_nl.h"
 #include "mmedge_src.h"
 #include "mmedge_uapi.h"
+#include "mmedge_trace.h"
 #include "mmedge_user.h"
 
 /* Release a job: its fence, if still pending, signals with @error. */
@@ -157,6 +158,7 @@ void mmedge_chan_enqueue(struct mmedge_chan *ch, struct mmedge_qb *qb)
 	if (!ch->cur && list_empty(&ch->queued))
 		ch->progress_ns = ktime_get_ns();
 	list_add_tail(&qb->node, &ch->queued);
+	trace_mmedge_qbuf(ch, qb);
 }
 
 /* Take @ch off the instance (first half of a destroy, under the lock). */

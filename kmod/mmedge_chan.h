@@ -415,6 +415,7 @@ u64 mmedge_counter_read(const struct mmedge_engine *eng);
 /* mmedge_chan.c, for the engine and the fence code */
 void mmedge_chan_put(struct mmedge_chan *ch);
 void mmedge_chan_enqueue(struct mmedge_chan *ch, struct mmedge_qb *qb);
+void mmedge_chan_drop(struct mmedge_chan *ch, u64 n);
 void mmedge_qb_free(struct mmedge_qb *qb, int error);
 void mmedge_qb_free_list(struct list_head *list, int error);
 void mmedge_chan_cancel_jobs(struct mmedge_chan *ch, struct list_head *out);

@@ -57,6 +57,9 @@
 #include "mmedge_src.h"
 #include "mmedge_uapi.h"
 
+#define CREATE_TRACE_POINTS
+#include "mmedge_trace.h"
+
 #define MMEDGE_BUS_DEFAULT		(200ULL * 1000 * 1000)
 #define MMEDGE_BURST_NS			(2 * NSEC_PER_MSEC)
 #define MMEDGE_ANCHOR_NS		NSEC_PER_SEC
@@ -253,6 +256,17 @@ enum hrtimer_restart mmedge_chan_timer(struct hrtimer *t)
 	return HRTIMER_RESTART;
 }
 
+/* @n more of @ch's frames were lost (no buffer, overrun, injected). */
+void mmedge_chan_drop(struct mmedge_chan *ch, u64 n)
+{
+	lockdep_assert_held(&ch->eng->lock);
+
+	if (!n)
+		return;
+	ch->dropped += n;
+	trace_mmedge_drop(ch, n);
+}
+
 static void mmedge_chan_stats_segment(struct mmedge_chan *ch, u64 len,
 				      u64 wait_ns, u64 now)
 {
@@ -264,6 +278,7 @@ static void mmedge_chan_stats_segment(struct mmedge_chan *ch, u64 len,
 	ch->wait_hist[b]++;
 	ch->bytes += len;
 	ch->segments++;
+	trace_mmedge_segment(ch, len, wait_ns);
 
 	ch->bw_bytes += len;
 }
@@ -318,7 +333,9 @@ static void mmedge_chan_job_done(struct mmedge_chan *ch, struct mmedge_qb *qb,
 		ch->errors++;
 		dma_fence_set_error(qb->fence, error);
 	}
+	trace_mmedge_frame_done(ch, qb, error);
 	dma_fence_signal(qb->fence);
+	trace_mmedge_fence_signal(ch, qb->fence);
 	ch->progress_ns = ktime_get_ns();
 	atomic_inc(&ch->mf->done_events);
 	wake_up_interruptible(&eng->done_wq);
@@ -488,7 +505,7 @@ static void mmedge_chan_give_buffer(struct mmedge_chan *ch, u64 now)
 		ch->rearm = qb;
 		queue_work(system_wq, &ch->rearm_work);
 	} else {
-		ch->dropped++;
+		mmedge_chan_drop(ch, 1);
 		ch->drop_mark = true;
 		ch->frame_pending = false;
 	}
@@ -542,11 +559,11 @@ static void mmedge_engine_absorb(struct mmedge_engine *eng, u64 now)
 
 		if (due && ch->frame_pending) {
 			/* Still moving the last frame: the new ones are lost. */
-			ch->dropped += due;
+			mmedge_chan_drop(ch, due);
 			ch->seq_next += due;
 			ch->drop_mark = true;
 		} else if (due) {
-			ch->dropped += due - 1;
+			mmedge_chan_drop(ch, due - 1);
 			ch->seq_next += due - 1;
 			ch->drop_mark |= due > 1;
 			ch->frame_pending = true;
@@ -556,7 +573,7 @@ static void mmedge_engine_absorb(struct mmedge_engine *eng, u64 now)
 			ch->cur_off = 0;
 			if (mmedge_inject(READ_ONCE(inject_drop_every),
 					  ch->cur_seq)) {
-				ch->dropped++;
+				mmedge_chan_drop(ch, 1);
 				ch->drop_mark = true;
 				ch->frame_pending = false;
 			}

@@ -241,13 +241,13 @@ void mmedge_chan_rearm_work(struct work_struct *work)
 			error = -ENODEV;
 	} else if (fence) {
 		/* The frame it held was never dequeued: it is dropped. */
-		ch->dropped++;
+		mmedge_chan_drop(ch, 1);
 		ch->drop_mark = true;
 		mmedge_chan_enqueue(ch, qb);
 	} else {
 		list_add(&qb->node, &ch->done);
 		if (ch->frame_pending && !ch->cur) {
-			ch->dropped++;
+			mmedge_chan_drop(ch, 1);
 			ch->drop_mark = true;
 			ch->frame_pending = false;
 		}

@@ -8,6 +8,8 @@
  * creates virtual instances.
  */
 
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/debugfs.h>
 #include <linux/dma-mapping.h>
 #include <linux/err.h>
@@ -616,7 +618,7 @@ static int mmedge_create_virtual(void)
 
 		pdev = platform_device_register_full(&info);
 		if (IS_ERR(pdev)) {
-			pr_err("mmedge: cannot create virtual instance %d: %ld\n",
+			pr_err("cannot create virtual instance %d: %ld\n",
 			       i, PTR_ERR(pdev));
 			mmedge_destroy_virtual();
 			return PTR_ERR(pdev);
@@ -632,11 +634,11 @@ static int __init mmedge_init(void)
 
 	if (!mem_limit_mb || !file_mem_limit_mb || !uid_mem_limit_mb ||
 	    !uid_chan_limit) {
-		pr_err("mmedge: mem_limit_mb, file_mem_limit_mb, uid_mem_limit_mb and uid_chan_limit must be > 0\n");
+		pr_err("mem_limit_mb, file_mem_limit_mb, uid_mem_limit_mb and uid_chan_limit must be > 0\n");
 		return -EINVAL;
 	}
 	if (nr_virtual < -1 || nr_virtual > MMEDGE_MAX_VIRTUAL) {
-		pr_err("mmedge: nr_virtual=%d out of range -1..%d\n",
+		pr_err("nr_virtual=%d out of range -1..%d\n",
 		       nr_virtual, MMEDGE_MAX_VIRTUAL);
 		return -EINVAL;
 	}
@@ -644,14 +646,14 @@ static int __init mmedge_init(void)
 	ret = alloc_chrdev_region(&mmedge_devt, 0, MMEDGE_MAX_DEVS,
 				  MMEDGE_DRV_NAME);
 	if (ret) {
-		pr_err("mmedge: cannot allocate char device numbers: %d\n", ret);
+		pr_err("cannot allocate char device numbers: %d\n", ret);
 		return ret;
 	}
 
 	mmedge_class = mmedge_class_create(MMEDGE_DRV_NAME);
 	if (IS_ERR(mmedge_class)) {
 		ret = PTR_ERR(mmedge_class);
-		pr_err("mmedge: cannot create class: %d\n", ret);
+		pr_err("cannot create class: %d\n", ret);
 		goto err_unregister_chrdev;
 	}
 
@@ -659,13 +661,13 @@ static int __init mmedge_init(void)
 
 	ret = mmedge_nl_init();
 	if (ret) {
-		pr_err("mmedge: cannot register the genetlink family: %d\n", ret);
+		pr_err("cannot register the genetlink family: %d\n", ret);
 		goto err_destroy_class;
 	}
 
 	ret = platform_driver_register(&mmedge_driver);
 	if (ret) {
-		pr_err("mmedge: cannot register platform driver: %d\n", ret);
+		pr_err("cannot register platform driver: %d\n", ret);
 		goto err_nl_exit;
 	}
 

@@ -300,7 +300,10 @@ static int mmedge_nl_apply(struct sk_buff *skb, struct genl_info *info,
 			   struct mmedge_chan_setting *st, unsigned int n)
 {
 	struct mmedge_dev *mdev = mmedge_nl_dev(info);
-	/* CHAN_SET needs CAP_NET_ADMIN: any channel, like CHAN_CONFIG's. */
+	/*
+	 * CHAN_SET and CHAN_SET_MULTI carry GENL_ADMIN_PERM (CAP_NET_ADMIN):
+	 * any channel, like CHAN_CONFIG's.
+	 */
 	struct mmedge_chan_perm perm = {
 		.can_other = true,
 		.can_nice = netlink_capable(skb, CAP_SYS_NICE),
@@ -324,10 +327,6 @@ static int mmedge_nl_chan_set_doit(struct sk_buff *skb, struct genl_info *info)
 	struct mmedge_chan_setting st;
 	int ret;
 
-	if (!netlink_capable(skb, CAP_NET_ADMIN)) {
-		GENL_SET_ERR_MSG(info, "need CAP_NET_ADMIN to tune channels");
-		return -EPERM;
-	}
 	ret = mmedge_nl_parse_setting(info->attrs, &st, info->extack);
 	if (ret)
 		return ret;
@@ -343,10 +342,6 @@ static int mmedge_nl_chan_set_multi_doit(struct sk_buff *skb,
 	unsigned int n = 0;
 	int rem, ret;
 
-	if (!netlink_capable(skb, CAP_NET_ADMIN)) {
-		GENL_SET_ERR_MSG(info, "need CAP_NET_ADMIN to tune channels");
-		return -EPERM;
-	}
 	if (!info->attrs[MMEDGE_A_CHAN_LIST]) {
 		GENL_SET_ERR_MSG(info, "MMEDGE_A_CHAN_LIST is required");
 		return -EINVAL;
@@ -380,6 +375,7 @@ static int mmedge_nl_bus_set_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct mmedge_dev *mdev;
 
+	/* Past GENL_ADMIN_PERM's CAP_NET_ADMIN, the bus model is the system's. */
 	if (!netlink_capable(skb, CAP_SYS_ADMIN)) {
 		GENL_SET_ERR_MSG(info, "need CAP_SYS_ADMIN to change the bus model");
 		return -EPERM;
@@ -410,14 +406,17 @@ static const struct genl_small_ops mmedge_nl_ops[] = {
 	},
 	{
 		.cmd = MMEDGE_CMD_CHAN_SET,
+		.flags = GENL_ADMIN_PERM,
 		.doit = mmedge_nl_chan_set_doit,
 	},
 	{
 		.cmd = MMEDGE_CMD_CHAN_SET_MULTI,
+		.flags = GENL_ADMIN_PERM,
 		.doit = mmedge_nl_chan_set_multi_doit,
 	},
 	{
 		.cmd = MMEDGE_CMD_BUS_SET,
+		.flags = GENL_ADMIN_PERM,
 		.doit = mmedge_nl_bus_set_doit,
 	},
 };

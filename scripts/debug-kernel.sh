@@ -26,14 +26,11 @@ case "${1:-}" in
 *) echo "usage: $0 [--configure-only]" >&2; exit 2 ;;
 esac
 
-# Globs, not ls: under pipefail an ls that matches nothing ends the script.
-shopt -s nullglob
-tarballs=(/usr/src/linux-source-*.tar.xz)
-tarball=""
-[ ${#tarballs[@]} -eq 0 ] ||
-	tarball=$(printf '%s\n' "${tarballs[@]}" | sort -V | tail -n1)
-if [ -z "$tarball" ]; then
-	echo "debug-kernel: no /usr/src/linux-source-*.tar.xz; run scripts/deps.sh" >&2
+# The 6.1 source deps.sh installs, by name: another linux-source package
+# on the machine is never taken for it.
+tarball=/usr/src/linux-source-6.1.tar.xz
+if [ ! -f "$tarball" ]; then
+	echo "debug-kernel: no $tarball; run scripts/deps.sh" >&2
 	exit 1
 fi
 pkg=$(dpkg-query -S "$tarball" | cut -d: -f1)

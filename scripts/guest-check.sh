@@ -43,6 +43,15 @@ full libhal_vendor "$B/libhal/tests/mmhal_vendor_test" \
 run mmctl tools/tests/mmctl_cli_test.sh "$B/tools/mmctl"
 full mmstream tools/tests/mmstream_cli_test.sh "$B/tools/mmstream"
 full mmctl_nl tools/tests/mmctl_nl_test.sh "$B/tools/mmctl" "$B/tools/mmstream" "$B/tools/tests/mmhal-view"
+# The tracepoints, through tracefs, trace-cmd and perf.
+full trace tools/tests/mmedge_trace_test.sh "$B/tools/mmstream"
+# The family against its YAML spec, through the kernel's YNL library.
+if [ -n "${MMEDGE_YNL:-}" ]; then
+	full ynl /usr/bin/python3 tools/tests/mmedge_ynl_test.py "$MMEDGE_YNL" \
+		Documentation/netlink/specs/mmedge.yaml "$B/tools/mmctl" "$B/tools/mmstream"
+else
+	full ynl sh -c 'echo "not ok 1 - no YNL tree (scripts/ynl.sh failed on the host)"; exit 1'
+fi
 # The model asked about the camera and microphone, reading their buffers
 # in place (tiny generated models), and mmrun's device mode.
 full libhal_session "$B/libhal/tests/mmhal_session_test" \

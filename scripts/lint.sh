@@ -146,6 +146,36 @@ for f in dts/*.dts; do
 	result $? "dt-validate $f applied to a minimal base"
 done
 
+# The netlink family's YAML spec, with the kernel's YNL library: valid
+# against the genetlink-c schema, and every number it gives equal to the
+# uapi header's (the VM stage checks it against the live family).
+ynl_out="$OUT/ynl-spec.tap"
+if ynl=$(scripts/ynl.sh); then
+	/usr/bin/python3 tools/tests/mmedge_ynl_test.py --spec-only "$ynl" \
+		Documentation/netlink/specs/mmedge.yaml uapi > "$ynl_out" 2>&1
+	rc=$?
+	while IFS= read -r line; do
+		case "$line" in
+		"ok "*) result 0 "ynl: ${line#ok * - }" ;;
+		"not ok "*) result 1 "ynl: ${line#not ok * - }"; rc=0 ;;
+		"#"*) echo "$line" ;;
+		esac
+	done < "$ynl_out"
+	grep -q '^1\.\.' "$ynl_out" || { cat "$ynl_out"; rc=1; }
+	[ $rc = 0 ] || result 1 "ynl: the spec check ran to its end"
+else
+	result 1 "scripts/ynl.sh: the kernel's YNL library"
+fi
+
+# Documentation/ABI: every sysfs attribute the driver creates has its
+# entry, and every entry names an attribute the driver creates.
+abi=Documentation/ABI/testing/sysfs-driver-mmedge
+have=$(sed -n 's/^static DEVICE_ATTR_R[OW]*(\([a-z_0-9]*\));/\1/p' kmod/*.c | sort)
+doc=$(sed -n 's|^What:.*/mmedgeN/\(stats/\)\{0,1\}\([a-z_0-9]*\)$|\2|p' "$abi" | sort)
+diff=$(diff <(echo "$have") <(echo "$doc"))
+[ -z "$diff" ] || echo "$diff" | sed 's/^/# driver < > ABI file: /'
+result "$([ -n "$have" ] && [ -z "$diff" ]; echo $?)" "$abi lists every sysfs attribute of the driver"
+
 # A new machine: the steps that run only where nothing is cached. The
 # debug kernel's tree unpacked and configured in an empty cache (stopped
 # before the build), and no script that lists files with ls inside a

@@ -5,13 +5,12 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${MMEDGE_BUILD:-$ROOT/build}
-shopt -s nullglob
-tarballs=(/usr/src/linux-source-*.tar.xz)
-tarball=""
-[ ${#tarballs[@]} -eq 0 ] ||
-	tarball=$(printf '%s\n' "${tarballs[@]}" | sort -V | tail -n1)
-if [ -z "$tarball" ]; then
-	echo "linux-src: no /usr/src/linux-source-*.tar.xz; run scripts/deps.sh" >&2
+# The source of the kernel the module is built for (deps.sh installs
+# linux-source-6.1); by name, so that another linux-source package on the
+# machine is never taken for it.
+tarball=/usr/src/linux-source-6.1.tar.xz
+if [ ! -f "$tarball" ]; then
+	echo "linux-src: no $tarball; run scripts/deps.sh" >&2
 	exit 1
 fi
 stamp="$OUT/linux-source/.done-$(basename "$tarball")"

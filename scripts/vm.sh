@@ -247,7 +247,11 @@ RES="$VM/results-$mode"
 rm -rf "$RES"
 mkdir -p "$RES"
 printf '%q ' "$script" "$@" > "$RES/.script"
-[ -z "$KMOD" ] || printf 'export MMEDGE_KO=%q\n' "$KMOD/mmedge.ko" > "$RES/.env"
+{
+	[ -z "$KMOD" ] || printf 'export MMEDGE_KO=%q\n' "$KMOD/mmedge.ko"
+	# The kernel's YNL library, for the netlink spec's test.
+	ynl=$("$ROOT/scripts/ynl.sh") && printf 'export MMEDGE_YNL=%q\n' "$ynl"
+} > "$RES/.env"
 
 # The scratch disk: sparse, made anew for every boot.
 SCRATCH="$RES.scratch.img"

@@ -549,6 +549,19 @@ static int mmctl_nl_put_setting(struct nl_msg *msg,
 	return 0;
 }
 
+/*
+ * The tuning commands carry GENL_ADMIN_PERM: the genetlink core refuses
+ * a caller without CAP_NET_ADMIN with EPERM before the command runs, and
+ * without a message. Name the capability here, as the kernel names the
+ * ones it checks itself.
+ */
+static int mmctl_nl_admin(struct mmctl_nl *nl, int ret, const char *why)
+{
+	if (ret == -EPERM && !nl->extack[0])
+		snprintf(nl->extack, sizeof(nl->extack), "%s", why);
+	return ret;
+}
+
 int mmctl_nl_chan_set(struct mmctl_nl *nl, uint32_t dev_index,
 		      const struct mmctl_chan_setting *st, size_t n,
 		      bool multi)
@@ -568,7 +581,8 @@ int mmctl_nl_chan_set(struct mmctl_nl *nl, uint32_t dev_index,
 	if (!multi) {
 		if (mmctl_nl_put_setting(msg, st) < 0)
 			goto nomem;
-		return mmctl_nl_talk(nl, msg, NULL, NULL);
+		return mmctl_nl_admin(nl, mmctl_nl_talk(nl, msg, NULL, NULL),
+				      "need CAP_NET_ADMIN to tune channels");
 	}
 	list = nla_nest_start(msg, MMEDGE_A_CHAN_LIST);
 	if (!list)
@@ -580,7 +594,8 @@ int mmctl_nl_chan_set(struct mmctl_nl *nl, uint32_t dev_index,
 		nla_nest_end(msg, entry);
 	}
 	nla_nest_end(msg, list);
-	return mmctl_nl_talk(nl, msg, NULL, NULL);
+	return mmctl_nl_admin(nl, mmctl_nl_talk(nl, msg, NULL, NULL),
+			      "need CAP_NET_ADMIN to tune channels");
 nomem:
 	nlmsg_free(msg);
 	return -ENOMEM;
@@ -597,7 +612,8 @@ int mmctl_nl_bus_set(struct mmctl_nl *nl, uint32_t dev_index, uint64_t bw)
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
-	return mmctl_nl_talk(nl, msg, NULL, NULL);
+	return mmctl_nl_admin(nl, mmctl_nl_talk(nl, msg, NULL, NULL),
+			      "need CAP_NET_ADMIN and CAP_SYS_ADMIN to change the bus model");
 }
 
 int mmctl_nl_dev_lookup(struct mmctl_nl *nl, const struct mmctl_ctx *ctx,

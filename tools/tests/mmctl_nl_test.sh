@@ -392,7 +392,7 @@ want_rc 2; err_has 'bandwidth 500k out of range 1 MB/s..100 GB/s'
 result "bus set below 1M: usage error with the range"
 
 run_nobody bus set 100M
-want_rc 3; err_has 'need CAP_SYS_ADMIN to change the bus model'
+want_rc 3; err_has 'need CAP_NET_ADMIN and CAP_SYS_ADMIN to change the bus model'
 result "nobody: bus set is EPERM, exit 3"
 
 # --- stats ---

@@ -905,7 +905,12 @@ struct mmedge_xts {
  * MMEDGE_CMD_CHAN_SET_MULTI  DEV_INDEX and CHAN_LIST: a nest of
  *                        CHAN_ENTRY nests, each as for CHAN_SET. All are
  *                        checked first; either all apply or none.
- * MMEDGE_CMD_BUS_SET     DEV_INDEX, DEV_BUS_BW (CAP_SYS_ADMIN).
+ * MMEDGE_CMD_BUS_SET     DEV_INDEX, DEV_BUS_BW. Needs CAP_NET_ADMIN and
+ *                        CAP_SYS_ADMIN.
+ *
+ * The three set commands are GENL_ADMIN_PERM: without CAP_NET_ADMIN the
+ * genetlink core answers EPERM before the command runs. The family's
+ * YAML spec is Documentation/netlink/specs/mmedge.yaml.
  *
  * Multicast group "events", notifications (cmd = event):
  * MMEDGE_CMD_CHAN_NEW / _DEL    DEV_INDEX, CHAN_ID, CHAN_NAME,
