@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "mmhal_session.h"
-#include "../src/mmhal_route.h"
+#include "../session/mmhal_route.h"
 #include "tap.h"
 
 struct frame {
