@@ -112,5 +112,6 @@ MODEL_BENCH += quant-bench
 
 .PHONY: quant-all quant-check quant-check-arm64 quant-bench
 
-# kern_avx512.c is kern_avx2.c built with VNNI.
-$(QUANT_O)/opt/kern_avx512.o $(QUANT_O)/san/kern_avx512.o: $(QUANT_DIR)/kern_avx2.c
+# Both x86 sets are kern_x86.h, the AVX-512 one with MM_VNNI.
+$(QUANT_O)/opt/kern_avx2.o $(QUANT_O)/san/kern_avx2.o \
+$(QUANT_O)/opt/kern_avx512.o $(QUANT_O)/san/kern_avx512.o: $(QUANT_DIR)/kern_x86.h
