@@ -19,6 +19,7 @@
 #include <fftw3.h>
 
 #include "audio.h"
+#include "calib.h"
 #include "encoder.h"
 #include "gguf.h"
 #include "quant.h"
@@ -381,6 +382,7 @@ int mm_audio_encode_dev(const struct mm_mmproj *p, struct mm_calib *cal,
 	if (ret)
 		return ret;
 	s.cal = cal;
+	s.cal_hooks = &mm_cal_enc_hooks;
 	s.cal_mode = mode;
 	s.dev = mode ? NULL : dev;
 	col = malloc((size_t)ncol * sizeof(float));

@@ -652,6 +652,14 @@ int mm_cal_linear(struct mm_enc *s, const struct mm_mmproj_w *w,
 	return 0;
 }
 
+const struct mm_enc_cal_hooks mm_cal_enc_hooks = {
+	.linear = mm_cal_linear,
+	.observe = mm_cal_observe,
+	.scale = mm_cal_scale,
+	.quant_row = mm_cal_quant_row,
+	.matmul_q8 = mm_cal_matmul_q8,
+};
+
 /* ---- the calibration file ---------------------------------------------- */
 
 #define CAL_ARCH	"mmcalib"

@@ -55,6 +55,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "encoder.h"
 #include "imgproc.h"
 #include "mmproj.h"
 
@@ -69,12 +70,10 @@ extern "C" {
 #define MM_CAL_HASH		32	/* BLAKE2b-256 of the mmproj file (mhash.h) */
 #define MM_CAL_MAX_SAMPLES	(1ull << 32)
 
-enum mm_cal_mode {
-	MM_CAL_DYNAMIC = 0,
-	MM_CAL_FLOAT,
-	MM_CAL_OBSERVE,
-	MM_CAL_STATIC,
-};
+/* enum mm_cal_mode (MM_CAL_DYNAMIC ...) is the encoder's: encoder.h. */
+
+/* The encoder's hooks into this calibration (encoder.h). */
+extern const struct mm_enc_cal_hooks mm_cal_enc_hooks;
 
 enum mm_cal_method {
 	MM_CAL_MINMAX = 1,

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calib.h"
 #include "encoder.h"
 #include "gguf.h"
 #include "quant.h"
@@ -443,7 +442,7 @@ void mm_enc_matmul_w(struct mm_enc *s, const struct mm_mmproj_w *w,
 		     const float *X, float *Y, int64_t m, int64_t k, int64_t n)
 {
 	if (s->cal_mode != MM_CAL_DYNAMIC) {
-		int ret = mm_cal_linear(s, w, X, Y, m, k, n);
+		int ret = s->cal_hooks->linear(s, w, X, Y, m, k, n);
 
 		if (ret && !s->cal_err)
 			s->cal_err = ret;
@@ -853,9 +852,11 @@ struct enc_att {
 	int64_t n, np, e, d, nh;
 	float scale;
 	int simd;
-	/* calibrated static int8 (calib.h): K and P quantized with these
-	 * per-tensor scales instead of per block; 0: not */
+	/* calibrated static int8 (calib.c, through hooks): K and P
+	 * quantized with these per-tensor scales instead of per block;
+	 * 0: not */
 	float sk, sp;
+	const struct mm_enc_cal_hooks *hooks;
 };
 
 #define ENC_TR 16	/* rows per step of a transposition */
@@ -894,9 +895,10 @@ static void enc_att_gather_fn(int64_t begin, int64_t end, void *arg)
 				for (int64_t c = 0; c < d; c++)
 					qh[c] = q[c] * a->scale;
 				if (a->kq && a->sk > 0)
-					mm_cal_quant_row(a->K + i * e + h * d, a->sk,
-							 a->kq + (size_t)(h * np + i) *
-							 a->krb, d);
+					a->hooks->quant_row(a->K + i * e + h * d,
+							    a->sk,
+							    a->kq + (size_t)(h * np + i) *
+							    a->krb, d);
 				else if (a->kq)
 					mm_quantize_row(MM_TYPE_Q8_0,
 							a->K + i * e + h * d,
@@ -920,8 +922,8 @@ static void enc_att_softmax_fn(int64_t begin, int64_t end, void *arg)
 
 		if (a->pq && a->sp > 0) {
 			*r = enc_softmax(a->simd, s, a->n, a->np);
-			mm_cal_quant_row(s, a->sp, a->pq + (size_t)i * a->prb,
-					 a->np);
+			a->hooks->quant_row(s, a->sp,
+					    a->pq + (size_t)i * a->prb, a->np);
 			continue;
 		}
 #if defined(__x86_64__)
@@ -987,7 +989,8 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 		     int64_t n_head, int int8)
 {
 	struct enc_att a = { .Q = Q, .K = K, .V = V, .O = O, .n = n, .e = e,
-			     .nh = n_head, .d = e / n_head, .simd = s->simd };
+			     .nh = n_head, .d = e / n_head, .simd = s->simd,
+			     .hooks = s->cal_hooks };
 	size_t fl, bytes;
 	uint8_t *buf;
 	float sq = 0, sv = 0;
@@ -1003,14 +1006,15 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 		int8 = 0;
 	}
 	if (s->cal_mode == MM_CAL_OBSERVE) {
-		mm_cal_observe(s->cal, nm[0], Q, (size_t)(n * e), a.scale);
-		mm_cal_observe(s->cal, nm[1], K, (size_t)(n * e), 1);
-		mm_cal_observe(s->cal, nm[3], V, (size_t)(n * e), 1);
+		s->cal_hooks->observe(s->cal, nm[0], Q, (size_t)(n * e),
+				      a.scale);
+		s->cal_hooks->observe(s->cal, nm[1], K, (size_t)(n * e), 1);
+		s->cal_hooks->observe(s->cal, nm[3], V, (size_t)(n * e), 1);
 	} else if (s->cal_mode == MM_CAL_STATIC && a.d % MM_QK == 0) {
-		sq = mm_cal_scale(s->cal, nm[0]);
-		a.sk = mm_cal_scale(s->cal, nm[1]);
-		a.sp = mm_cal_scale(s->cal, nm[2]);
-		sv = mm_cal_scale(s->cal, nm[3]);
+		sq = s->cal_hooks->scale(s->cal, nm[0]);
+		a.sk = s->cal_hooks->scale(s->cal, nm[1]);
+		a.sp = s->cal_hooks->scale(s->cal, nm[2]);
+		sv = s->cal_hooks->scale(s->cal, nm[3]);
 		if (!(sq > 0 && a.sk > 0 && a.sp > 0 && sv > 0))
 			return -ENOENT;
 		int8 = 1;
@@ -1048,9 +1052,10 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 
 		/* S[i][j] = q_i . k_j: K's rows as the weight */
 		if (int8 && sq > 0) {
-			int ret = mm_cal_matmul_q8(s, a.kq + (size_t)h * a.np *
-						   a.krb, qh, sq, a.S, a.np,
-						   a.d, n);
+			int ret = s->cal_hooks->matmul_q8(s, a.kq + (size_t)h *
+							  a.np * a.krb, qh,
+							  sq, a.S, a.np, a.d,
+							  n);
 
 			if (ret)
 				return ret;
@@ -1064,10 +1069,10 @@ int mm_enc_attention(struct mm_enc *s, const float *Q, const float *K,
 		a.h = h;
 		mm_parallel_for(s->ctx, n, enc_att_softmax_fn, &a);
 		if (s->cal_mode == MM_CAL_OBSERVE)
-			mm_cal_observe(s->cal, nm[2], a.S, (size_t)(n * a.np), 1);
+			s->cal_hooks->observe(s->cal, nm[2], a.S, (size_t)(n * a.np), 1);
 		if (int8 && sv > 0) {
-			int ret = mm_cal_matmul_q8(s, a.pq, vt, sv, oh, n, a.np,
-						   a.d);
+			int ret = s->cal_hooks->matmul_q8(s, a.pq, vt, sv, oh,
+							  n, a.np, a.d);
 
 			if (ret)
 				return ret;

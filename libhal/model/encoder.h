@@ -55,6 +55,7 @@ extern "C" {
 
 struct mm_ctx;
 struct mm_calib;
+struct mm_enc;
 
 /*
  * A device the weight products of the dynamic mode may run on (the CUDA
@@ -69,6 +70,34 @@ struct mm_enc_dev {
 			int nmv, const float *X, int64_t k, int64_t n);
 };
 
+/*
+ * The calibration's hooks (calib.c fills them: mm_cal_enc_hooks). With
+ * cal_mode other than MM_CAL_DYNAMIC every weight product goes through
+ * linear(), named activations are shown to observe() (MM_CAL_OBSERVE),
+ * and attention's int8 products (MM_CAL_STATIC) take their fixed scales
+ * from scale(), quantize rows with quant_row() and multiply with
+ * matmul_q8(). The encoder knows the calibration only through these.
+ */
+struct mm_enc_cal_hooks {
+	int (*linear)(struct mm_enc *s, const struct mm_mmproj_w *w,
+		      const float *X, float *Y, int64_t m, int64_t k,
+		      int64_t n);
+	void (*observe)(struct mm_calib *c, const char *name, const float *x,
+			size_t n, float scale);
+	float (*scale)(const struct mm_calib *c, const char *name);
+	void (*quant_row)(const float *x, float s, void *y, int64_t k);
+	int (*matmul_q8)(struct mm_enc *s, const void *W, const float *X,
+			 float sx, float *Y, int64_t m, int64_t k, int64_t n);
+};
+
+/* The encoder's modes (cal_mode); calib.h describes each. */
+enum mm_cal_mode {
+	MM_CAL_DYNAMIC = 0,
+	MM_CAL_FLOAT,
+	MM_CAL_OBSERVE,
+	MM_CAL_STATIC,
+};
+
 struct mm_enc {
 	struct mm_ctx *ctx;
 	float *tmp;	/* 2 * wide floats: bias / norm vectors */
@@ -81,6 +110,7 @@ struct mm_enc {
 	 * described above; the other modes route every matrix product
 	 * through calib.c. cal_err keeps the first failure of a void op. */
 	struct mm_calib *cal;
+	const struct mm_enc_cal_hooks *cal_hooks;	/* set with cal */
 	int cal_mode;
 	int cal_err;
 	char cal_blk[48];	/* the running block's name prefix ("v.blk.3.") */

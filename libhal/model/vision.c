@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib.h"
 #include "encoder.h"
 #include "gguf.h"
 #include "quant.h"
@@ -142,6 +143,7 @@ static int vision_encode(const struct mm_mmproj *p, struct mm_calib *cal,
 	if (ret)
 		return ret;
 	s.cal = cal;
+	s.cal_hooks = &mm_cal_enc_hooks;
 	s.cal_mode = mode;
 	s.dev = mode ? NULL : dev;
 	x = malloc((size_t)n * e * sizeof(float));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * params.c - the session's parameters: defaults, and every field checked
- * with an error that names it (mmhal_session.h).
+ * with an error that names it (mmhal_session.h); the error formatter
+ * every part of the session reports through.
  */
 #include <errno.h>
 #include <math.h>
@@ -13,6 +14,20 @@
 #include <string.h>
 
 #include "session_int.h"
+
+/* The session's one error formatter (SERR() in session_int.h). */
+__attribute__((format(printf, 4, 5)))
+int sess_errf(int ret, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
 
 struct mmhal_session_params mmhal_session_default_params(void)
 {

@@ -16,21 +16,6 @@
 
 #include "session_int.h"
 
-__attribute__((format(printf, 4, 5)))
-int sess_errf(int ret, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
-
-#define SERR(s, ret, ...) sess_errf((ret), (s)->err, sizeof((s)->err), __VA_ARGS__)
-
 void mmhal_session_destroy(struct mmhal_session *s)
 {
 	if (!s)

@@ -2,7 +2,8 @@
 /*
  * session_int.h - what the session's parts share (libhal/session/):
  *
- *   params.c    defaults and the checks of struct mmhal_session_params
+ *   params.c    defaults and the checks of struct mmhal_session_params;
+ *               the error formatter (SERR)
  *   acquire.c   channels and buffers of each source; dequeue, hold,
  *               requeue; the copy channel; the IMU's records
  *   route.c     the routing decisions (one per medium, for ask and poll)
@@ -138,11 +139,9 @@ static inline double ms_between(uint64_t a, uint64_t b)
 #define SERR(s, ret, ...) \
 	sess_errf((ret), (s)->err, sizeof((s)->err), __VA_ARGS__)
 
-/* session.c */
+/* params.c */
 __attribute__((format(printf, 4, 5)))
 int sess_errf(int ret, char *err, size_t errlen, const char *fmt, ...);
-
-/* params.c */
 uint64_t sess_cam_frame_size(const struct mmhal_src *c);
 int sess_check_params(const struct mmhal_session_params *in,
 		      const struct mmhal_mmproj *proj,
