@@ -43,9 +43,10 @@ struct mmhal_buf {
 	/* Import id to release on free; 0 for an mmedge buffer. */
 	uint64_t import_id;
 	void *map;
-	/* Channel whose slot holds this buffer while queued, or NULL. */
+	/* Channel whose slot holds this buffer while queued, or NULL, and
+	 * the slot's pointer to it (cleared if the buffer is freed first). */
 	struct mmhal_chan *chan;
-	size_t slot;
+	struct mmhal_buf **ref;
 };
 
 static int mmhal_reserved_zero(const uint64_t *r, size_t n)
@@ -149,8 +150,8 @@ void mmhal_buf_free(struct mmhal_buf *buf)
 {
 	if (!buf)
 		return;
-	if (buf->chan)
-		mmhal_chan_forget(buf->chan, buf->slot, buf);
+	if (buf->ref && *buf->ref == buf)
+		*buf->ref = NULL;
 	if (buf->map)
 		munmap(buf->map, buf->size);
 	if (buf->import_id) {
@@ -270,14 +271,14 @@ struct mmhal_chan *mmhal_buf_chan(const struct mmhal_buf *buf)
 }
 
 void mmhal_buf_attach(struct mmhal_buf *buf, struct mmhal_chan *chan,
-		      size_t slot)
+		      struct mmhal_buf **ref)
 {
 	buf->chan = chan;
-	buf->slot = slot;
+	buf->ref = ref;
 }
 
 void mmhal_buf_detach(struct mmhal_buf *buf)
 {
 	buf->chan = NULL;
-	buf->slot = 0;
+	buf->ref = NULL;
 }

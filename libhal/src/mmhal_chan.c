@@ -469,20 +469,16 @@ static long mmhal_chan_get_slot(struct mmhal_chan *chan)
 		return -ENOMEM;
 	memset(s + chan->nr_slots, 0, (n - chan->nr_slots) * sizeof(*s));
 	chan->slots = s;
+	/* The table moved: the queued buffers point at their new places. */
+	for (i = 0; i < chan->nr_slots; i++) {
+		if (s[i].buf)
+			mmhal_buf_attach(s[i].buf, chan, &s[i].buf);
+		if (s[i].src)
+			mmhal_buf_attach(s[i].src, chan, &s[i].src);
+	}
 	i = chan->nr_slots;
 	chan->nr_slots = n;
 	return (long)i;
-}
-
-void mmhal_chan_forget(struct mmhal_chan *chan, size_t slot,
-		       const struct mmhal_buf *buf)
-{
-	if (slot >= chan->nr_slots)
-		return;
-	if (chan->slots[slot].buf == buf)
-		chan->slots[slot].buf = NULL;
-	if (chan->slots[slot].src == buf)
-		chan->slots[slot].src = NULL;
 }
 
 /*
@@ -519,9 +515,9 @@ static int mmhal_chan_qbuf(struct mmhal_chan *chan, struct mmhal_buf *buf,
 	chan->slots[slot].buf = buf;
 	chan->slots[slot].src = src;
 	chan->slots[slot].cookie = cookie;
-	mmhal_buf_attach(buf, chan, (size_t)slot);
+	mmhal_buf_attach(buf, chan, &chan->slots[slot].buf);
 	if (src)
-		mmhal_buf_attach(src, chan, (size_t)slot);
+		mmhal_buf_attach(src, chan, &chan->slots[slot].src);
 	if (fence_fd)
 		*fence_fd = q.fence_fd;
 	return 0;

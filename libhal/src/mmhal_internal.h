@@ -67,16 +67,14 @@ struct mmhal_dev *mmhal_buf_dev(const struct mmhal_buf *buf);
 struct mmhal_chan *mmhal_buf_chan(const struct mmhal_buf *buf);
 
 /*
- * mmhal_buf_attach() / mmhal_buf_detach() - mmhal_chan.c tracks which
- * channel slot a queued buffer sits in, so that mmhal_buf_free() of a
- * queued buffer leaves no dangling pointer behind. @slot is opaque to
- * mmhal_buf.c (a copy job's source and destination share one).
- * mmhal_chan_forget() is called by mmhal_buf_free().
+ * mmhal_buf_attach() / mmhal_buf_detach() - mmhal_chan.c tells a queued
+ * buffer which channel slot holds it: @ref is the slot's pointer to the
+ * buffer, which mmhal_buf_free() of a queued buffer clears, so that no
+ * dangling pointer is left behind (and mmhal_buf.c calls nothing of the
+ * channel's). The channel attaches again when its slot table moves.
  */
 void mmhal_buf_attach(struct mmhal_buf *buf, struct mmhal_chan *chan,
-		      size_t slot);
+		      struct mmhal_buf **ref);
 void mmhal_buf_detach(struct mmhal_buf *buf);
-void mmhal_chan_forget(struct mmhal_chan *chan, size_t slot,
-		       const struct mmhal_buf *buf);
 
 #endif /* MMHAL_INTERNAL_H */

@@ -294,6 +294,41 @@ static void test_feed(void)
 	mmhal_chan_destroy(copy);
 }
 
+/*
+ * A buffer freed while queued, after the channel's slot table grew (and
+ * moved): its slot forgets it (under ASan a stale pointer into the old
+ * table would be a use after free), and its frame comes back without it.
+ */
+static void test_slots_move(void)
+{
+	struct mmhal_chan *feed = make_chan(MMHAL_CHAN_FEED);
+	struct mmhal_buf *b[9];
+	struct mmhal_frame fr;
+	int i;
+
+	if (!feed)
+		FAIL("setup failed");
+	for (i = 0; i < 9; i++) {
+		b[i] = memfd_buf(pdev, 4096);
+		if (!b[i])
+			FAIL("setup failed");
+		/* the ninth takes the table past its first 8 slots */
+		CHECK_INT(mmhal_chan_feed(feed, b[i], 64, 100 + i, NULL), 0);
+	}
+	mmhal_buf_free(b[0]);
+	pending_cookie = 1;	/* the fake gives back slot 0's frame */
+	CHECK_INT(mmhal_chan_dequeue(feed, MMHAL_NONBLOCK, &fr), 0);
+	CHECK(fr.buf == NULL);
+	CHECK_INT(fr.cookie, 100);
+	pending_cookie = 9;	/* slot 8: still there */
+	CHECK_INT(mmhal_chan_dequeue(feed, MMHAL_NONBLOCK, &fr), 0);
+	CHECK(fr.buf == b[8]);
+	CHECK_INT(fr.cookie, 108);
+	mmhal_chan_destroy(feed);
+	for (i = 1; i < 9; i++)
+		mmhal_buf_free(b[i]);
+}
+
 static void test_copy(void)
 {
 	const uint64_t meta = sizeof(struct mmhal_frame_meta);
@@ -475,6 +510,7 @@ static const struct tap_test tests[] = {
 	TAP_TEST(test_create_encoding),
 	TAP_TEST(test_create_checks_first),
 	TAP_TEST(test_feed),
+	TAP_TEST(test_slots_move),
 	TAP_TEST(test_copy),
 	TAP_TEST(test_frame_record),
 	TAP_TEST(teardown),
