@@ -53,8 +53,9 @@ else
 	full ynl sh -c 'echo "not ok 1 - no YNL tree (scripts/ynl.sh failed on the host)"; exit 1'
 fi
 # The model asked about the camera and microphone, reading their buffers
-# in place (tiny generated models), and mmrun's device mode.
-full libhal_session "$B/libhal/tests/mmhal_session_test" \
+# in place (tiny generated models; the library and the runtime built with
+# ASan and UBSan), and mmrun's device mode.
+full libhal_session "$B/libhal/tests/mmhal_session_test_san" \
 	--mmgguf "$B/libhal/model/mmgguf" /dev/mmedge0
 full mmrun tools/tests/mmrun_cli_test.sh "$B/tools/mmrun" "$B/libhal/model/mmgguf"
 

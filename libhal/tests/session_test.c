@@ -4,6 +4,7 @@
  * camera and microphone (mmhal_session.h), on a real device
  *
  *	mmhal_session_test [--skip-missing] --mmgguf MMGGUF [DEVICE]
+ *	mmhal_session_test --wrapped --mmgguf MMGGUF
  *
  * Generates a tiny LLM and a tiny vision + audio mmproj with MMGGUF (mmgguf
  * gen, random weights) in a temporary directory, then: bad parameters are
@@ -31,6 +32,13 @@
  * DEVICE defaults
  * to /dev/mmedge0 (--skip-missing: skip all if it is absent). Meant to
  * run in the test VM, with mmedge.ko loaded.
+ *
+ * --wrapped runs on the host, without the driver: the device is a pipe
+ * wrapped by mmhal_dev_wrap() (as buf_chan_test does), which answers
+ * every ioctl with ENOTTY. The parameter checks run in full; a session
+ * whose channels cannot be created fails naming the step and the source
+ * and leaves nothing behind (the sanitized build's leak check); the
+ * cases that need frames skip.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,6 +51,7 @@
 #include "mmhal.h"
 #include "mmhal_model.h"
 #include "mmhal_session.h"
+#include "../src/mmhal_internal.h"
 #include "tap.h"
 
 static const char *dev_path = MMHAL_DEFAULT_DEV;
@@ -52,6 +61,13 @@ static char model_path[128], proj_path[128];
 static struct mmhal_dev *dev;
 static struct mmhal_model *model;
 static struct mmhal_mmproj *proj;
+static int wrapped;		/* --wrapped: a pipe stands for the device */
+static int pipe_fds[2] = { -1, -1 };
+
+#define NEED_DEVICE() do {						\
+	if (wrapped)							\
+		SKIP("needs the mmedge device (the VM runs it)");	\
+} while (0)
 
 static int spawn(char *const argv[])
 {
@@ -102,6 +118,11 @@ static void test_setup(void)
 	if (ret) {
 		tap_diag("%s: %s", proj_path, err);
 		BAIL_OUT("cannot load the mmproj");
+	}
+	if (wrapped) {
+		if (pipe(pipe_fds) || mmhal_dev_wrap(pipe_fds[0], NULL, &dev))
+			BAIL_OUT("cannot wrap a pipe as the device");
+		return;
 	}
 	ret = mmhal_dev_open(dev_path, &dev);
 	if (ret) {
@@ -234,7 +255,11 @@ static void test_bad_params(void)
 	p.mic_chan = NULL;
 	p.listen_ms = 500;
 	memset(&p.camera, 0, sizeof(p.camera));
-	CHECK_INT(mmhal_chan_create(dev, &cam, NULL, &ch), 0);
+	/* the driver's GREY 64x48 channel, or a handle of one (--wrapped) */
+	if (wrapped)
+		CHECK_INT(mmhal_chan_wrap(dev, 3, 64 * 48, 64 * 48, &ch), 0);
+	else
+		CHECK_INT(mmhal_chan_create(dev, &cam, NULL, &ch), 0);
 	p.camera_chan = ch;
 	REFUSED(&p, -EINVAL, "camera_chan");
 	/* a caller's channel whose frames are not the source's */
@@ -245,6 +270,8 @@ static void test_bad_params(void)
 	p.camera_sensor_drift_ppb = 5;	/* a caller's channel has its clock */
 	REFUSED(&p, -EINVAL, "camera_sensor_*");
 	mmhal_chan_destroy(ch);
+	if (wrapped)
+		return;	/* a copy channel is the driver's */
 	/* a copy channel without a source buffer */
 	ch = NULL;
 	CHECK_INT(mmhal_chan_create_dir(dev, MMHAL_CHAN_COPY, NULL, &ch), 0);
@@ -369,6 +396,8 @@ static void test_nv12_and_mic_ask_twice(void)
 	char err[256];
 	int ret;
 
+	NEED_DEVICE();
+
 	/* every frame encoded: the zero-copy figures of two encodes */
 	p.route_off = MMHAL_ROUTE_SCENE;
 	ret = mmhal_session_create(dev, model, proj, &p, &s, err, sizeof(err));
@@ -451,6 +480,8 @@ static void test_grey_camera_only(void)
 	char err[256];
 	int ret;
 
+	NEED_DEVICE();
+
 	p.camera = mmhal_src_camera(48, 32, MMHAL_FMT_GREY, 60);
 	p.n_predict = 4;
 	p.n_threads = 2;
@@ -493,6 +524,8 @@ static void test_mic_window_spans_buffers(void)
 	char err[256];
 	void *map = NULL;
 	int ret;
+
+	NEED_DEVICE();
 
 	p.mic = mmhal_src_mic(16000, 320, MMHAL_SIGNAL_CHIRP);
 	p.listen_ms = 200;
@@ -607,6 +640,8 @@ static void test_routing_static_scene_and_silence(void)
 	int16_t *pcm;
 	void *map = NULL;
 	char err[256];
+
+	NEED_DEVICE();
 
 	p.camera = mmhal_src_camera(64, 48, MMHAL_FMT_GREY, 30);
 	p.mic = mmhal_src_mic(16000, 320, MMHAL_SIGNAL_TONE);
@@ -843,6 +878,8 @@ static void test_routing_virtual_sources(void)
 	int n = 0, ret, zeros;
 	char err[256];
 
+	NEED_DEVICE();
+
 	/* A static camera and a silent microphone. */
 	p.camera = mmhal_src_camera(256, 64, MMHAL_FMT_NV12, 30);
 	p.camera.signal = MMHAL_PATTERN_STATIC;
@@ -978,6 +1015,7 @@ static void imu_session(float gyro, float accel, uint32_t off, uint32_t want)
 
 static void test_routing_imu_motion(void)
 {
+	NEED_DEVICE();
 	imu_session(0, 0, 0, MMHAL_ROUTE_MOTION);
 	imu_session(1e5f, 1e5f, 0, MMHAL_ROUTE_UNCHANGED);
 	imu_session(0, 0, MMHAL_ROUTE_IMU, MMHAL_ROUTE_UNCHANGED);
@@ -1011,6 +1049,8 @@ static void test_timeline(void)
 	int paired = 0, overlapping = 0, compared = 0;
 	char err[256];
 	int ret;
+
+	NEED_DEVICE();
 
 	p.camera_sensor_offset_ns = -2000000;
 	p.camera_sensor_drift_ppb = -30000;
@@ -1145,11 +1185,40 @@ static void test_timeline(void)
 	mmhal_session_destroy(s);
 }
 
+/*
+ * A session whose device answers no ioctl: create fails at the first
+ * channel, naming it and the driver's error, and frees what it made.
+ */
+static void test_no_driver(void)
+{
+	struct mmhal_session_params p = av_params();
+	struct mmhal_session *s = (struct mmhal_session *)1;
+	char err[256] = "";
+	int ret;
+
+	if (!wrapped)
+		SKIP("--wrapped only");
+	ret = mmhal_session_create(dev, model, proj, &p, &s, err, sizeof(err));
+	CHECK(ret < 0);
+	CHECK(s == NULL);
+	CHECK(strstr(err, "camera") != NULL);
+	tap_diag("create on a device without the driver: %d (%s)", ret, err);
+	memset(&p.camera, 0, sizeof(p.camera));
+	s = (struct mmhal_session *)1;
+	ret = mmhal_session_create(dev, model, proj, &p, &s, err, sizeof(err));
+	CHECK(ret < 0);
+	CHECK(s == NULL);
+	CHECK(strstr(err, "microphone") != NULL);
+	tap_diag("the microphone alone: %d (%s)", ret, err);
+}
+
 static void test_teardown(void)
 {
 	mmhal_mmproj_free(proj);
 	mmhal_model_free(model);
 	mmhal_dev_close(dev);
+	if (pipe_fds[1] >= 0)
+		close(pipe_fds[1]);
 	unlink(model_path);
 	unlink(proj_path);
 	rmdir(dir);
@@ -1165,6 +1234,7 @@ static const struct tap_test tests[] = {
 	TAP_TEST(test_routing_virtual_sources),
 	TAP_TEST(test_routing_imu_motion),
 	TAP_TEST(test_timeline),
+	TAP_TEST(test_no_driver),
 	TAP_TEST(test_teardown),
 };
 
@@ -1175,14 +1245,17 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--skip-missing")) {
 			skip_missing = 1;
+		} else if (!strcmp(argv[i], "--wrapped")) {
+			wrapped = 1;
 		} else if (!strcmp(argv[i], "--mmgguf") && i + 1 < argc) {
 			mmgguf = argv[++i];
 		} else if (argv[i][0] != '-' && i == argc - 1) {
 			dev_path = argv[i];
 		} else {
 			fprintf(stderr,
-				"usage: %s [--skip-missing] --mmgguf MMGGUF [DEVICE]\n",
-				argv[0]);
+				"usage: %s [--skip-missing] --mmgguf MMGGUF [DEVICE]\n"
+				"       %s --wrapped --mmgguf MMGGUF\n",
+				argv[0], argv[0]);
 			return 2;
 		}
 	}
