@@ -13,6 +13,13 @@
  *  - Where a function takes a parameter struct, mmhal_*_default_params()
  *    returns one filled with defaults, by value; change only the fields you
  *    need.
+ *  - Parameter and result structs that start with a u32 size are
+ *    versioned by it, as the kernel's copy_struct_from_user(): set it to
+ *    sizeof(). A struct passed in may be shorter than this library's (an
+ *    older header: the fields past it keep their defaults; at least the
+ *    first version, a multiple of 4) or longer (a newer header: the bytes
+ *    past this library's struct must be zero); one the library fills gets
+ *    min(size, its own) bytes and keeps the caller's size.
  *
  * Threading:
  *

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
+#include "../common/mm_params.h"
 #include "llama.h"
 #include "quant_kern.h"
 
@@ -86,10 +87,8 @@ MMHAL_API struct mmhal_ctx_params mmhal_ctx_default_params(void)
 #define MM_OFFSETOFEND(t, f) (offsetof(t, f) + sizeof(((t *)0)->f))
 
 /*
- * The caller's params as this library's struct: a smaller size (an older
- * header) leaves the later fields at their defaults; a larger one (a
- * newer header) is accepted when the bytes past ours are zero. size must
- * cover n_ctx and end at a field boundary.
+ * The caller's params as this library's struct, by mm_params_in()'s rule
+ * (size from n_ctx on); the size must not end inside a pointer either.
  */
 static int mm_ctx_params_get(const struct mmhal_ctx_params *in,
 			     struct mmhal_ctx_params *p, char *err,
@@ -101,28 +100,22 @@ static int mm_ctx_params_get(const struct mmhal_ctx_params *in,
 	};
 	const size_t ours = sizeof(*p);
 	size_t size;
+	int ret;
 
 	*p = mmhal_ctx_default_params();
 	if (!in)
 		return 0;
 	size = in->size;
-	if (size < MM_OFFSETOFEND(struct mmhal_ctx_params, n_ctx) ||
-	    size % sizeof(uint32_t))
-		return mm_errf(-EINVAL, err, errlen,
-			       "params.size %zu: not the size of a struct mmhal_ctx_params (%zu)",
-			       size, ours);
 	for (size_t i = 0; i < sizeof(ptr_end) / sizeof(ptr_end[0]); i++)
 		if (size > ptr_end[i] - sizeof(void *) && size < ptr_end[i])
 			return mm_errf(-EINVAL, err, errlen,
 				       "params.size %zu: ends inside a pointer field",
 				       size);
-	for (size_t i = ours; i < size; i++)
-		if (((const uint8_t *)in)[i])
-			return mm_errf(-EINVAL, err, errlen,
-				       "params.size %zu: byte %zu, past the %zu this library knows, is set",
-				       size, i, ours);
-	memcpy(p, in, size < ours ? size : ours);
-	p->size = (uint32_t)ours;
+	ret = mm_params_in(p, ours, in,
+			   MM_OFFSETOFEND(struct mmhal_ctx_params, n_ctx),
+			   "params", err, errlen);
+	if (ret)
+		return ret;
 	for (int i = 0; i < (int)(sizeof(p->reserved) / sizeof(p->reserved[0]));
 	     i++)
 		if (p->reserved[i])

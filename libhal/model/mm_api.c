@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/mm_params.h"
 #include "mmhal_model.h"
 #include "audio.h"
 #include "calib.h"
@@ -158,19 +159,16 @@ static int mm_params_copy(const struct mmhal_mmproj_params *in,
 			  struct mmhal_mmproj_params *out, char *err,
 			  size_t errlen)
 {
+	int ret;
+
 	*out = mmhal_mmproj_default_params();
 	if (!in)
 		return 0;
-	if (in->size < sizeof(uint32_t) + sizeof(int))
-		return mm_errf(-EINVAL, err, errlen,
-			       "mmproj params.size %u is too small (set it to sizeof(struct mmhal_mmproj_params))",
-			       in->size);
-	if (in->size > sizeof(*out))
-		return mm_errf(-EINVAL, err, errlen,
-			       "mmproj params.size %u is larger than this library's %zu",
-			       in->size, sizeof(*out));
-	memcpy(out, in, in->size);
-	out->size = sizeof(*out);
+	ret = mm_params_in(out, sizeof(*out), in,
+			   sizeof(uint32_t) + sizeof(int), "mmproj params", err,
+			   errlen);
+	if (ret)
+		return ret;
 	for (size_t i = 0; i < sizeof(out->reserved) / sizeof(out->reserved[0]);
 	     i++)
 		if (out->reserved[i])
@@ -287,19 +285,6 @@ MMHAL_API void mmhal_mmproj_free(struct mmhal_mmproj *proj)
 	free(proj);
 }
 
-/* Copies min(caller's size, ours) bytes of a filled struct. */
-static int mm_info_out(void *out, const void *full, size_t full_size)
-{
-	uint32_t size;
-
-	memcpy(&size, out, sizeof(size));
-	if (size < sizeof(uint32_t))
-		return -EINVAL;
-	memcpy(out, full, size < full_size ? size : full_size);
-	memcpy(out, &size, sizeof(size));
-	return 0;
-}
-
 MMHAL_API int mmhal_mmproj_info(const struct mmhal_mmproj *proj,
 				struct mmhal_mmproj_info *out)
 {
@@ -333,7 +318,7 @@ MMHAL_API int mmhal_mmproj_info(const struct mmhal_mmproj *proj,
 		 mm_cuda_enc_backend(proj->cuda));
 	mm_cuda_enc_note(proj->cuda, i.backend_note, sizeof(i.backend_note));
 	mm_cuda_enc_counts(proj->cuda, &i.cuda_products, &i.cuda_failed);
-	return mm_info_out(out, &i, sizeof(i));
+	return mm_params_out(out, &i, sizeof(i));
 }
 
 /* ---- chunks ------------------------------------------------------------ */
@@ -475,7 +460,7 @@ MMHAL_API int mmhal_chunk_info(const struct mmhal_chunk *c,
 	i.n_tiles = c->n_tiles;
 	i.preprocess_ms = c->preprocess_ms;
 	i.encode_ms = c->encode_ms;
-	return mm_info_out(out, &i, sizeof(i));
+	return mm_params_out(out, &i, sizeof(i));
 }
 
 MMHAL_API const float *mmhal_chunk_embd(const struct mmhal_chunk *c)

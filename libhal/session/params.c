@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/mm_params.h"
 #include "session_int.h"
 
 /* The session's one error formatter (SERR() in session_int.h). */
@@ -79,14 +80,12 @@ int sess_check_params(const struct mmhal_session_params *in,
 	struct mmhal_mmproj_info pi = { .size = sizeof(pi) };
 	size_t min = offsetof(struct mmhal_session_params,
 			      camera_sensor_offset_ns);
+	int ret;
 
 	*p = mmhal_session_default_params();
-	if (in->size < min || in->size > sizeof(*p))
-		return sess_errf(-EINVAL, err, errlen,
-				 "params.size %u: want %zu..%zu (sizeof(struct mmhal_session_params))",
-				 in->size, min, sizeof(*p));
-	memcpy(p, in, in->size);
-	p->size = sizeof(*p);
+	ret = mm_params_in(p, sizeof(*p), in, min, "params", err, errlen);
+	if (ret)
+		return ret;
 	for (size_t i = 0; i < sizeof(p->reserved) / sizeof(p->reserved[0]);
 	     i++)
 		if (p->reserved[i])

@@ -676,11 +676,27 @@ static void test_info_params(void)
 	ret = mmhal_mmproj_load(proj_path[0], m, &pp, &p, err, sizeof(err));
 	tap_ok(ret == -EINVAL && !p && strstr(err, "reserved[2]"),
 	       "params: non-zero reserved field rejected: \"%s\"", err);
-	pp = mmhal_mmproj_default_params();
-	pp.size += 4;
-	ret = mmhal_mmproj_load(proj_path[0], m, &pp, &p, err, sizeof(err));
-	tap_ok(ret == -EINVAL && !p && strstr(err, "larger"),
-	       "params: a size past this library's rejected: \"%s\"", err);
+	/* a newer caller's struct: longer, its new fields left zero */
+	{
+		struct {
+			struct mmhal_mmproj_params p;
+			uint32_t tail[2];
+		} big = { .p = mmhal_mmproj_default_params() };
+
+		big.p.size = sizeof(big);
+		ret = mmhal_mmproj_load(proj_path[0], m, &big.p, &p, err,
+					sizeof(err));
+		tap_ok(ret == 0 && p, "params: a longer struct with a zero tail loads: %d %s",
+		       ret, ret ? err : "");
+		mmhal_mmproj_free(p);
+		p = NULL;
+		big.tail[1] = 1;
+		ret = mmhal_mmproj_load(proj_path[0], m, &big.p, &p, err,
+					sizeof(err));
+		tap_ok(ret == -EINVAL && !p && strstr(err, "past the"),
+		       "params: a set byte past this library's struct rejected: \"%s\"",
+		       err);
+	}
 	mmhal_model_free(m);
 }
 
