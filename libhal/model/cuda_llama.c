@@ -23,7 +23,7 @@
 
 #include "cuda_be.h"
 #include "cuda_llama.h"
-#include "llama.h"
+#include "llama_int.h"
 
 struct mm_cuda_llama {
 	struct mm_cuda *cu;	/* NULL: the CPU back end */

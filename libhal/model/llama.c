@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "cuda_llama.h"
-#include "llama.h"
+#include "llama_int.h"
 #include "sampler.h"
 
 /* ---- decoder ---------------------------------------------------------- */

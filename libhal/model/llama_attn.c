@@ -16,7 +16,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "llama.h"
+#include "llama_int.h"
 
 struct mm_attn_job {
 	struct mmhal_ctx *c;

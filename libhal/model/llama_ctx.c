@@ -13,7 +13,7 @@
 #include <sys/resource.h>
 
 #include "../common/mm_params.h"
-#include "llama.h"
+#include "llama_int.h"
 #include "quant_kern.h"
 
 /* ---- allocation accounting -------------------------------------------- */

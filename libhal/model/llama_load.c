@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "cuda_llama.h"
-#include "llama.h"
+#include "llama_int.h"
 #include "sign.h"
 
 MMHAL_API struct mmhal_model_params mmhal_model_default_params(void)

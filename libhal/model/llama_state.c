@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "llama.h"
+#include "llama_int.h"
 
 #define MM_STATE_MAGIC "MMHALKV"
 #define MM_STATE_VERSION 1u

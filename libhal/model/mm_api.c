@@ -54,7 +54,7 @@
 #include "cuda_enc.h"
 #include "gguf.h"
 #include "imgproc.h"
-#include "llama.h"
+#include "llama_int.h"
 #include "mhash.h"
 #include "mmproj.h"
 #include "vision.h"

@@ -46,7 +46,7 @@
 
 #include "gen.h"
 #include "gguf.h"
-#include "llama.h"
+#include "llama_int.h"
 #include "mmhal_model.h"
 #include "ref_llama.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * llama.h - LLaMA-family decoder of the model runtime (internal).
+ * llama_int.h - LLaMA-family decoder of the model runtime (internal).
  *
  * The public API is libhal/include/mmhal_model.h; this header holds the
  * layout of a model and of a session so the pieces of libhal/model (and
@@ -19,8 +19,8 @@
  * evaluation writes: KV cache, activations, worker threads (its mm_ctx),
  * stats, abort callback, error message. Threading: see mmhal_model.h.
  */
-#ifndef MM_LLAMA_H
-#define MM_LLAMA_H
+#ifndef MM_LLAMA_INT_H
+#define MM_LLAMA_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -221,4 +221,4 @@ int mm_llama_run_end(const struct mmhal_ctx *c, int b);
 int mm_llama_attn_nseg(const struct mmhal_ctx *c, int npos);
 void mm_llama_attention(struct mmhal_ctx *c, int layer, int n, int nseg);
 
-#endif /* MM_LLAMA_H */
+#endif /* MM_LLAMA_INT_H */
