@@ -271,18 +271,8 @@ struct mm_gguf_rd {
 	size_t errlen;
 };
 
-__attribute__((format(printf, 2, 3)))
-static int mm_gguf_fail(struct mm_gguf_rd *r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (r->err && r->errlen) {
-		va_start(ap, fmt);
-		vsnprintf(r->err, r->errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
+/* The reader's failure: the message in its caller's buffer, -EINVAL. */
+#define mm_gguf_fail(r, ...) mm_errf(-EINVAL, (r)->err, (r)->errlen, __VA_ARGS__)
 
 static size_t mm_gguf_left(const struct mm_gguf_rd *r)
 {
@@ -1118,14 +1108,3 @@ uint32_t mm_gguf__vtype_size(uint32_t type)
 	return type < MM_GGUF_NTYPES ? mm_gguf_vtype_size[type] : 0;
 }
 
-int mm_errf(int ret, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}

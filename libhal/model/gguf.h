@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/mm_err.h"
+
 #ifndef MM_MODEL_API
 #define MM_MODEL_API
 #endif
@@ -248,13 +250,7 @@ MM_MODEL_API int mm_gguf_w_write_file(struct mm_gguf_writer *w,
 MM_MODEL_API int mm_gguf_w_write_mem(struct mm_gguf_writer *w, void **buf,
 				     size_t *size, char *err, size_t errlen);
 
-/*
- * The model runtime's error formatter: one printf-style line into err
- * (nothing when err is NULL or errlen 0). Returns ret, so that
- * "return mm_errf(-EINVAL, err, errlen, ...)" reports and fails at once.
- */
-MM_MODEL_API int mm_errf(int ret, char *err, size_t errlen, const char *fmt,
-			 ...) __attribute__((format(printf, 4, 5)));
+/* mm_errf(): the error formatter, ../common/mm_err.h. */
 
 #ifdef __cplusplus
 }

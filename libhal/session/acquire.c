@@ -31,12 +31,12 @@ int sess_src_start(struct mmhal_session *s, struct sess_src *x,
 
 	if (given && mmhal_chan_dir(given) == MMHAL_CHAN_COPY) {
 		if (!copy_src)
-			return sess_errf(-EINVAL, err, errlen,
+			return mm_errf(-EINVAL, err, errlen,
 					 "%s channel: a copy channel needs a source buffer (params.%s_copy_src)",
 					 x->name, x->src.type == MMHAL_SRC_CAMERA ?
 					 "camera" : "mic");
 		if (mmhal_buf_size(copy_src) < want)
-			return sess_errf(-EINVAL, err, errlen,
+			return mm_errf(-EINVAL, err, errlen,
 					 "%s: the copy source has %llu bytes, a frame %llu",
 					 x->name,
 					 (unsigned long long)mmhal_buf_size(copy_src),
@@ -45,16 +45,16 @@ int sess_src_start(struct mmhal_session *s, struct sess_src *x,
 		x->copy_src = copy_src;
 		x->copy_bytes = want;
 	} else if (copy_src) {
-		return sess_errf(-EINVAL, err, errlen,
+		return mm_errf(-EINVAL, err, errlen,
 				 "%s: a copy source buffer without a copy channel",
 				 x->name);
 	} else if (given) {
 		if (mmhal_chan_dir(given) != MMHAL_CHAN_CAPTURE)
-			return sess_errf(-EINVAL, err, errlen,
+			return mm_errf(-EINVAL, err, errlen,
 					 "%s channel: a capture or copy channel, not a feed channel",
 					 x->name);
 		if (mmhal_chan_frame_size(given) != want)
-			return sess_errf(-EINVAL, err, errlen,
+			return mm_errf(-EINVAL, err, errlen,
 					 "%s channel: frames of %u bytes, the source's are %llu",
 					 x->name, mmhal_chan_frame_size(given),
 					 (unsigned long long)want);
@@ -69,7 +69,7 @@ int sess_src_start(struct mmhal_session *s, struct sess_src *x,
 		cp.sensor_drift_ppb = x->sensor_drift;
 		ret = mmhal_chan_create(s->dev, &x->src, &cp, &x->chan);
 		if (ret)
-			return sess_errf(ret, err, errlen, "%s channel: create: %s",
+			return mm_errf(ret, err, errlen, "%s channel: create: %s",
 					 x->name, mmhal_strerror(ret));
 		x->own_chan = 1;
 	}
@@ -77,27 +77,27 @@ int sess_src_start(struct mmhal_session *s, struct sess_src *x,
 	x->maps = calloc(n_bufs, sizeof(*x->maps));
 	x->held = calloc(n_bufs, sizeof(*x->held));
 	if (!x->bufs || !x->maps || !x->held)
-		return sess_errf(-ENOMEM, err, errlen, "%s: out of memory", x->name);
+		return mm_errf(-ENOMEM, err, errlen, "%s: out of memory", x->name);
 	x->n_bufs = n_bufs;
 	buf_size = x->copy_src ? mmhal_copy_buf_size(want) :
 				 mmhal_chan_buf_size(x->chan);
 	for (uint32_t i = 0; i < n_bufs; i++) {
 		ret = mmhal_buf_alloc(s->dev, buf_size, NULL, &x->bufs[i]);
 		if (ret)
-			return sess_errf(ret, err, errlen,
+			return mm_errf(ret, err, errlen,
 					 "%s: buffer %u of %llu bytes: %s", x->name,
 					 i, (unsigned long long)buf_size,
 					 mmhal_strerror(ret));
 		ret = mmhal_buf_map(x->bufs[i], &x->maps[i]);
 		if (ret)
-			return sess_errf(ret, err, errlen, "%s: map buffer %u: %s",
+			return mm_errf(ret, err, errlen, "%s: map buffer %u: %s",
 					 x->name, i, mmhal_strerror(ret));
 	}
 	/* a copy channel's buffers are given one per ask */
 	for (uint32_t i = 0; !x->copy_src && i < n_bufs; i++) {
 		ret = mmhal_chan_queue(x->chan, x->bufs[i], i, NULL);
 		if (ret)
-			return sess_errf(ret, err, errlen, "%s: queue buffer %u: %s",
+			return mm_errf(ret, err, errlen, "%s: queue buffer %u: %s",
 					 x->name, i, mmhal_strerror(ret));
 	}
 	return 0;

@@ -53,12 +53,12 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 	if (out)
 		*out = NULL;
 	if (!dev || !model || !proj || !params || !out)
-		return sess_errf(-EINVAL, err, errlen,
+		return mm_errf(-EINVAL, err, errlen,
 				 "%s is NULL", !dev ? "dev" : !model ? "model" :
 				 !proj ? "mmproj" : !params ? "params" : "out");
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return sess_errf(-ENOMEM, err, errlen, "out of memory");
+		return mm_errf(-ENOMEM, err, errlen, "out of memory");
 	s->dev = dev;
 	s->model = model;
 	s->proj = proj;
@@ -76,7 +76,7 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 	s->slo_first = calloc(s->p.slo_window, sizeof(double));
 	s->slo_last = calloc(s->p.slo_window, sizeof(double));
 	if (!s->toks || !s->text || !s->slo_first || !s->slo_last) {
-		ret = sess_errf(-ENOMEM, err, errlen, "out of memory");
+		ret = mm_errf(-ENOMEM, err, errlen, "out of memory");
 		goto fail;
 	}
 	s->text[0] = 0;
@@ -94,7 +94,7 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 	}
 	ret = mmhal_ctx_create(model, &cp, &s->ctx, s->err, sizeof(s->err));
 	if (ret) {
-		sess_errf(ret, err, errlen, "model session: %s", s->err);
+		mm_errf(ret, err, errlen, "model session: %s", s->err);
 		goto fail;
 	}
 	if (s->p.temperature > 0) {
@@ -104,7 +104,7 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 		sp.seed = s->p.seed;
 		ret = mmhal_sampler_create(&sp, &s->smp);
 		if (ret) {
-			sess_errf(ret, err, errlen, "sampler: temperature %g",
+			mm_errf(ret, err, errlen, "sampler: temperature %g",
 				  (double)s->p.temperature);
 			goto fail;
 		}
@@ -139,7 +139,7 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 				s->mic.src.period = 16;
 		}
 		if (!s->mic.src.period) {
-			ret = sess_errf(-EINVAL, err, errlen,
+			ret = mm_errf(-EINVAL, err, errlen,
 					"params.mic.period is 0");
 			goto fail;
 		}
@@ -149,7 +149,7 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 				     s->mic.src.period + 2;
 
 			if (n > MAX_MIC_BUFS) {
-				ret = sess_errf(-EINVAL, err, errlen,
+				ret = mm_errf(-EINVAL, err, errlen,
 						"microphone: a %u ms window takes %llu buffers of %u samples (most %u)",
 						s->p.listen_ms,
 						(unsigned long long)n,
@@ -160,7 +160,7 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 		}
 		if ((uint64_t)(mic_bufs - 1) * s->mic.src.period <
 		    s->listen_samples) {
-			ret = sess_errf(-EINVAL, err, errlen,
+			ret = mm_errf(-EINVAL, err, errlen,
 					"params.mic_bufs %u: a %u ms window needs %llu of %u samples and one more",
 					mic_bufs, s->p.listen_ms,
 					(unsigned long long)((s->listen_samples +
@@ -172,7 +172,7 @@ int mmhal_session_create(struct mmhal_dev *dev, struct mmhal_model *model,
 		if (mic_bufs > 1 && (uint64_t)s->mic.src.period < s->listen_samples) {
 			s->pcm = malloc(s->listen_samples * sizeof(int16_t));
 			if (!s->pcm) {
-				ret = sess_errf(-ENOMEM, err, errlen,
+				ret = mm_errf(-ENOMEM, err, errlen,
 						"out of memory");
 				goto fail;
 			}

@@ -2,8 +2,7 @@
 /*
  * session_int.h - what the session's parts share (libhal/session/):
  *
- *   params.c    defaults and the checks of struct mmhal_session_params;
- *               the error formatter (SERR)
+ *   params.c    defaults and the checks of struct mmhal_session_params
  *   acquire.c   channels and buffers of each source; dequeue, hold,
  *               requeue; the copy channel; the IMU's records
  *   route.c     the routing decisions (one per medium, for ask and poll)
@@ -20,6 +19,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "../common/mm_err.h"
 #include "mmhal.h"
 #include "mmhal_model.h"
 #include "mmhal_route.h"
@@ -137,11 +137,9 @@ static inline double ms_between(uint64_t a, uint64_t b)
 }
 
 #define SERR(s, ret, ...) \
-	sess_errf((ret), (s)->err, sizeof((s)->err), __VA_ARGS__)
+	mm_errf((ret), (s)->err, sizeof((s)->err), __VA_ARGS__)
 
 /* params.c */
-__attribute__((format(printf, 4, 5)))
-int sess_errf(int ret, char *err, size_t errlen, const char *fmt, ...);
 uint64_t sess_cam_frame_size(const struct mmhal_src *c);
 int sess_check_params(const struct mmhal_session_params *in,
 		      const struct mmhal_mmproj *proj,

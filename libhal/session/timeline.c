@@ -25,7 +25,7 @@ static int sess_clock_sample(struct mmhal_session *s, struct sess_src *x,
 	ret = mmhal_dev_sensor_xts(s->dev, (uint32_t)mmhal_chan_id(x->chan),
 				   CLOCK_SAMPLES, &xts);
 	if (ret)
-		return sess_errf(ret, err, errlen, "%s: sensor clock sample: %s",
+		return mm_errf(ret, err, errlen, "%s: sensor clock sample: %s",
 				 x->name, mmhal_strerror(ret));
 	/* a sandwich the scheduler stretched past 1 s is left out */
 	if (!mmhal_clock_fit_add_xts(x->fit, &xts)) {
@@ -59,11 +59,11 @@ int sess_clock_start(struct mmhal_session *s, struct sess_src *x, char *err,
 	if (ret == -E2BIG)
 		return 0;
 	if (ret)
-		return sess_errf(ret, err, errlen, "%s: sensor clock sample: %s",
+		return mm_errf(ret, err, errlen, "%s: sensor clock sample: %s",
 				 x->name, mmhal_strerror(ret));
 	ret = mmhal_clock_fit_create(CLOCK_WINDOW, &x->fit);
 	if (ret)
-		return sess_errf(ret, err, errlen, "%s: clock fit: %s", x->name,
+		return mm_errf(ret, err, errlen, "%s: clock fit: %s", x->name,
 				 mmhal_strerror(ret));
 	return sess_clock_sample(s, x, err, errlen);
 }
