@@ -23,7 +23,7 @@ PKGS="linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static
       python3 python3-docutils gcc make xz-utils clang libclang-rt-14-dev
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user rsync
       libfftw3-dev libsodium-dev libpng-dev linux-headers-$K612-amd64
-      qemu-system-arm dt-schema"
+      qemu-system-arm dt-schema fsverity libfsverity-dev"
 
 missing=""
 for p in $PKGS; do

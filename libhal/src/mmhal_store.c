@@ -951,7 +951,7 @@ MMHAL_API int mmhal_store_install(struct mmhal_store *s, const char *path,
 	/* no more than the signed size, from regular files only */
 	ret = copy_file(path, dst, src.size, err, errlen);
 	if (!ret)
-		ret = copy_file(sp, dsig, MM_SIG_BYTES, err, errlen);
+		ret = copy_file(sp, dsig, mm_sig_bytes(src.format), err, errlen);
 	if (!ret) {
 		ret = fsync_dir(sdir);
 		if (ret)
