@@ -769,12 +769,33 @@ static int verity_check(int fd, const char *path,
 	return 1;
 }
 
+/*
+ * After the signed size was read from fd: the file must end there (one
+ * byte more is a file that grew while it was read).
+ */
+static int end_check(int fd, const char *path, uint64_t size, char *err,
+		     size_t errlen)
+{
+	uint8_t extra;
+	size_t n = 0;
+	int ret = mm_read_upto(fd, &extra, 1, &n);
+
+	if (ret)
+		return mm_errf(ret, err, errlen, "cannot read %s: %s", path,
+			       strerror(-ret));
+	if (n)
+		return mm_errf(-EBADMSG, err, errlen,
+			       "%s: grew past the signed %llu bytes while it was read",
+			       path, (unsigned long long)size);
+	return 0;
+}
+
 int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 		   uint64_t min_version, struct mm_manifest *m, char *err,
 		   size_t errlen)
 {
 	struct mm_manifest man;
-	uint8_t h[MM_HASH_BYTES], extra;
+	uint8_t h[MM_HASH_BYTES];
 	struct mm_hash hs;
 	uint64_t left;
 	size_t n;
@@ -820,16 +841,8 @@ int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 		if (ret)
 			break;
 	}
-	if (!ret) {
-		ret = mm_read_upto(fd, &extra, 1, &n);
-		if (!ret && n)
-			ret = mm_errf(-EBADMSG, err, errlen,
-				      "%s: grew past the signed %llu bytes while it was read",
-				      path, (unsigned long long)man.size);
-		else if (ret)
-			mm_errf(ret, err, errlen, "cannot read %s: %s", path,
-				strerror(-ret));
-	}
+	if (!ret)
+		ret = end_check(fd, path, man.size, err, errlen);
 	free(buf);
 	close(fd);
 	if (ret)
@@ -852,7 +865,6 @@ int mm_sig_load(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 {
 	struct mm_manifest man;
 	size_t n = 0;
-	uint8_t extra;
 	void *p;
 	int fd, ret;
 
@@ -908,14 +920,7 @@ int mm_sig_load(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 			      path, n, (unsigned long long)man.size);
 		goto out_map;
 	}
-	ret = mm_read_upto(fd, &extra, 1, &n);
-	if (!ret && n)
-		ret = mm_errf(-EBADMSG, err, errlen,
-			      "%s: grew past the signed %llu bytes while it was read",
-			      path, (unsigned long long)man.size);
-	else if (ret)
-		mm_errf(ret, err, errlen, "cannot read %s: %s", path,
-			strerror(-ret));
+	ret = end_check(fd, path, man.size, err, errlen);
 	if (ret)
 		goto out_map;
 	ret = mm_sig_match(&man, path, p, (size_t)man.size, err, errlen);
