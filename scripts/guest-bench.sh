@@ -6,7 +6,8 @@
 # vivid (the V4L2 reference for the channel rows) and runs the benchmark,
 # then the steps below: route (mmrun's routing on vs off), slo (start of
 # frame -> first token with the demo model shape) and arb (the latency
-# class under a camera flood and the model's load).
+# class under a camera flood and the model's load); on request only,
+# verity (signed loads through fs-verity, the copy and a plain mapping).
 # The tables go to the console and to /tmp/results/bench.txt.
 #
 # For targeted runs (a wrapper script exports them): BENCH_STEPS="slo arb"
@@ -14,6 +15,8 @@
 # module, MMEDGE_BUILD the build tree; SLO_ASKS, SLO_EXACT, ARB_SECS below.
 set -u
 RES=/tmp/results
+# shellcheck source=scripts/guest-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/guest-lib.sh"
 KO=${MMEDGE_KO:-$PWD/kmod/mmedge.ko}
 BENCH=build/selftests/mmedge_bench
 
@@ -329,6 +332,26 @@ PY
 	rm -rf "$t"
 }
 
+# Signed loads through fs-verity against the private copy and a plain
+# mapping (sign_bench on the scratch disk, an ext4 with the verity
+# feature; the host's file system has none). Not in "all": about 20
+# minutes under TCG, and the disk must hold both models (run with
+# VM_SCRATCH_MB=1024). BENCH_STEPS=verity from a wrapper script.
+verity_bench() {
+	local b=${MMEDGE_BUILD:-build} d=/tmp/mmscratch
+	local sb=$b/model/store/opt/sign_bench mmgguf=$b/libhal/model/mmgguf
+	if [ ! -x "$sb" ] || [ ! -x "$mmgguf" ]; then
+		echo "verity bench: $sb or $mmgguf missing (make -C libhal/model store-all); skipped"
+		return 0
+	fi
+	scratch_mount "$d" || return 1
+	mkdir -p "$d/models"
+	"$sb" "$d/models" "$mmgguf" "${VERITY_REPS:-3}"
+	local rc=$?
+	umount "$d"
+	return $rc
+}
+
 steps=${BENCH_STEPS:-all}
 [ "${ROUTE_BENCH_ONLY:-0}" = 1 ] && steps=route
 : >"$RES/bench.txt"
@@ -343,7 +366,8 @@ for s in $steps; do
 	route) route_bench ;;
 	slo) slo_bench ;;
 	arb) arb_bench ;;
-	*) echo "guest-bench: unknown step '$s' (route, slo, arb)"; false ;;
+	verity) verity_bench ;;
+	*) echo "guest-bench: unknown step '$s' (route, slo, arb, verity)"; false ;;
 	esac 2>&1 | tee -a "$RES/bench.txt"
 	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
 done

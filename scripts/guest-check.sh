@@ -58,6 +58,15 @@ fi
 full libhal_session "$B/libhal/tests/mmhal_session_test_san" \
 	--mmgguf "$B/libhal/model/mmgguf" /dev/mmedge0
 full mmrun tools/tests/mmrun_cli_test.sh "$B/tools/mmrun" "$B/libhal/model/mmgguf"
+# Signed models through fs-verity: on the scratch disk (ext4 made with -O
+# verity; 9p cannot hold verity files), the verity path against the copy.
+if [ "$all" = 1 ]; then
+	scratch=/tmp/mmscratch
+	scratch_mount "$scratch" || scratch=""
+	run verity tools/tests/verity_guest_test.sh "$B/libhal/model/mmgguf" \
+		"$B/tools/tests/mmhal-load" "$B/tools/mmctl" "$scratch"
+	[ -z "$scratch" ] || umount "$scratch"
+fi
 
 run mmedge_buf_selftest "$B/selftests/mmedge_buf_test"
 # The hostile regression tests on the kernel boards run too (the debug

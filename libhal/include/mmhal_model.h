@@ -184,6 +184,42 @@ struct mmhal_model_info {
 MMHAL_API int mmhal_model_info(const struct mmhal_model *model,
 			       struct mmhal_model_info *out);
 
+/*
+ * How a model loaded with params.trusted_key was verified and what it uses
+ * (Documentation/model-store.rst):
+ *   MMHAL_VERIFY_NONE    loaded without a key (nothing verified)
+ *   MMHAL_VERIFY_COPY    the file read into private anonymous memory,
+ *                        BLAKE2b-256-hashed and compared; the model uses
+ *                        that read-only copy
+ *   MMHAL_VERIFY_VERITY  the file has fs-verity on and its fs-verity
+ *                        digest is the signed one (FS_IOC_MEASURE_VERITY);
+ *                        the model uses a mapping of the file, each page
+ *                        checked by the kernel when it is read in
+ */
+#define MMHAL_VERIFY_NONE	0
+#define MMHAL_VERIFY_COPY	1
+#define MMHAL_VERIFY_VERITY	2
+
+struct mmhal_model_verify {
+	uint32_t size;		/* set by the caller: sizeof() */
+	int32_t how;		/* MMHAL_VERIFY_* */
+	uint64_t version;	/* the signed version */
+	uint64_t file_bytes;	/* the signed size */
+	char name[64];		/* the signed name */
+	char hash[65];		/* the signed BLAKE2b-256, hex */
+	char verity[65];	/* the signed fs-verity digest (SHA-256), hex;
+				 * "" for a format 1 signature (none) */
+	char how_name[16];	/* "none", "copy" or "fs-verity" */
+	uint32_t reserved[8];
+};
+
+/*
+ * Fills min(out->size, sizeof(*out)) bytes of *out. 0; -EINVAL for a
+ * NULL model or out, or a size below the first field's end.
+ */
+MMHAL_API int mmhal_model_verification(const struct mmhal_model *model,
+				       struct mmhal_model_verify *out);
+
 /* Tokenizer (the model file's vocabulary). */
 struct mmhal_chat_msg {
 	const char *role;	/* "system", "user", "assistant" */

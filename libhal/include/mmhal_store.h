@@ -114,8 +114,38 @@ struct mmhal_store_status {
 	 */
 	int32_t active_sig;
 	uint32_t reserved[7];
+	/* ---- end of MMHAL_STORE_STATUS_SIZE_VER0 ---- */
+	/*
+	 * The active slot verified now as mmhal_store_load() verifies it
+	 * before loading: the signature with the store's key and the load's
+	 * minimum version, the file's content (its fs-verity digest when it
+	 * has fs-verity on, else read and hashed), and the result against
+	 * what the state recorded for the slot. So what status reports is
+	 * what a load loads, whoever rewrote the state file.
+	 * active_verify: 0, or the -errno a load fails with (verify_error
+	 * says why); 0 with verified.valid 0 when no model is active.
+	 * verified: the slot's files as their verified signature describes
+	 * them. verified_how: "fs-verity" (a load maps the file, each page
+	 * checked by the kernel) or "hash" (a load reads a private copy).
+	 */
+	int32_t active_verify;
+	char verified_slot;		/* 'a', 'b', or 0 */
+	char verified_how[15];
+	struct mmhal_store_slot verified;
+	char verify_error[256];
+	uint32_t reserved2[8];
 };
 
+/* sizeof(struct mmhal_store_status) before the verified fields */
+#define MMHAL_STORE_STATUS_SIZE_VER0 \
+	offsetof(struct mmhal_store_status, active_verify)
+
+/*
+ * The state and the active slot checked now. out->size: sizeof(*out), or
+ * MMHAL_STORE_STATUS_SIZE_VER0 (no verification: the fields after it are
+ * not written); -EINVAL otherwise. Verifying reads the active model file
+ * (one pass, hashed) unless it has fs-verity on.
+ */
 MMHAL_API int mmhal_store_status(const struct mmhal_store *store,
 				 struct mmhal_store_status *out);
 

@@ -82,13 +82,19 @@ $(GGUF_O)/san/gen.o: $(GGUF_DIR)/tools/gen.c $(GGUF_HDRS)
 
 .SECONDEXPANSION:
 
+# the signer computes the fs-verity digest it signs with libfsverity
+# (sign_verity.c); the runtime does not link it
+GGUF_VERITY_SRC := $(GGUF_DIR)/tools/sign_verity.c
+GGUF_VERITY_HDR := $(GGUF_DIR)/tools/sign_verity.h
+
 $(GGUF_TOOL): $(GGUF_DIR)/tools/mmgguf.c $(GGUF_DIR)/tools/mmgguf_sign.c \
-	      $(GGUF_DIR)/tools/mmgguf_sign.h $(GGUF_OPT_OBJS) $$(QUANT_OPT_OBJS) \
+	      $(GGUF_DIR)/tools/mmgguf_sign.h $(GGUF_VERITY_SRC) \
+	      $(GGUF_VERITY_HDR) $(GGUF_OPT_OBJS) $$(QUANT_OPT_OBJS) \
 	      $(GGUF_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(GGUF_CFLAGS) $(OPT) $< $(GGUF_DIR)/tools/mmgguf_sign.c \
-		$(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) \
-		$(GGUF_TOOL_EXTRA) $(LDFLAGS) -o $@ $(GGUF_LIBS)
+		$(GGUF_VERITY_SRC) $(GGUF_OPT_OBJS) $(QUANT_OPT_OBJS) \
+		$(GGUF_TOOL_EXTRA) $(LDFLAGS) -o $@ $(GGUF_LIBS) -lfsverity
 
 $(GGUF_O)/san/%_test: $(GGUF_DIR)/tests/%_test.c $(GGUF_DIR)/../tests/tap.h \
 		      $(GGUF_SAN_OBJS) $$(QUANT_SAN_OBJS) $(GGUF_HDRS)

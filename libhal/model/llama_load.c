@@ -572,10 +572,12 @@ static void mm_llama_tier_size(struct mm_llama_tier *T,
 
 /*
  * The GGUF at path, mapped or read (use_mmap). With the model's trusted
- * key it is verified against path.sig first and used from a private
- * read-only copy of the verified bytes whatever use_mmap says
- * (mm_gguf_open_verified(): nothing of the file is read before its
- * signature, nor used that was not hashed); *man gets its manifest.
+ * key it is verified against path.sig first and used, whatever use_mmap
+ * says, from a private read-only copy of the verified bytes or, for an
+ * fs-verity file whose digest is the signed one, from a mapping the
+ * kernel checks page by page (mm_gguf_open_verified(): nothing of the
+ * file is read before its signature, nor used unverified); *man gets its
+ * manifest (man->how: which of the two).
  * *mapped: the weights are in a mapping (repacked through mprotect()).
  */
 static int mm_llama_open(const struct mmhal_model *m, const char *path,
@@ -772,6 +774,38 @@ int mm_model_manifest(const struct mmhal_model *m, struct mm_manifest *out)
 	if (!m->has_key)
 		return -ENOKEY;
 	*out = m->man;
+	return 0;
+}
+
+MMHAL_API int mmhal_model_verification(const struct mmhal_model *m,
+				       struct mmhal_model_verify *out)
+{
+	struct mmhal_model_verify v;
+	size_t n;
+
+	if (!m || !out || out->size < 8)
+		return -EINVAL;
+	n = out->size < sizeof(v) ? out->size : sizeof(v);
+	memset(&v, 0, sizeof(v));
+	v.size = (uint32_t)n;
+	if (m->has_key) {
+		v.how = m->man.how == MM_SIG_HOW_VERITY ? MMHAL_VERIFY_VERITY :
+			MMHAL_VERIFY_COPY;
+		v.version = m->man.version;
+		v.file_bytes = m->man.size;
+		snprintf(v.name, sizeof(v.name), "%s", m->man.name);
+		/* hex here: the arm64 decoder test builds without mhash.c */
+		for (unsigned i = 0; i < MM_HASH_BYTES; i++)
+			snprintf(v.hash + 2 * i, 3, "%02x", m->man.hash[i]);
+		if (m->man.format == MM_SIG_FORMAT2)
+			for (unsigned i = 0; i < MM_VERITY_BYTES; i++)
+				snprintf(v.verity + 2 * i, 3, "%02x",
+					 m->man.verity[i]);
+	}
+	snprintf(v.how_name, sizeof(v.how_name), "%s",
+		 v.how == MMHAL_VERIFY_VERITY ? "fs-verity" :
+		 v.how == MMHAL_VERIFY_COPY ? "copy" : "none");
+	memcpy(out, &v, n);
 	return 0;
 }
 

@@ -9,9 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <linux/fsverity.h>
 
 #include <sodium.h>
 
@@ -23,6 +26,10 @@ _Static_assert(crypto_sign_PUBLICKEYBYTES == MM_KEY_PUB_BYTES, "pk size");
 _Static_assert(crypto_sign_SECRETKEYBYTES == MM_KEY_SEC_BYTES, "sk size");
 _Static_assert(MM_SIG_MANIFEST_BYTES + crypto_sign_BYTES == MM_SIG_BYTES,
 	       "signature file size");
+_Static_assert(MM_SIG2_MANIFEST_BYTES + crypto_sign_BYTES == MM_SIG2_BYTES,
+	       "signature file size, format 2");
+_Static_assert(MM_SIG_MANIFEST_BYTES + MM_VERITY_BYTES ==
+	       MM_SIG2_MANIFEST_BYTES, "format 2 manifest");
 
 #define KEY_PUB_TAG	"mmedge-ed25519-public"
 #define KEY_SEC_TAG	"mmedge-ed25519-secret"
@@ -37,7 +44,35 @@ _Static_assert(MM_SIG_MANIFEST_BYTES + crypto_sign_BYTES == MM_SIG_BYTES,
 #define OFF_HASH	40
 #define OFF_NAMELEN	72
 #define OFF_NAME	73
-#define OFF_SIG		MM_SIG_MANIFEST_BYTES
+#define OFF_NAME_END	MM_SIG_MANIFEST_BYTES	/* format 1: the signature */
+#define OFF_VERITY	MM_SIG_MANIFEST_BYTES	/* format 2 */
+
+const char *mm_sig_how_name(int how)
+{
+	switch (how) {
+	case MM_SIG_HOW_COPY:
+		return "copy";
+	case MM_SIG_HOW_VERITY:
+		return "fs-verity";
+	case MM_SIG_HOW_HASH:
+		return "hash";
+	default:
+		return "none";
+	}
+}
+
+size_t mm_sig_bytes(uint32_t fmt)
+{
+	return fmt == MM_SIG_FORMAT ? MM_SIG_BYTES :
+	       fmt == MM_SIG_FORMAT2 ? MM_SIG2_BYTES : 0;
+}
+
+/* the manifest's length in a signature file of format fmt */
+static size_t man_bytes(uint32_t fmt)
+{
+	return fmt == MM_SIG_FORMAT2 ? MM_SIG2_MANIFEST_BYTES :
+	       MM_SIG_MANIFEST_BYTES;
+}
 
 static void put_u32(uint8_t *p, uint32_t v)
 {
@@ -304,29 +339,37 @@ static int name_ok(const char *s, size_t n)
 }
 
 int mm_sig_encode(const struct mm_manifest *m,
-		  const uint8_t sk[MM_KEY_SEC_BYTES], uint8_t out[MM_SIG_BYTES])
+		  const uint8_t sk[MM_KEY_SEC_BYTES],
+		  uint8_t out[MM_SIG_MAX_BYTES], size_t *n)
 {
-	size_t nl;
+	uint32_t fmt;
+	size_t nl, ml;
 
-	if (!m || !sk || !out)
+	if (!m || !sk || !out || !n)
 		return -EINVAL;
+	fmt = m->format ? m->format : MM_SIG_FORMAT;
+	if (!mm_sig_bytes(fmt))
+		return -EINVAL;
+	ml = man_bytes(fmt);
 	nl = strnlen(m->name, sizeof(m->name));
 	if (nl > MM_SIG_NAME_MAX || !name_ok(m->name, nl))
 		return -EINVAL;
 	if (sodium_init() < 0)
 		return -EIO;
-	memset(out, 0, MM_SIG_BYTES);
+	memset(out, 0, MM_SIG_MAX_BYTES);
 	memcpy(out + OFF_MAGIC, MM_SIG_MAGIC, 8);
-	put_u32(out + OFF_FORMAT, MM_SIG_FORMAT);
-	put_u32(out + OFF_MANLEN, MM_SIG_MANIFEST_BYTES);
+	put_u32(out + OFF_FORMAT, fmt);
+	put_u32(out + OFF_MANLEN, (uint32_t)ml);
 	memcpy(out + OFF_KEYID, m->key_id, MM_KEY_ID_BYTES);
 	put_u64(out + OFF_VERSION, m->version);
 	put_u64(out + OFF_SIZE, m->size);
 	memcpy(out + OFF_HASH, m->hash, MM_HASH_BYTES);
 	out[OFF_NAMELEN] = (uint8_t)nl;
 	memcpy(out + OFF_NAME, m->name, nl);
-	return crypto_sign_detached(out + OFF_SIG, NULL, out,
-				    MM_SIG_MANIFEST_BYTES, sk) ? -EIO : 0;
+	if (fmt == MM_SIG_FORMAT2)
+		memcpy(out + OFF_VERITY, m->verity, MM_VERITY_BYTES);
+	*n = ml + crypto_sign_BYTES;
+	return crypto_sign_detached(out + ml, NULL, out, ml, sk) ? -EIO : 0;
 }
 
 int mm_sig_decode(const uint8_t *buf, size_t n, const char *what,
@@ -335,7 +378,7 @@ int mm_sig_decode(const uint8_t *buf, size_t n, const char *what,
 {
 	struct mm_manifest man;
 	uint32_t fmt, mlen;
-	size_t nl;
+	size_t nl, ml;
 	int ret;
 
 	if (!what)
@@ -343,25 +386,31 @@ int mm_sig_decode(const uint8_t *buf, size_t n, const char *what,
 	if (!buf)
 		return mm_errf(-EINVAL, err, errlen, "%s: invalid argument",
 			       what);
-	if (n != MM_SIG_BYTES)
+	if (n < OFF_MANLEN + 4)
 		return mm_errf(-EINVAL, err, errlen,
-			       "%s: %zu bytes, a signature file is %u",
-			       what, n, MM_SIG_BYTES);
+			       "%s: %zu bytes, a signature file is %u or %u",
+			       what, n, MM_SIG_BYTES, MM_SIG2_BYTES);
 	if (memcmp(buf + OFF_MAGIC, MM_SIG_MAGIC, 8))
 		return mm_errf(-EINVAL, err, errlen,
 			       "%s: bad magic (not an mmedge signature file)",
 			       what);
 	fmt = get_u32(buf + OFF_FORMAT);
-	if (fmt != MM_SIG_FORMAT)
+	if (!mm_sig_bytes(fmt))
 		return mm_errf(-EINVAL, err, errlen,
-			       "%s: format %u not supported (this library reads %u)",
-			       what, fmt, MM_SIG_FORMAT);
+			       "%s: format %u not supported (this library reads %u and %u)",
+			       what, fmt, MM_SIG_FORMAT, MM_SIG_FORMAT2);
+	if (n != mm_sig_bytes(fmt))
+		return mm_errf(-EINVAL, err, errlen,
+			       "%s: %zu bytes, a signature file of format %u is %zu",
+			       what, n, fmt, mm_sig_bytes(fmt));
+	ml = man_bytes(fmt);
 	mlen = get_u32(buf + OFF_MANLEN);
-	if (mlen != MM_SIG_MANIFEST_BYTES)
+	if (mlen != ml)
 		return mm_errf(-EINVAL, err, errlen,
-			       "%s: manifest of %u bytes, format %u has %u",
-			       what, mlen, fmt, MM_SIG_MANIFEST_BYTES);
+			       "%s: manifest of %u bytes, format %u has %zu",
+			       what, mlen, fmt, ml);
 	memset(&man, 0, sizeof(man));
+	man.format = fmt;
 	memcpy(man.key_id, buf + OFF_KEYID, MM_KEY_ID_BYTES);
 	man.version = get_u64(buf + OFF_VERSION);
 	man.size = get_u64(buf + OFF_SIZE);
@@ -374,12 +423,14 @@ int mm_sig_decode(const uint8_t *buf, size_t n, const char *what,
 	if (!name_ok((const char *)buf + OFF_NAME, nl))
 		return mm_errf(-EINVAL, err, errlen,
 			       "%s: the name is not printable ASCII", what);
-	for (size_t i = OFF_NAME + nl; i < OFF_SIG; i++)
+	for (size_t i = OFF_NAME + nl; i < OFF_NAME_END; i++)
 		if (buf[i])
 			return mm_errf(-EINVAL, err, errlen,
 				       "%s: non-zero byte %zu after the name",
 				       what, i);
 	memcpy(man.name, buf + OFF_NAME, nl);
+	if (fmt == MM_SIG_FORMAT2)
+		memcpy(man.verity, buf + OFF_VERITY, MM_VERITY_BYTES);
 	if (pk) {
 		uint8_t id[MM_KEY_ID_BYTES];
 		char a[2 * MM_KEY_ID_BYTES + 1], b[2 * MM_KEY_ID_BYTES + 1];
@@ -395,8 +446,7 @@ int mm_sig_decode(const uint8_t *buf, size_t n, const char *what,
 				       "%s: signed by key %s, not by the trusted key %s",
 				       what, a, b);
 		}
-		if (crypto_sign_verify_detached(buf + OFF_SIG, buf,
-						MM_SIG_MANIFEST_BYTES, pk))
+		if (crypto_sign_verify_detached(buf + ml, buf, ml, pk))
 			return mm_errf(-EKEYREJECTED, err, errlen,
 				       "%s: the Ed25519 signature does not verify (the signature file was altered)",
 				       what);
@@ -415,7 +465,7 @@ int mm_sig_decode(const uint8_t *buf, size_t n, const char *what,
 int mm_sig_read(const char *sig_path, const uint8_t *pk, uint64_t min_version,
 		struct mm_manifest *m, char *err, size_t errlen)
 {
-	uint8_t buf[MM_SIG_BYTES + 1];
+	uint8_t buf[MM_SIG_MAX_BYTES + 1];
 	struct stat st;
 	size_t n = 0;
 	int fd, ret = 0;
@@ -444,7 +494,7 @@ int mm_sig_read(const char *sig_path, const uint8_t *pk, uint64_t min_version,
 		return mm_errf(-EINVAL, err, errlen,
 			       "%s is not a regular file", sig_path);
 	}
-	/* one byte more than a signature: a longer file is refused */
+	/* one byte more than the longest signature: a longer file is refused */
 	ret = mm_read_upto(fd, buf, sizeof(buf), &n);
 	close(fd);
 	if (ret)
@@ -487,34 +537,17 @@ static int write_atomic(const char *path, const void *buf, size_t n,
 	return 0;
 }
 
-int mm_sign_file(const char *path, const uint8_t sk[MM_KEY_SEC_BYTES],
-		 const char *name, uint64_t version, const char *sig_path,
-		 struct mm_manifest *out, char *err, size_t errlen)
+int mm_sign_manifest(const char *path, struct mm_manifest *m,
+		     const uint8_t sk[MM_KEY_SEC_BYTES], const char *sig_path,
+		     char *err, size_t errlen)
 {
-	struct mm_manifest m;
-	uint8_t sig[MM_SIG_BYTES];
+	uint8_t sig[MM_SIG_MAX_BYTES];
 	char sp[4096];
+	size_t n;
 	int ret;
 
-	if (err && errlen)
-		err[0] = 0;
-	if (!path || !sk)
+	if (!path || !m || !sk)
 		return mm_errf(-EINVAL, err, errlen, "sign: invalid argument");
-	memset(&m, 0, sizeof(m));
-	if (!name) {
-		name = strrchr(path, '/');
-		name = name ? name + 1 : path;
-		snprintf(m.name, sizeof(m.name), "%s", name);
-	} else {
-		if (strlen(name) > MM_SIG_NAME_MAX)
-			return mm_errf(-EINVAL, err, errlen,
-				       "sign: name '%s' is over %u bytes", name,
-				       MM_SIG_NAME_MAX);
-		snprintf(m.name, sizeof(m.name), "%s", name);
-	}
-	if (!name_ok(m.name, strlen(m.name)))
-		return mm_errf(-EINVAL, err, errlen,
-			       "sign: name '%s' is not printable ASCII", m.name);
 	if (!sig_path) {
 		if (mm_sig_path(path, sp, sizeof(sp)))
 			return mm_errf(-ENAMETOOLONG, err, errlen,
@@ -524,15 +557,55 @@ int mm_sign_file(const char *path, const uint8_t sk[MM_KEY_SEC_BYTES],
 	ret = sodium_ready(err, errlen);
 	if (ret)
 		return ret;
-	mm_key_id(sk + 32, m.key_id);
-	m.version = version;
-	ret = mm_hash_file(path, m.hash, &m.size, err, errlen);
+	mm_key_id(sk + 32, m->key_id);
+	ret = mm_sig_encode(m, sk, sig, &n);
 	if (ret)
-		return ret;
-	ret = mm_sig_encode(&m, sk, sig);
-	if (ret)
-		return mm_errf(ret, err, errlen, "sign: cannot sign %s", path);
-	ret = write_atomic(sig_path, sig, sizeof(sig), err, errlen);
+		return mm_errf(ret, err, errlen,
+			       "sign: cannot sign %s (format %u, name '%s')",
+			       path, m->format, m->name);
+	return write_atomic(sig_path, sig, n, err, errlen);
+}
+
+int mm_manifest_init(struct mm_manifest *m, const char *path,
+		     const char *name, uint64_t version, uint32_t format,
+		     char *err, size_t errlen)
+{
+	if (!m || !path)
+		return mm_errf(-EINVAL, err, errlen, "sign: invalid argument");
+	memset(m, 0, sizeof(*m));
+	m->format = format;
+	m->version = version;
+	if (!name) {
+		name = strrchr(path, '/');
+		name = name ? name + 1 : path;
+	} else if (strlen(name) > MM_SIG_NAME_MAX) {
+		return mm_errf(-EINVAL, err, errlen,
+			       "sign: name '%s' is over %u bytes", name,
+			       MM_SIG_NAME_MAX);
+	}
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	if (!name_ok(m->name, strlen(m->name)))
+		return mm_errf(-EINVAL, err, errlen,
+			       "sign: name '%s' is not printable ASCII", m->name);
+	return 0;
+}
+
+int mm_sign_file(const char *path, const uint8_t sk[MM_KEY_SEC_BYTES],
+		 const char *name, uint64_t version, const char *sig_path,
+		 struct mm_manifest *out, char *err, size_t errlen)
+{
+	struct mm_manifest m;
+	int ret;
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!sk)
+		return mm_errf(-EINVAL, err, errlen, "sign: invalid argument");
+	ret = mm_manifest_init(&m, path, name, version, MM_SIG_FORMAT, err,
+			       errlen);
+	ret = ret ? ret : mm_hash_file(path, m.hash, &m.size, err, errlen);
+	ret = ret ? ret : mm_sign_manifest(path, &m, sk, sig_path, err,
+					   errlen);
 	if (!ret && out)
 		*out = m;
 	return ret;
@@ -598,14 +671,136 @@ int mm_sig_match(const struct mm_manifest *m, const char *path,
 	return hash_check(m, path, h, err, errlen);
 }
 
+/*
+ * path opened for a verified read, against its checked manifest: O_NONBLOCK
+ * (a FIFO or device node cannot hold the open), a regular file, exactly
+ * the signed size. *fd gets the descriptor.
+ */
+int mm_open_regular(const char *path, int *fd, uint64_t *size, char *err,
+		    size_t errlen)
+{
+	struct stat st;
+	int ret;
+
+	*fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (*fd < 0) {
+		ret = -errno;
+		return mm_errf(ret, err, errlen, "cannot open %s: %s", path,
+			       strerror(-ret));
+	}
+	if (fstat(*fd, &st)) {
+		ret = -errno;
+		mm_errf(ret, err, errlen, "cannot stat %s: %s", path,
+			strerror(-ret));
+	} else if (!S_ISREG(st.st_mode)) {
+		ret = mm_errf(-EINVAL, err, errlen,
+			      "%s is not a regular file (mode %06o)", path,
+			      (unsigned int)st.st_mode);
+	} else {
+		*size = (uint64_t)st.st_size;
+		return 0;
+	}
+	close(*fd);
+	*fd = -1;
+	return ret;
+}
+
+static int open_signed(const char *path, const struct mm_manifest *man,
+		       int *fd, char *err, size_t errlen)
+{
+	uint64_t size;
+	int ret;
+
+	if (man->size == 0 || man->size > SIZE_MAX / 2)
+		return mm_errf(-EFBIG, err, errlen,
+			       "%s: the signature is of %llu bytes, which cannot be loaded",
+			       path, (unsigned long long)man->size);
+	ret = mm_open_regular(path, fd, &size, err, errlen);
+	if (ret)
+		return ret;
+	ret = size_check(man, path, size, err, errlen);
+	if (ret) {
+		close(*fd);
+		*fd = -1;
+	}
+	return ret;
+}
+
+/*
+ * The fs-verity check of the file open on fd against man: 1 when the
+ * signature has an fs-verity digest (format 2) and the file has fs-verity
+ * on with that digest (the kernel then checks every page read); 0 when
+ * either has none (the file system or kernel without fs-verity, or a
+ * file it is not enabled on): the caller reads and hashes the file;
+ * -EBADMSG when the file's digest is another one.
+ */
+static int verity_check(int fd, const char *path,
+			const struct mm_manifest *man, char *err,
+			size_t errlen)
+{
+	union {
+		struct fsverity_digest d;
+		uint8_t b[sizeof(struct fsverity_digest) + 64];
+	} u;
+	char a[2 * 64 + 1], b[2 * MM_VERITY_BYTES + 1];
+
+	if (man->format != MM_SIG_FORMAT2)
+		return 0;
+	memset(&u, 0, sizeof(u));
+	u.d.digest_size = 64;
+	if (ioctl(fd, FS_IOC_MEASURE_VERITY, &u.d)) {
+		/* ENODATA: not a verity file; ENOTTY, EOPNOTSUPP: the file
+		 * system has no fs-verity. The hash path proves the file. */
+		return 0;
+	}
+	if (u.d.digest_size > 64)
+		u.d.digest_size = 64;
+	hex_of(u.d.digest, u.d.digest_size, a);
+	hex_of(man->verity, MM_VERITY_BYTES, b);
+	if (u.d.digest_algorithm != FS_VERITY_HASH_ALG_SHA256 ||
+	    u.d.digest_size != MM_VERITY_BYTES)
+		return mm_errf(-EBADMSG, err, errlen,
+			       "%s: fs-verity is on with hash algorithm %u (%u-byte digest), the signature names a SHA-256 digest (enable it with the defaults: fsverity enable FILE)",
+			       path, u.d.digest_algorithm, u.d.digest_size);
+	if (sodium_memcmp(u.d.digest, man->verity, MM_VERITY_BYTES))
+		return mm_errf(-EBADMSG, err, errlen,
+			       "%s: fs-verity digest sha256:%.16s... is not the signed sha256:%.16s... (the file was altered before fs-verity was enabled, or the signature is of another file)",
+			       path, a, b);
+	return 1;
+}
+
+/*
+ * After the signed size was read from fd: the file must end there (one
+ * byte more is a file that grew while it was read).
+ */
+static int end_check(int fd, const char *path, uint64_t size, char *err,
+		     size_t errlen)
+{
+	uint8_t extra;
+	size_t n = 0;
+	int ret = mm_read_upto(fd, &extra, 1, &n);
+
+	if (ret)
+		return mm_errf(ret, err, errlen, "cannot read %s: %s", path,
+			       strerror(-ret));
+	if (n)
+		return mm_errf(-EBADMSG, err, errlen,
+			       "%s: grew past the signed %llu bytes while it was read",
+			       path, (unsigned long long)size);
+	return 0;
+}
+
 int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 		   uint64_t min_version, struct mm_manifest *m, char *err,
 		   size_t errlen)
 {
 	struct mm_manifest man;
 	uint8_t h[MM_HASH_BYTES];
-	uint64_t size;
-	int ret;
+	struct mm_hash hs;
+	uint64_t left;
+	size_t n;
+	void *buf;
+	int fd, ret;
 
 	if (err && errlen)
 		err[0] = 0;
@@ -614,33 +809,68 @@ int mm_verify_file(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 	ret = sig_of(path, pk, min_version, &man, err, errlen);
 	if (ret)
 		return ret;
-	ret = mm_hash_file(path, h, &size, err, errlen);
+	ret = open_signed(path, &man, &fd, err, errlen);
 	if (ret)
 		return ret;
-	ret = size_check(&man, path, size, err, errlen);
+	ret = verity_check(fd, path, &man, err, errlen);
+	if (ret) {
+		close(fd);
+		if (ret < 0)
+			return ret;
+		man.how = MM_SIG_HOW_VERITY;
+		goto done;
+	}
+	/* one pass, at most the signed size and one byte to see the end */
+	buf = malloc(1 << 20);
+	ret = buf ? mm_hash_init(&hs) : -ENOMEM;
+	if (ret)
+		mm_errf(ret, err, errlen, "%s: cannot hash: %s", path,
+			strerror(-ret));
+	for (left = man.size; !ret && left; left -= n) {
+		ret = mm_read_upto(fd, buf, left < (1u << 20) ? left : 1u << 20,
+				   &n);
+		if (!ret && !n)
+			ret = mm_errf(-EBADMSG, err, errlen,
+				      "%s: shrank while it was read (signed: %llu bytes)",
+				      path, (unsigned long long)man.size);
+		else if (!ret)
+			mm_hash_update(&hs, buf, n);
+		else
+			mm_errf(ret, err, errlen, "cannot read %s: %s", path,
+				strerror(-ret));
+		if (ret)
+			break;
+	}
 	if (!ret)
-		ret = hash_check(&man, path, h, err, errlen);
+		ret = end_check(fd, path, man.size, err, errlen);
+	free(buf);
+	close(fd);
 	if (ret)
 		return ret;
+	mm_hash_final(&hs, h);
+	ret = hash_check(&man, path, h, err, errlen);
+	if (ret)
+		return ret;
+	man.how = MM_SIG_HOW_HASH;
+done:
 	if (m)
 		*m = man;
 	return 0;
 }
 
-int mm_sig_load_copy(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
-		     uint64_t min_version, struct mm_manifest *m, void **buf,
-		     size_t *size, char *err, size_t errlen)
+int mm_sig_load(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
+		uint64_t min_version, unsigned int flags,
+		struct mm_manifest *m, void **buf, size_t *size, char *err,
+		size_t errlen)
 {
 	struct mm_manifest man;
-	struct stat st;
 	size_t n = 0;
-	uint8_t extra;
 	void *p;
 	int fd, ret;
 
 	if (err && errlen)
 		err[0] = 0;
-	if (!path || !pk || !buf || !size)
+	if (!path || !pk || !buf || !size || (flags & ~MM_SIG_LOAD_COPY))
 		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
 	*buf = NULL;
 	*size = 0;
@@ -648,32 +878,27 @@ int mm_sig_load_copy(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 	ret = sig_of(path, pk, min_version, &man, err, errlen);
 	if (ret)
 		return ret;
-	if (man.size == 0 || man.size > SIZE_MAX / 2)
-		return mm_errf(-EFBIG, err, errlen,
-			       "%s: the signature is of %llu bytes, which cannot be loaded",
-			       path, (unsigned long long)man.size);
-	/* O_NONBLOCK: a FIFO or device node cannot hold the open */
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		return mm_errf(ret, err, errlen, "cannot open %s: %s", path,
-			       strerror(-ret));
-	}
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		mm_errf(ret, err, errlen, "cannot stat %s: %s", path,
-			strerror(-ret));
-		goto out_fd;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = mm_errf(-EINVAL, err, errlen,
-			      "%s is not a regular file (mode %06o)", path,
-			      (unsigned int)st.st_mode);
-		goto out_fd;
-	}
-	ret = size_check(&man, path, (uint64_t)st.st_size, err, errlen);
+	ret = open_signed(path, &man, &fd, err, errlen);
 	if (ret)
+		return ret;
+	ret = flags & MM_SIG_LOAD_COPY ? 0 :
+		verity_check(fd, path, &man, err, errlen);
+	if (ret < 0)
 		goto out_fd;
+	if (ret > 0) {
+		/* pages are checked by the kernel as they are read in; a
+		 * private mapping so that repacking copies what it writes */
+		p = mmap(NULL, (size_t)man.size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (p == MAP_FAILED) {
+			ret = -errno;
+			mm_errf(ret, err, errlen, "%s: cannot map %llu bytes: %s",
+				path, (unsigned long long)man.size,
+				strerror(-ret));
+			goto out_fd;
+		}
+		man.how = MM_SIG_HOW_VERITY;
+		goto done;
+	}
 	p = mmap(NULL, (size_t)man.size, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
@@ -695,14 +920,7 @@ int mm_sig_load_copy(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 			      path, n, (unsigned long long)man.size);
 		goto out_map;
 	}
-	ret = mm_read_upto(fd, &extra, 1, &n);
-	if (!ret && n)
-		ret = mm_errf(-EBADMSG, err, errlen,
-			      "%s: grew past the signed %llu bytes while it was read",
-			      path, (unsigned long long)man.size);
-	else if (ret)
-		mm_errf(ret, err, errlen, "cannot read %s: %s", path,
-			strerror(-ret));
+	ret = end_check(fd, path, man.size, err, errlen);
 	if (ret)
 		goto out_map;
 	ret = mm_sig_match(&man, path, p, (size_t)man.size, err, errlen);
@@ -714,6 +932,8 @@ int mm_sig_load_copy(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 			path, strerror(-ret));
 		goto out_map;
 	}
+	man.how = MM_SIG_HOW_COPY;
+done:
 	close(fd);
 	*buf = p;
 	*size = (size_t)man.size;
@@ -725,6 +945,14 @@ out_map:
 out_fd:
 	close(fd);
 	return ret;
+}
+
+int mm_sig_load_copy(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
+		     uint64_t min_version, struct mm_manifest *m, void **buf,
+		     size_t *size, char *err, size_t errlen)
+{
+	return mm_sig_load(path, pk, min_version, MM_SIG_LOAD_COPY, m, buf,
+			   size, err, errlen);
 }
 
 int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
@@ -739,8 +967,8 @@ int mm_gguf_open_verified(const char *path, const uint8_t pk[MM_KEY_PUB_BYTES],
 	if (!out)
 		return mm_errf(-EINVAL, err, errlen, "verify: invalid argument");
 	*out = NULL;
-	ret = mm_sig_load_copy(path, pk, min_version, &man, &p, &size, err,
-			       errlen);
+	ret = mm_sig_load(path, pk, min_version, 0, &man, &p, &size, err,
+			  errlen);
 	if (ret)
 		return ret;
 	/* the handle owns the copy (munmap at close, or now on failure) */

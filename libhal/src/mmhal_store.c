@@ -808,6 +808,91 @@ MMHAL_API void mmhal_store_close(struct mmhal_store *s)
 	free(s);
 }
 
+/*
+ * The manifest of slot i's file as verified (by a load or by status)
+ * against what the state recorded for the slot: its signed version, size
+ * and hash. -EBADMSG for a validly signed file the store did not install
+ * there (a replay, or a state naming another file).
+ */
+static int slot_record_check(const struct mmhal_store *s, int i,
+			     const struct mm_manifest *man, char *err,
+			     size_t errlen)
+{
+	const struct st_slot *sl = &s->st.slot[i];
+	char a[MM_HASH_HEX], b[MM_HASH_HEX];
+
+	if (man->version == sl->version && man->size == sl->size &&
+	    !memcmp(man->hash, sl->hash, sizeof(man->hash)))
+		return 0;
+	mm_hash_hex(man->hash, a);
+	mm_hash_hex(sl->hash, b);
+	return errf(-EBADMSG, err, errlen,
+		    "slot %c holds version %" PRIu64 " (%.16s...), the state recorded version %" PRIu64 " (%.16s...): not the installed file",
+		    slot_ch(i), man->version, a, sl->version, b);
+}
+
+/* the minimum version a load of slot i asks for */
+static uint64_t slot_min_version(const struct mmhal_store *s, int i)
+{
+	const struct st_slot *sl = &s->st.slot[i];
+
+	return sl->version > s->st.min_version ? sl->version :
+		s->st.min_version;
+}
+
+/* slot i's directory, model and signature: the store's owner and modes */
+static int slot_paths(const struct mmhal_store *s, int i, char *path,
+		      size_t len, char *err, size_t errlen)
+{
+	char sig[4200];
+	int ret;
+
+	spath(s, path, len, "%c", slot_ch(i));
+	ret = strict_path(path, 1, err, errlen);
+	if (!ret)
+		spath(s, path, len, "%c/%s", slot_ch(i), MODEL_FILE);
+	if (!ret)
+		ret = strict_path(path, 0, err, errlen);
+	if (!ret) {
+		snprintf(sig, sizeof(sig), "%s.sig", path);
+		ret = strict_path(sig, 0, err, errlen);
+	}
+	if (ret == -ENOENT)
+		return errf(ret, err, errlen, "slot %c: %s is missing",
+			    slot_ch(i), path);
+	return ret;
+}
+
+/* status: slot i verified as a load verifies it (without loading it) */
+static void status_verify(const struct mmhal_store *s, int i,
+			  struct mmhal_store_status *o)
+{
+	struct mm_manifest man;
+	char path[4096];
+	int ret;
+
+	o->verified_slot = slot_ch(i);
+	ret = slot_paths(s, i, path, sizeof(path), o->verify_error,
+			 sizeof(o->verify_error));
+	if (!ret)
+		ret = mm_verify_file(path, s->key, slot_min_version(s, i),
+				     &man, o->verify_error,
+				     sizeof(o->verify_error));
+	if (!ret)
+		ret = slot_record_check(s, i, &man, o->verify_error,
+					sizeof(o->verify_error));
+	o->active_verify = ret;
+	if (ret)
+		return;
+	o->verified.valid = 1;
+	snprintf(o->verified.name, sizeof(o->verified.name), "%s", man.name);
+	o->verified.version = man.version;
+	o->verified.size = man.size;
+	mm_hash_hex(man.hash, o->verified.hash);
+	snprintf(o->verified_how, sizeof(o->verified_how), "%s",
+		 man.how == MM_SIG_HOW_VERITY ? "fs-verity" : "hash");
+}
+
 MMHAL_API int mmhal_store_status(const struct mmhal_store *cs,
 				 struct mmhal_store_status *out)
 {
@@ -816,7 +901,8 @@ MMHAL_API int mmhal_store_status(const struct mmhal_store *cs,
 	const struct st_state *st;
 	int ret;
 
-	if (!s || !out || out->size < sizeof(o))
+	if (!s || !out || (out->size != sizeof(o) &&
+			   out->size != MMHAL_STORE_STATUS_SIZE_VER0))
 		return -EINVAL;
 	ret = lock(s, 0, NULL, 0);
 	if (ret)
@@ -865,7 +951,11 @@ MMHAL_API int mmhal_store_status(const struct mmhal_store *cs,
 		o.sensor[i].version = st->sensor[i].cur;
 		o.sensor[i].previous = st->sensor[i].prev;
 	}
-	memcpy(out, &o, sizeof(o));
+	if (out->size == sizeof(o) && st->active >= 0)
+		status_verify(s, st->active, &o);
+	else
+		o.size = out->size;
+	memcpy(out, &o, o.size);
 	return 0;
 }
 
@@ -951,7 +1041,7 @@ MMHAL_API int mmhal_store_install(struct mmhal_store *s, const char *path,
 	/* no more than the signed size, from regular files only */
 	ret = copy_file(path, dst, src.size, err, errlen);
 	if (!ret)
-		ret = copy_file(sp, dsig, MM_SIG_BYTES, err, errlen);
+		ret = copy_file(sp, dsig, mm_sig_bytes(src.format), err, errlen);
 	if (!ret) {
 		ret = fsync_dir(sdir);
 		if (ret)
@@ -1133,44 +1223,22 @@ static int load_slot(struct mmhal_store *s, int i,
 {
 	struct mmhal_model_params p = params ? *params :
 		mmhal_model_default_params();
-	const struct st_slot *sl = &s->st.slot[i];
 	struct mm_manifest man;
-	char path[4096], a[MM_HASH_HEX], b[MM_HASH_HEX];
+	char path[4096];
 	int ret;
 
-	spath(s, path, sizeof(path), "%c", slot_ch(i));
-	ret = strict_path(path, 1, err, errlen);
-	if (!ret)
-		spath(s, path, sizeof(path), "%c/%s", slot_ch(i), MODEL_FILE);
-	if (!ret)
-		ret = strict_path(path, 0, err, errlen);
-	if (!ret) {
-		char sig[4200];
-
-		snprintf(sig, sizeof(sig), "%s.sig", path);
-		ret = strict_path(sig, 0, err, errlen);
-	}
-	if (ret == -ENOENT)
-		return errf(ret, err, errlen, "slot %c: %s is missing",
-			    slot_ch(i), path);
+	ret = slot_paths(s, i, path, sizeof(path), err, errlen);
 	if (ret)
 		return ret;
 	p.trusted_key = s->key;
 	/* below the slot's own version is refused before the file is read */
-	p.min_version = sl->version > s->st.min_version ? sl->version :
-		s->st.min_version;
+	p.min_version = slot_min_version(s, i);
 	ret = mmhal_model_load(path, &p, out, err, errlen);
 	if (ret)
 		return ret;
 	ret = mm_model_manifest(*out, &man);
-	if (!ret && (man.version != sl->version || man.size != sl->size ||
-		     memcmp(man.hash, sl->hash, sizeof(man.hash)))) {
-		mm_hash_hex(man.hash, a);
-		mm_hash_hex(sl->hash, b);
-		ret = errf(-EBADMSG, err, errlen,
-			   "slot %c holds version %" PRIu64 " (%.16s...), the state recorded version %" PRIu64 " (%.16s...): not the installed file",
-			   slot_ch(i), man.version, a, sl->version, b);
-	}
+	if (!ret)
+		ret = slot_record_check(s, i, &man, err, errlen);
 	if (ret) {
 		mmhal_model_free(*out);
 		*out = NULL;

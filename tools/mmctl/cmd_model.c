@@ -4,9 +4,10 @@
  * store and the sensor calibration parameters of libmmhal's mmhal_store.h
  * (Documentation/model-store.rst).
  *
- * Every verb takes --store DIR (default MMCTL_MODEL_STORE) and --key FILE,
- * the trusted public key (default MMCTL_MODEL_KEY); neither touches the
- * device.
+ * Every verb takes --store DIR (default MMCTL_MODEL_STORE), --key FILE,
+ * the trusted public key (default MMCTL_MODEL_KEY), and --lock-timeout MS,
+ * how long to wait for a store another process holds (default the
+ * library's, 10 s); none touches the device.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,6 +24,7 @@ struct model_args {
 	const char *pos[3];
 	int n_pos;
 	uint64_t version;
+	int lock_ms;		/* 0: the library's default */
 };
 
 /*
@@ -47,6 +49,7 @@ static int model_parse(const struct mmctl_cmd *cmd, int argc, char **argv,
 		const char *s = argv[i];
 
 		if ((!strcmp(s, "--store") || !strcmp(s, "--key") ||
+		     !strcmp(s, "--lock-timeout") ||
 		     (allow_version && !strcmp(s, "--version"))) &&
 		    i + 1 >= argc)
 			return mmctl_usage_err(cmd, "%s %s: %s needs a value",
@@ -55,6 +58,18 @@ static int model_parse(const struct mmctl_cmd *cmd, int argc, char **argv,
 			a->store = argv[++i];
 		} else if (!strcmp(s, "--key")) {
 			a->key = argv[++i];
+		} else if (!strcmp(s, "--lock-timeout")) {
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(argv[++i], &end, 10);
+			if (errno || *end || v < 1 || v > 3600000 ||
+			    argv[i][0] < '0' || argv[i][0] > '9')
+				return mmctl_usage_err(cmd, "%s %s: --lock-timeout '%s' is not a number of milliseconds from 1 to 3600000",
+						       cmd->object, cmd->verb,
+						       argv[i]);
+			a->lock_ms = (int)v;
 		} else if (allow_version && !strcmp(s, "--version")) {
 			char *end;
 
@@ -92,7 +107,14 @@ static int model_open(const struct model_args *a, struct mmhal_store **s)
 	}
 	p.trusted_key = key;
 	p.create = 1;
+	if (a->lock_ms)
+		p.lock_timeout_ms = a->lock_ms;
 	ret = mmhal_store_open(a->store, &p, s, err, sizeof(err));
+	if (ret == -ETIMEDOUT) {
+		mmctl_err("%s; try again, or wait longer with --lock-timeout MS",
+			  err);
+		return MMCTL_EXIT_RUNTIME;
+	}
 	if (ret) {
 		mmctl_err("%s", err);
 		return ret == -EACCES || ret == -EPERM ? MMCTL_EXIT_PERM :
@@ -143,6 +165,56 @@ static void slot_json(struct json_writer *jw, const struct mmhal_store_slot *sl,
 	json_end_object(jw);
 }
 
+/*
+ * What a load of the active slot loads, verified now (not the state's
+ * record, which another party may have rewritten): slot, signed name,
+ * version, size, hash, and how a load checks it.
+ */
+static void verified_text(const struct mmhal_store_status *st)
+{
+	const struct mmhal_store_slot *v = &st->verified;
+
+	if (!st->verified_slot)
+		return;
+	if (st->active_verify) {
+		printf("verified: slot %c does not verify (%s): %s; a load refuses it\n",
+		       st->verified_slot, strerror(-st->active_verify),
+		       st->verify_error);
+		return;
+	}
+	printf("verified: slot %c: %s version %" PRIu64 ", %" PRIu64
+	       " bytes, blake2b-256 %.16s..., by %s (%s)\n", st->verified_slot,
+	       v->name, v->version, v->size, v->hash, st->verified_how,
+	       !strcmp(st->verified_how, "fs-verity") ?
+	       "a load maps the file; the kernel checks every page" :
+	       "a load reads it into a private copy and hashes it");
+}
+
+static void verified_json(struct json_writer *jw,
+			  const struct mmhal_store_status *st)
+{
+	char one[2] = { st->verified_slot, 0 };
+
+	json_key(jw, "verified");
+	if (!st->verified_slot) {
+		json_null(jw);
+		return;
+	}
+	json_begin_object(jw);
+	json_kv_string(jw, "slot", one);
+	json_kv_bool(jw, "ok", !st->active_verify);
+	if (st->active_verify) {
+		json_kv_string(jw, "error", st->verify_error);
+	} else {
+		json_kv_string(jw, "how", st->verified_how);
+		json_kv_string(jw, "name", st->verified.name);
+		json_kv_u64(jw, "version", st->verified.version);
+		json_kv_u64(jw, "size", st->verified.size);
+		json_kv_string(jw, "blake2b_256", st->verified.hash);
+	}
+	json_end_object(jw);
+}
+
 static int model_print(struct mmctl_ctx *ctx, struct mmhal_store *s)
 {
 	struct mmhal_store_status st = { .size = sizeof(st) };
@@ -164,6 +236,7 @@ static int model_print(struct mmctl_ctx *ctx, struct mmhal_store *s)
 			       st.successes, st.n_commit);
 		slot_text(&st, 0);
 		slot_text(&st, 1);
+		verified_text(&st);
 		for (int i = 0; i < st.n_sensors; i++) {
 			printf("sensor %s: version %" PRIu64, st.sensor[i].type,
 			       st.sensor[i].version);
@@ -201,6 +274,7 @@ static int model_print(struct mmctl_ctx *ctx, struct mmhal_store *s)
 	slot_json(&ctx->jw, &st.slot[0], 'a');
 	slot_json(&ctx->jw, &st.slot[1], 'b');
 	json_end_object(&ctx->jw);
+	verified_json(&ctx->jw, &st);
 	json_key(&ctx->jw, "sensors");
 	json_begin_object(&ctx->jw);
 	for (int i = 0; i < st.n_sensors; i++) {

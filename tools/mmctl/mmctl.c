@@ -148,12 +148,14 @@ static const struct mmctl_cmd mmctl_cmds[] = {
 			"does. Errors name the line.\n"
 			"-n   check the file against the device only; change nothing.\n",
 	},
-#define MODEL_OPTS "[--store DIR] [--key KEY.pub]"
+#define MODEL_OPTS "[--store DIR] [--key KEY.pub] [--lock-timeout MS]"
 #define MODEL_OPTS_HELP \
 	"--store DIR    the model store (default " MMCTL_MODEL_STORE ",\n" \
 	"               or $MMCTL_MODEL_STORE); created if missing\n" \
 	"--key KEY.pub  the trusted public key (default\n" \
 	"               " MMCTL_MODEL_KEY ", or $MMCTL_MODEL_KEY)\n" \
+	"--lock-timeout MS  how long to wait for the store while another\n" \
+	"               process holds it (default 10000); then exit 1\n" \
 	"See Documentation/model-store.rst.\n"
 	{
 		.object = "model",
@@ -165,7 +167,10 @@ static const struct mmctl_cmd mmctl_cmds[] = {
 			"The active slot (a or b), the previous one during a trial and\n"
 			"its successful requests, an installed one not yet switched\n"
 			"to, each slot's signed name, version and hash, the minimum\n"
-			"version, and the sensor parameters' versions.\n"
+			"version, and the sensor parameters' versions. Then the\n"
+			"active slot verified now as a load verifies it (signature,\n"
+			"content, the state's record): 'verified: slot b: NAME\n"
+			"version N ... by fs-verity|hash', or why a load refuses it.\n"
 			MODEL_OPTS_HELP,
 	},
 	{

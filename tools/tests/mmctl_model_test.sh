@@ -161,6 +161,64 @@ result "model rollback after a commit refused"
 run "$MMCTL" model status --key "$tmp/other.pub" --store "$tmp/store"
 expect_rc 0
 result "model status --key --store"
+run "$MMCTL" model status
+expect_rc 0
+expect_out "^verified: slot b: .* version 2, .* by hash"
+result "model status: the active slot verified now, and how"
+run "$MMCTL" -j model status
+python3 -m json.tool "$tmp/out" >/dev/null 2>&1 || { echo "#   not JSON"; bad=1; }
+expect_out '"verified": *{"slot": *"b", *"ok": *true, *"how": *"hash"'
+result "model status -j: the verified record"
+
+# a link to /dev/zero with a valid signature beside it: refused at once,
+# nothing copied, no .tmp left in the store
+ln -s /dev/zero "$tmp/zero.gguf"
+cp "$tmp/m3.gguf.sig" "$tmp/zero.gguf.sig"
+t0=$(date +%s)
+run "$MMCTL" model install "$tmp/zero.gguf"
+expect_rc 1
+expect_err "not a regular file"
+[ $(( $(date +%s) - t0 )) -le 10 ] || { echo "#   took $(( $(date +%s) - t0 )) s"; bad=1; }
+left=$(find "$tmp/store" -name '*.tmp*')
+[ -z "$left" ] || { echo "#   left behind: $left"; bad=1; }
+result "model install of a link to /dev/zero with a signature: refused, no .tmp"
+
+# the store held by another process: a bounded wait, then a clear error
+if command -v flock >/dev/null 2>&1; then
+	# -o: the lock is flock(1)'s own, released when it is killed (its
+	# sleep, detached from our output, just runs out)
+	flock -o "$tmp/store/lock" sleep 20 >/dev/null 2>&1 </dev/null &
+	holder=$!
+	sleep 0.5
+	for verb in status install; do
+		t0=$(date +%s)
+		if [ "$verb" = install ]; then
+			run "$MMCTL" model install --lock-timeout 1000 "$tmp/m3.gguf"
+		else
+			run "$MMCTL" model status --lock-timeout 1000
+		fi
+		dt=$(( $(date +%s) - t0 ))
+		expect_rc 1
+		expect_err "lock is held by another process; gave up after 1000 ms"
+		expect_err "wait longer with --lock-timeout"
+		[ "$dt" -le 10 ] || { echo "#   took $dt s"; bad=1; }
+		result "model $verb while another process holds the lock: fails after the timeout (${dt} s)"
+	done
+	kill "$holder" 2>/dev/null
+	wait "$holder" 2>/dev/null
+	run "$MMCTL" model status
+	expect_rc 0
+	result "model status once the lock is free"
+	run "$MMCTL" model status --lock-timeout 0
+	expect_rc 2
+	expect_err "is not a number of milliseconds"
+	result "model status --lock-timeout 0: usage error"
+else
+	for _ in 1 2 3 4; do
+		n=$((n + 1))
+		echo "ok $n - lock tests # SKIP flock(1) not installed"
+	done
+fi
 
 # sensor calibration parameters
 printf 'fx 500 fy 500\n' > "$tmp/cam1"

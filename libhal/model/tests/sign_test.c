@@ -28,6 +28,7 @@
 #include "mmhal_model.h"
 #include "quant.h"
 #include "sign.h"
+#include "sign_verity.h"
 #include "../../tests/tap.h"
 #include "tfile.h"
 #include "tokenizer.h"
@@ -220,16 +221,20 @@ static void test_keys(void)
 static void test_format(void)
 {
 	struct mm_manifest m = { .version = 7, .size = 1234 }, out;
-	uint8_t sig[MM_SIG_BYTES], bad[MM_SIG_BYTES + 1];
+	uint8_t sig[MM_SIG_BYTES], bad[MM_SIG_MAX_BYTES + 1];
+	uint8_t buf[MM_SIG_MAX_BYTES];
 	char err[256];
+	size_t n = 0;
 	int ret;
 
 	memset(m.hash, 0x5a, sizeof(m.hash));
 	mm_key_id(pk_a, m.key_id);
 	strcpy(m.name, "smollm2");
-	ret = mm_sig_encode(&m, sk_a, sig);
-	ret = ret ? ret : mm_sig_decode(sig, sizeof(sig), "t", pk_a, 7, &out,
-					err, sizeof(err));
+	ret = mm_sig_encode(&m, sk_a, buf, &n);
+	memcpy(sig, buf, sizeof(sig));
+	ret = ret ? ret : n != MM_SIG_BYTES ? -EINVAL :
+		mm_sig_decode(sig, sizeof(sig), "t", pk_a, 7, &out, err,
+			      sizeof(err));
 	tap_ok(!ret && out.version == 7 && out.size == 1234 &&
 	       !strcmp(out.name, "smollm2") &&
 	       !memcmp(out.hash, m.hash, sizeof(m.hash)),
@@ -243,14 +248,22 @@ static void test_format(void)
 	tap_ok(ret == -EINVAL && strstr(err, "199 bytes"), "short: \"%s\"", err);
 	memcpy(bad, sig, sizeof(sig));
 	bad[MM_SIG_BYTES] = 0;
-	ret = mm_sig_decode(bad, sizeof(bad), "t", NULL, 0, &out, err,
+	ret = mm_sig_decode(bad, MM_SIG_BYTES + 1, "t", NULL, 0, &out, err,
 			    sizeof(err));
 	tap_ok(ret == -EINVAL && strstr(err, "201 bytes"), "long: \"%s\"", err);
+	memcpy(bad, sig, sizeof(sig));
+	bad[8] = 3;
+	ret = mm_sig_decode(bad, sizeof(sig), "t", NULL, 0, &out, err,
+			    sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "format 3 not supported"),
+	       "format: \"%s\"", err);
+	/* a format 1 file claiming format 2 has format 2's size wrong */
 	memcpy(bad, sig, sizeof(sig));
 	bad[8] = 2;
 	ret = mm_sig_decode(bad, sizeof(sig), "t", NULL, 0, &out, err,
 			    sizeof(err));
-	tap_ok(ret == -EINVAL && strstr(err, "format 2"), "format: \"%s\"", err);
+	tap_ok(ret == -EINVAL && strstr(err, "format 2 is 232"),
+	       "format 2 with 200 bytes: \"%s\"", err);
 	memcpy(bad, sig, sizeof(sig));
 	bad[12] = 135;
 	ret = mm_sig_decode(bad, sizeof(sig), "t", NULL, 0, &out, err,
@@ -297,6 +310,40 @@ static void test_format(void)
 		       "a flipped bit in the key id, version, size, hash or signature: rejected (%d of %d)",
 		       rejected, MM_SIG_BYTES - 16 - 64);
 	}
+	/* format 2: the fs-verity digest at 136, signed with the rest */
+	m.format = MM_SIG_FORMAT2;
+	for (unsigned i = 0; i < MM_VERITY_BYTES; i++)
+		m.verity[i] = (uint8_t)(i * 7 + 1);
+	ret = mm_sig_encode(&m, sk_a, buf, &n);
+	ret = ret ? ret : n != MM_SIG2_BYTES ? -EINVAL :
+		mm_sig_decode(buf, n, "t", pk_a, 7, &out, err, sizeof(err));
+	tap_ok(!ret && out.format == MM_SIG_FORMAT2 &&
+	       !memcmp(out.verity, m.verity, MM_VERITY_BYTES) &&
+	       buf[8] == 2 && buf[12] == 168 && buf[136] == 1 &&
+	       buf[167] == (uint8_t)(31 * 7 + 1) && !strcmp(out.name, "smollm2"),
+	       "format 2 (232 bytes, verity digest at 136) round trip: %s",
+	       err);
+	{
+		int rejected = 0;
+
+		for (unsigned i = 16; i < MM_SIG2_BYTES; i++) {
+			if (i >= 72 && i < 136)
+				continue;
+			memcpy(bad, buf, MM_SIG2_BYTES);
+			bad[i] ^= 0x10;
+			if (mm_sig_decode(bad, MM_SIG2_BYTES, "t", pk_a, 0,
+					  &out, err, sizeof(err)) ==
+			    -EKEYREJECTED)
+				rejected++;
+		}
+		tap_ok(rejected == MM_SIG2_BYTES - 16 - 64,
+		       "format 2: a flipped bit in any signed field, the verity digest included, or the signature: rejected (%d of %d)",
+		       rejected, MM_SIG2_BYTES - 16 - 64);
+	}
+	ret = mm_sig_decode(buf, MM_SIG_BYTES, "t", NULL, 0, &out, err,
+			    sizeof(err));
+	tap_ok(ret == -EINVAL && strstr(err, "format 2 is 232"),
+	       "format 2 cut to 200 bytes: \"%s\"", err);
 }
 
 /* ---- loading ------------------------------------------------------------ */
@@ -1090,6 +1137,125 @@ static void test_vocab_shape(void)
 	}
 }
 
+/* ---- the fs-verity path ------------------------------------------------- */
+
+/* a model loaded with the key: its mmhal_model_verification() */
+static int load_verify(const char *path, struct mmhal_model_verify *v,
+		       char *err, size_t errlen)
+{
+	struct mmhal_model_params p = mmhal_model_default_params();
+	struct mmhal_model *m = NULL;
+	int ret;
+
+	p.n_ctx = 64;
+	p.n_threads = 1;
+	p.trusted_key = pk_a;
+	memset(v, 0, sizeof(*v));
+	v->size = sizeof(*v);
+	ret = mmhal_model_load(path, &p, &m, err, errlen);
+	if (!ret)
+		ret = mmhal_model_verification(m, v);
+	mmhal_model_free(m);
+	return ret;
+}
+
+static void test_verity(void)
+{
+	struct mm_gen_params gp = { .shape = "micro", .tokenizer = "smolvlm",
+				    .type = MM_TYPE_F32, .seed = 5 };
+	struct mmhal_model_verify v;
+	struct mm_manifest man, m1;
+	char path[400], hex[2 * MM_VERITY_BYTES + 1], cmd[1024], line[256];
+	char err[512];
+	const char *p;
+	FILE *f;
+	int ret, fd;
+
+	snprintf(path, sizeof(path), "%s", tpath("verity.gguf"));
+	ret = mm_gen_model(&gp, path, err, sizeof(err));
+	if (!ret)
+		ret = mm_sign_file_verity(path, sk_a, "vmicro", 4, NULL, &man,
+					  err, sizeof(err));
+	if (!tap_ok(!ret && man.format == MM_SIG_FORMAT2 &&
+		    file_size(tpath("verity.gguf.sig")) == MM_SIG2_BYTES,
+		    "sign with the fs-verity digest (format 2, 232 bytes): %s",
+		    err))
+		return;
+	for (unsigned i = 0; i < MM_VERITY_BYTES; i++)
+		snprintf(hex + 2 * i, 3, "%02x", man.verity[i]);
+	/* the digest is fsverity-utils' (the defaults of fsverity enable) */
+	snprintf(cmd, sizeof(cmd), "fsverity digest '%s' 2>/dev/null", path);
+	f = access("/usr/bin/fsverity", X_OK) ? NULL : popen(cmd, "r");
+	if (!f) {
+		tap_skip("fsverity (fsverity-utils) not installed: digest not compared");
+	} else {
+		line[0] = 0;
+		if (!fgets(line, sizeof(line), f))
+			line[0] = 0;
+		pclose(f);
+		tap_ok(!strncmp(line, "sha256:", 7) &&
+		       !strncmp(line + 7, hex, 64),
+		       "the signed digest is `fsverity digest`'s: %.71s", line);
+	}
+	/* the BLAKE2b of the same pass is the file's */
+	ret = mm_sign_file(path, sk_a, "vmicro", 4, tpath("v1.sig"), &m1, err,
+			   sizeof(err));
+	tap_ok(!ret && m1.format == MM_SIG_FORMAT && m1.size == man.size &&
+	       !memcmp(m1.hash, man.hash, MM_HASH_BYTES),
+	       "one pass gives the same BLAKE2b-256 and size as mm_sign_file: %s",
+	       err);
+
+	/* where the file system has no fs-verity (or it is off): the copy */
+	ret = load_verify(path, &v, err, sizeof(err));
+	tap_ok(!ret && v.how == MMHAL_VERIFY_COPY &&
+	       !strcmp(v.how_name, "copy") && !strcmp(v.verity, hex) &&
+	       v.version == 4 && !strcmp(v.name, "vmicro"),
+	       "format 2, fs-verity off: loaded through the copy (%s), the signed digest reported: %s",
+	       v.how_name, err);
+	tap_ok(!mm_verify_file(path, pk_a, 0, &man, err, sizeof(err)) &&
+	       man.how == MM_SIG_HOW_HASH, "mm_verify_file hashes it: %s",
+	       err);
+	/* format 1 (older signatures) still loads, through the copy */
+	p = copy_pair(path, "v1.gguf", 0);
+	ret = p && !copy_file(tpath("v1.sig"), tpath("v1.gguf.sig")) ?
+		load_verify(p, &v, err, sizeof(err)) : -EIO;
+	tap_ok(!ret && v.how == MMHAL_VERIFY_COPY && !v.verity[0],
+	       "format 1 signature: the copy, no verity digest: %s", err);
+	/* an altered format 2 file on the copy path: the hash refuses it */
+	p = copy_pair(path, "valt.gguf", 1);
+	ret = p ? scribble(p, file_size(p) - 100, 4, 0x55) : -EIO;
+	ret = ret ? ret : load_verify(p, &v, err, sizeof(err));
+	tap_ok(ret == -EBADMSG && strstr(err, "BLAKE2b"),
+	       "format 2, altered, fs-verity off: refused by the hash: \"%s\"",
+	       err);
+
+	/* fs-verity itself, where TMPDIR's file system has it */
+	p = copy_pair(path, "von.gguf", 1);
+	ret = p ? mm_verity_enable(p) : -EIO;
+	if (ret == -EOPNOTSUPP || ret == -ENOTTY) {
+		tap_skip("fs-verity: %s has none (%s); the VM test (tools/tests/verity_guest.sh) covers it",
+			 dir, strerror(-ret));
+		return;
+	}
+	if (!tap_ok(!ret, "fsverity enable: %s", strerror(-ret)))
+		return;
+	ret = load_verify(p, &v, err, sizeof(err));
+	tap_ok(!ret && v.how == MMHAL_VERIFY_VERITY,
+	       "fs-verity on, signed digest: loaded mapped (%s): %s",
+	       v.how_name, err);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	tap_ok(fd < 0, "a verity file cannot be opened for writing: %s",
+	       fd < 0 ? strerror(errno) : "it was");
+	if (fd >= 0)
+		close(fd);
+	p = copy_pair(path, "voff.gguf", 1);
+	ret = p ? scribble(p, file_size(p) - 100, 4, 0x55) : -EIO;
+	ret = ret ? ret : mm_verity_enable(p);
+	ret = ret ? ret : load_verify(p, &v, err, sizeof(err));
+	tap_ok(ret == -EBADMSG && strstr(err, "fs-verity digest"),
+	       "altered, then fs-verity enabled: refused: \"%s\"", err);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -1107,6 +1273,7 @@ int main(void)
 	test_keys();
 	test_format();
 	test_load();
+	test_verity();
 	test_tier_mmproj();
 	test_copy();
 	test_race();

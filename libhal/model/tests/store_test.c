@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -874,6 +875,169 @@ static void test_hostile(void)
 	mmhal_store_close(s);
 }
 
+/* ---- status against a rewritten state ----------------------------------- */
+
+/*
+ * Rewrites the state file at path as another party with write access
+ * would: each (from, to) replaced in the lines, and the "end" hash
+ * recomputed, so that the store's own checks accept it.
+ */
+static int rewrite_state(const char *path, const char *const *from,
+			 const char *const *to, int n)
+{
+	char buf[8192], out[8192], *end, *p;
+	uint8_t h[MM_HASH_BYTES];
+	char hx[MM_HASH_HEX];
+	size_t len = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -errno;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = 0;
+	end = strstr(buf, "\nend ");
+	if (!end)
+		return -EINVAL;
+	end[1] = 0;
+	for (int i = 0; i < n; i++) {
+		p = strstr(buf, from[i]);
+		if (!p || strlen(buf) - strlen(from[i]) + strlen(to[i]) >=
+		    sizeof(out))
+			return -EINVAL;
+		snprintf(out, sizeof(out), "%.*s%s%s", (int)(p - buf), buf,
+			 to[i], p + strlen(from[i]));
+		snprintf(buf, sizeof(buf), "%s", out);
+	}
+	mm_hash_mem(buf, strlen(buf), h);
+	mm_hash_hex(h, hx);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%send %s\n", buf, hx);
+	return fclose(f) ? -EIO : 0;
+}
+
+/* the signed version mmhal_store_load() loads now, or -errno */
+static int64_t loaded_version(struct mmhal_store *s, char *err,
+			      size_t errlen)
+{
+	struct mmhal_model_params mp = mmhal_model_default_params();
+	struct mmhal_model_verify v = { .size = sizeof(v) };
+	struct mmhal_model *m = NULL;
+	int rb = 0, ret;
+
+	mp.n_ctx = 32;
+	mp.n_threads = 1;
+	ret = mmhal_store_load(s, &mp, &m, &rb, err, errlen);
+	if (!ret)
+		ret = mmhal_model_verification(m, &v);
+	mmhal_model_free(m);
+	return ret ? ret : (int64_t)v.version;
+}
+
+static void test_status_verify(void)
+{
+	struct mmhal_store_status st, st0;
+	struct mmhal_store *s;
+	struct mm_manifest m1, m3;
+	char sd[400], err[512], e2[512];
+	char f1[200], t1[200], f2[40], t2[40];
+	const char *from[2], *to[2];
+	char h1[MM_HASH_HEX], h3[MM_HASH_HEX];
+	int64_t lv;
+	int ret;
+
+	snprintf(sd, sizeof(sd), "%s", tpath("sv"));
+	s = open_store(sd, err, sizeof(err));
+	ret = s ? 0 : -EIO;
+	ret = ret ? ret : mmhal_store_install(s, tpath("v1.gguf"), err,
+					      sizeof(err));
+	ret = ret ? ret : mmhal_store_switch(s, err, sizeof(err));
+	ret = ret ? ret : mmhal_store_install(s, tpath("v2.gguf"), err,
+					      sizeof(err));
+	ret = ret ? ret : mmhal_store_switch(s, err, sizeof(err));
+	ret = ret ? ret : mmhal_store_commit(s, err, sizeof(err));
+	ret = ret ? ret : status(s, &st0);
+	ret = ret ? ret : mm_verify_file(tpath("v1.gguf"), pk, 0, &m1, err,
+					 sizeof(err));
+	ret = ret ? ret : mm_verify_file(tpath("v3.gguf"), pk, 0, &m3, err,
+					 sizeof(err));
+	if (!tap_ok(!ret && st0.active == 'b' && st0.min_version == 2,
+		    "v2 committed in slot b: %s", err)) {
+		mmhal_store_close(s);
+		return;
+	}
+	tap_ok(st0.verified_slot == 'b' && !st0.active_verify &&
+	       st0.verified.version == 2 &&
+	       !strcmp(st0.verified_how, "hash") &&
+	       !strcmp(st0.verified.hash, st0.slot[1].hash),
+	       "status verifies slot b now: version %llu by %s",
+	       (unsigned long long)st0.verified.version, st0.verified_how);
+	mm_hash_hex(m1.hash, h1);
+	mm_hash_hex(m3.hash, h3);
+
+	/* the slot file replaced by another signed model, its .sig kept:
+	 * the signature file matches the state, the content does not */
+	ret = sh("cp '%s' '%s/b/model.gguf'", tpath("v3.gguf"), sd);
+	ret = ret ? -EIO : status(s, &st);
+	lv = loaded_version(s, e2, sizeof(e2));
+	tap_ok(!ret && !st.active_sig && st.active_verify == -EBADMSG &&
+	       !st.verified.valid && strstr(st.verify_error, "BLAKE2b") &&
+	       lv == -EBADMSG,
+	       "slot file swapped under its signature: status says it does not verify (\"%s\"), as the load refuses (\"%s\")",
+	       st.verify_error, e2);
+	sh("cp '%s' '%s/b/model.gguf'", tpath("v2.gguf"), sd);
+
+	/* the state rewritten to name v3 for slot b (files: v2) */
+	snprintf(f1, sizeof(f1), "slot b 2 %" PRIu64 " %s v2.gguf",
+		 st0.slot[1].size, st0.slot[1].hash);
+	snprintf(t1, sizeof(t1), "slot b 3 %" PRIu64 " %s v3.gguf", m3.size,
+		 h3);
+	from[0] = f1;
+	to[0] = t1;
+	ret = rewrite_state(tpath("sv/state"), from, to, 1);
+	ret = ret ? ret : status(s, &st);
+	lv = loaded_version(s, e2, sizeof(e2));
+	tap_ok(!ret && st.slot[1].version == 3 && st.active_verify < 0 &&
+	       !st.verified.valid && st.active_verify == lv &&
+	       !strcmp(st.verify_error, e2) &&
+	       strstr(st.verify_error, "below the minimum 3"),
+	       "state rewritten to name v3: status reports the slot does not verify, with the load's error (\"%s\")",
+	       st.verify_error);
+
+	/* a consistent rollback by a state writer: v1's files in slot b and
+	 * a state naming them, the minimum lowered. Not authenticated (the
+	 * store's owner and modes keep other users out), but status still
+	 * reports what a load loads: v1, not the v2 it committed. */
+	sh("cp '%s' '%s/b/model.gguf' && cp '%s.sig' '%s/b/model.gguf.sig'",
+	   tpath("v1.gguf"), sd, tpath("v1.gguf"), sd);
+	snprintf(f1, sizeof(f1), "%s", t1);
+	snprintf(t1, sizeof(t1), "slot b 1 %" PRIu64 " %s v1.gguf", m1.size,
+		 h1);
+	snprintf(f2, sizeof(f2), "min_version 2");
+	snprintf(t2, sizeof(t2), "min_version 1");
+	from[1] = f2;
+	to[1] = t2;
+	ret = rewrite_state(tpath("sv/state"), from, to, 2);
+	ret = ret ? ret : status(s, &st);
+	lv = loaded_version(s, e2, sizeof(e2));
+	tap_ok(!ret && !st.active_verify && st.verified.version == 1 &&
+	       !strcmp(st.verified.hash, h1) && lv == 1,
+	       "state and slot rolled back to v1 together: status verifies v1 (%s), the load loads v%lld (%s)",
+	       st.verify_error, (long long)lv, e2);
+	/* the older size still works, without the verification */
+	memset(&st, 0, sizeof(st));
+	st.size = MMHAL_STORE_STATUS_SIZE_VER0;
+	st.verified_slot = 'x';
+	ret = mmhal_store_status(s, &st);
+	tap_ok(!ret && st.size == MMHAL_STORE_STATUS_SIZE_VER0 &&
+	       st.active == 'b' && st.verified_slot == 'x',
+	       "status with the first published size: no verified fields written (%d)",
+	       ret);
+	mmhal_store_close(s);
+}
+
 int main(int argc, char **argv)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -957,6 +1121,7 @@ int main(int argc, char **argv)
 	test_models();
 	test_sensors();
 	test_hostile();
+	test_status_verify();
 	test_power_cuts(argv[1]);
 	if (!tap_fail)
 		sh("rm -rf '%s'", dir);

@@ -4,9 +4,11 @@
  * the trust model: Documentation/model-store.rst).
  *
  *   mmgguf keygen --out KEY        KEY (secret, mode 0600) and KEY.pub
- *   mmgguf sign --key KEY [--version N] [--name NAME] FILE
+ *   mmgguf sign --key KEY [--version N] [--name NAME] [--no-verity] FILE
  *              writes FILE.sig (version default 1, name default FILE's
- *              base name)
+ *              base name): format 2, which also signs the file's fs-verity
+ *              digest (libfsverity), or with --no-verity format 1
+ *              (readers before format 2)
  *   mmgguf verify --pub KEY.pub [--min-version N] FILE
  *
  * Exit status: 0 success, 1 the operation failed (message on stderr),
@@ -19,12 +21,13 @@
 
 #include "mmgguf_sign.h"
 #include "sign.h"
+#include "sign_verity.h"
 
 void mmgguf_sign_usage(FILE *f)
 {
 	fprintf(f,
 		"       mmgguf keygen --out KEY\n"
-		"       mmgguf sign --key KEY [--version N] [--name NAME] FILE\n"
+		"       mmgguf sign --key KEY [--version N] [--name NAME] [--no-verity] FILE\n"
 		"       mmgguf verify --pub KEY.pub [--min-version N] FILE\n");
 }
 
@@ -102,9 +105,18 @@ static void print_manifest(const char *what, const char *path,
 
 	mm_hash_hex(m->hash, hex);
 	printf("%s %s: name '%s' version %" PRIu64 " size %" PRIu64
-	       " blake2b-256 %s key ", what, path, m->name, m->version,
+	       " blake2b-256 %s", what, path, m->name, m->version,
 	       m->size, hex);
+	if (m->format == MM_SIG_FORMAT2) {
+		printf(" fs-verity sha256:");
+		for (unsigned i = 0; i < MM_VERITY_BYTES; i++)
+			printf("%02x", m->verity[i]);
+	}
+	printf(" key ");
 	print_id(m->key_id);
+	if (m->how != MM_SIG_HOW_NONE)
+		printf(" checked-by %s", m->how == MM_SIG_HOW_VERITY ?
+		       "fs-verity" : "hash");
 	printf("\n");
 }
 
@@ -114,13 +126,16 @@ static int sign(int argc, char **argv)
 	uint8_t sk[MM_KEY_SEC_BYTES];
 	struct mm_manifest m;
 	uint64_t version = 1;
+	int verity = 1;
 	char err[512];
 	int ret;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
-		if (!strcmp(a, "--key") && i + 1 < argc)
+		if (!strcmp(a, "--no-verity"))
+			verity = 0;
+		else if (!strcmp(a, "--key") && i + 1 < argc)
 			key = argv[++i];
 		else if (!strcmp(a, "--name") && i + 1 < argc)
 			name = argv[++i];
@@ -135,7 +150,10 @@ static int sign(int argc, char **argv)
 	if (!key || !file)
 		return usage(argv[0]);
 	ret = mm_key_read_secret(key, sk, err, sizeof(err));
-	if (!ret)
+	if (!ret && verity)
+		ret = mm_sign_file_verity(file, sk, name, version, NULL, &m,
+					  err, sizeof(err));
+	else if (!ret)
 		ret = mm_sign_file(file, sk, name, version, NULL, &m, err,
 				   sizeof(err));
 	memset(sk, 0, sizeof(sk));
