@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/mm_err.h"
+#include "../common/mm_params.h"
 #include "mmhal_store.h"
 #include "../model/sign.h"
 
@@ -61,21 +63,6 @@ struct mmhal_store {
 	struct st_state st;
 };
 
-static int errf(int ret, char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int errf(int ret, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
-
 static char slot_ch(int s)
 {
 	return s == 0 ? 'a' : s == 1 ? 'b' : '-';
@@ -111,17 +98,17 @@ static int strict_st(const char *path, const struct stat *st, int dir,
 		     char *err, size_t errlen)
 {
 	if (dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
-		return errf(-EPERM, err, errlen,
+		return mm_errf(-EPERM, err, errlen,
 			    "%s: not a %s (mode %06o): the store refuses it",
 			    path, dir ? "directory" : "regular file",
 			    (unsigned int)st->st_mode);
 	if (st->st_uid != geteuid())
-		return errf(-EPERM, err, errlen,
+		return mm_errf(-EPERM, err, errlen,
 			    "%s: owned by uid %u, not by this user (uid %u): the store refuses it (chown it, or use a store of this user)",
 			    path, (unsigned int)st->st_uid,
 			    (unsigned int)geteuid());
 	if (st->st_mode & (S_IWGRP | S_IWOTH))
-		return errf(-EPERM, err, errlen,
+		return mm_errf(-EPERM, err, errlen,
 			    "%s: writable by %s (mode %04o): the store refuses it (chmod go-w %s)",
 			    path, st->st_mode & S_IWOTH ? "others" : "its group",
 			    (unsigned int)(st->st_mode & 07777), path);
@@ -138,7 +125,7 @@ static int strict_path(const char *path, int dir, char *err, size_t errlen)
 		ret = -errno;
 		if (ret == -ENOENT)
 			return ret;
-		return errf(ret, err, errlen, "cannot stat %s: %s", path,
+		return mm_errf(ret, err, errlen, "cannot stat %s: %s", path,
 			    strerror(-ret));
 	}
 	return strict_st(path, &st, dir, err, errlen);
@@ -159,14 +146,14 @@ static int open_strict(const char *path, char *err, size_t errlen)
 		ret = -errno;
 		if (ret == -ENOENT)
 			return ret;
-		return errf(ret, err, errlen, "cannot open %s: %s%s", path,
+		return mm_errf(ret, err, errlen, "cannot open %s: %s%s", path,
 			    strerror(-ret), ret == -ELOOP ?
 			    " (a symbolic link: the store refuses it)" : "");
 	}
 	if (fstat(fd, &st)) {
 		ret = -errno;
 		close(fd);
-		return errf(ret, err, errlen, "cannot stat %s: %s", path,
+		return mm_errf(ret, err, errlen, "cannot stat %s: %s", path,
 			    strerror(-ret));
 	}
 	ret = strict_st(path, &st, 0, err, errlen);
@@ -200,13 +187,13 @@ static int put_file(const char *dir, const char *path, const void *buf,
 	int fd, ret;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return errf(-ENAMETOOLONG, err, errlen, "%s: name too long",
+		return mm_errf(-ENAMETOOLONG, err, errlen, "%s: name too long",
 			    path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 		  0644);
 	if (fd < 0) {
 		ret = -errno;
-		return errf(ret, err, errlen, "cannot create %s: %s", tmp,
+		return mm_errf(ret, err, errlen, "cannot create %s: %s", tmp,
 			    strerror(-ret));
 	}
 	ret = mm_write_all(fd, buf, n);
@@ -218,12 +205,12 @@ static int put_file(const char *dir, const char *path, const void *buf,
 		ret = -errno;
 	if (ret) {
 		unlink(tmp);
-		return errf(ret, err, errlen, "cannot write %s: %s", path,
+		return mm_errf(ret, err, errlen, "cannot write %s: %s", path,
 			    strerror(-ret));
 	}
 	ret = fsync_dir(dir);
 	if (ret)
-		return errf(ret, err, errlen, "cannot sync %s: %s", dir,
+		return mm_errf(ret, err, errlen, "cannot sync %s: %s", dir,
 			    strerror(-ret));
 	return 0;
 }
@@ -244,28 +231,28 @@ static int copy_file(const char *from, const char *to, uint64_t size,
 	int in, out, ret = 0;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", to) >= (int)sizeof(tmp))
-		return errf(-ENAMETOOLONG, err, errlen, "%s: name too long", to);
+		return mm_errf(-ENAMETOOLONG, err, errlen, "%s: name too long", to);
 	in = open(from, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (in < 0) {
 		ret = -errno;
-		return errf(ret, err, errlen, "cannot open %s: %s", from,
+		return mm_errf(ret, err, errlen, "cannot open %s: %s", from,
 			    strerror(-ret));
 	}
 	if (fstat(in, &st)) {
 		ret = -errno;
 		close(in);
-		return errf(ret, err, errlen, "cannot stat %s: %s", from,
+		return mm_errf(ret, err, errlen, "cannot stat %s: %s", from,
 			    strerror(-ret));
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(in);
-		return errf(-EINVAL, err, errlen,
+		return mm_errf(-EINVAL, err, errlen,
 			    "%s is not a regular file (mode %06o): nothing copied",
 			    from, (unsigned int)st.st_mode);
 	}
 	if ((uint64_t)st.st_size != size) {
 		close(in);
-		return errf(-EBADMSG, err, errlen,
+		return mm_errf(-EBADMSG, err, errlen,
 			    "%s: %lld bytes, the signature is of %llu: nothing copied",
 			    from, (long long)st.st_size,
 			    (unsigned long long)size);
@@ -275,7 +262,7 @@ static int copy_file(const char *from, const char *to, uint64_t size,
 	if (out < 0) {
 		ret = -errno;
 		close(in);
-		return errf(ret, err, errlen, "cannot create %s: %s", tmp,
+		return mm_errf(ret, err, errlen, "cannot create %s: %s", tmp,
 			    strerror(-ret));
 	}
 	buf = malloc(1 << 20);
@@ -309,7 +296,7 @@ static int copy_file(const char *from, const char *to, uint64_t size,
 		ret = -errno;
 	if (ret) {
 		unlink(tmp);
-		return errf(ret, err, errlen, "cannot copy %s to %s: %s%s",
+		return mm_errf(ret, err, errlen, "cannot copy %s to %s: %s%s",
 			    from, to, strerror(-ret), ret == -EBADMSG ?
 			    " (its size changed while it was copied)" : "");
 	}
@@ -328,13 +315,13 @@ static int mkdir_p1(const char *path, char *err, size_t errlen)
 		if (sl && sl != parent)
 			*sl = 0;
 		ret = fsync_dir(parent);
-		return ret ? errf(ret, err, errlen, "cannot sync %s: %s",
+		return ret ? mm_errf(ret, err, errlen, "cannot sync %s: %s",
 				  parent, strerror(-ret)) : 0;
 	}
 	if (errno == EEXIST)
 		return strict_path(path, 1, err, errlen);
 	ret = -errno;
-	return errf(ret, err, errlen, "cannot create %s: %s", path,
+	return mm_errf(ret, err, errlen, "cannot create %s: %s", path,
 		    strerror(-ret));
 }
 
@@ -436,17 +423,17 @@ static int state_parse(const char *path, char *buf, size_t n,
 	st->active = st->previous = st->pending = -1;
 	/* the last line: "end HASH" of everything before it */
 	if (n < 2 || buf[n - 1] != '\n')
-		return errf(-EINVAL, err, errlen,
+		return mm_errf(-EINVAL, err, errlen,
 			    "%s: truncated (no final newline)", path);
 	buf[n - 1] = 0;
 	endline = strrchr(buf, '\n');
 	if (!endline || strncmp(endline + 1, "end ", 4) ||
 	    mm_hash_parse_hex(endline + 5, want))
-		return errf(-EINVAL, err, errlen, "%s: no 'end HASH' line",
+		return mm_errf(-EINVAL, err, errlen, "%s: no 'end HASH' line",
 			    path);
 	mm_hash_mem(buf, (size_t)(endline + 1 - buf), h);
 	if (memcmp(h, want, sizeof(h)))
-		return errf(-EBADMSG, err, errlen,
+		return mm_errf(-EBADMSG, err, errlen,
 			    "%s: its hash does not match its 'end' line (corrupted)",
 			    path);
 	*endline = 0;
@@ -460,7 +447,7 @@ static int state_parse(const char *path, char *buf, size_t n,
 			*next++ = 0;
 		if (lineno == 1) {
 			if (strcmp(line, STATE_MAGIC))
-				return errf(-EINVAL, err, errlen,
+				return mm_errf(-EINVAL, err, errlen,
 					    "%s: line 1 is not '%s'", path,
 					    STATE_MAGIC);
 			continue;
@@ -474,7 +461,7 @@ static int state_parse(const char *path, char *buf, size_t n,
 			if (p)
 				*p++ = 0;
 		}
-#define BAD(what) errf(-EINVAL, err, errlen, "%s: line %d: bad %s", path, \
+#define BAD(what) mm_errf(-EINVAL, err, errlen, "%s: line %d: bad %s", path, \
 		       lineno, what)
 		if (!strcmp(f[0], "active") && nf == 2) {
 			if (parse_slot_ch(f[1], &st->active))
@@ -533,7 +520,7 @@ static int state_parse(const char *path, char *buf, size_t n,
 			strcpy(se->type, f[1]);
 			st->n_sensors++;
 		} else {
-			return errf(-EINVAL, err, errlen,
+			return mm_errf(-EINVAL, err, errlen,
 				    "%s: line %d: unknown '%s'", path, lineno,
 				    f[0]);
 		}
@@ -547,7 +534,7 @@ static int state_parse(const char *path, char *buf, size_t n,
 	    (st->trial && st->previous < 0) ||
 	    (st->pending >= 0 && st->pending == st->active) ||
 	    (st->pending >= 0 && st->trial))
-		return errf(-EINVAL, err, errlen,
+		return mm_errf(-EINVAL, err, errlen,
 			    "%s: inconsistent slots (active %c previous %c pending %c trial %d)",
 			    path, slot_ch(st->active), slot_ch(st->previous),
 			    slot_ch(st->pending), st->trial);
@@ -573,15 +560,15 @@ static int state_load(struct mmhal_store *s, char *err, size_t errlen)
 	buf = malloc(STATE_MAX + 1);
 	if (!buf) {
 		close(fd);
-		return errf(-ENOMEM, err, errlen, "out of memory");
+		return mm_errf(-ENOMEM, err, errlen, "out of memory");
 	}
 	ret = mm_read_upto(fd, buf, STATE_MAX + 1, &n);
 	close(fd);
 	if (ret)
-		errf(ret, err, errlen, "cannot read %s: %s", path,
+		mm_errf(ret, err, errlen, "cannot read %s: %s", path,
 		     strerror(-ret));
 	else if (n > STATE_MAX)
-		ret = errf(-EFBIG, err, errlen, "%s: over %d bytes", path,
+		ret = mm_errf(-EFBIG, err, errlen, "%s: over %d bytes", path,
 			   STATE_MAX);
 	else
 		ret = state_parse(path, buf, n, &s->st, err, errlen);
@@ -597,7 +584,7 @@ static int state_save(struct mmhal_store *s, const struct st_state *st,
 	int ret;
 
 	if (n >= sizeof(buf))
-		return errf(-EFBIG, err, errlen, "store state over %d bytes",
+		return mm_errf(-EFBIG, err, errlen, "store state over %d bytes",
 			    STATE_MAX);
 	spath(s, path, sizeof(path), "state");
 	ret = put_file(s->dir, path, buf, n, err, errlen);
@@ -628,7 +615,7 @@ static int lock(struct mmhal_store *s, int excl, char *err, size_t errlen)
 	/* the directory itself may be reached through a link (stat) */
 	if (stat(s->dir, &st)) {
 		ret = -errno;
-		return errf(ret, err, errlen, "store %s: %s", s->dir,
+		return mm_errf(ret, err, errlen, "store %s: %s", s->dir,
 			    strerror(-ret));
 	}
 	ret = strict_st(s->dir, &st, 1, err, errlen);
@@ -637,11 +624,11 @@ static int lock(struct mmhal_store *s, int excl, char *err, size_t errlen)
 	while (flock(s->lock_fd, (excl ? LOCK_EX : LOCK_SH) | LOCK_NB)) {
 		if (errno != EWOULDBLOCK && errno != EINTR) {
 			ret = -errno;
-			return errf(ret, err, errlen, "cannot lock %s/lock: %s",
+			return mm_errf(ret, err, errlen, "cannot lock %s/lock: %s",
 				    s->dir, strerror(-ret));
 		}
 		if (now_ms() - t0 >= s->lock_timeout_ms)
-			return errf(-ETIMEDOUT, err, errlen,
+			return mm_errf(-ETIMEDOUT, err, errlen,
 				    "store %s: %s/lock is held by another process; gave up after %d ms (fuser %s/lock shows which)",
 				    s->dir, s->dir, s->lock_timeout_ms, s->dir);
 		usleep(5000);
@@ -663,7 +650,7 @@ static int store_enter(struct mmhal_store *s, char *err, size_t errlen)
 	if (err && errlen)
 		err[0] = 0;
 	if (!s)
-		return errf(-EINVAL, err, errlen, "store is NULL");
+		return mm_errf(-EINVAL, err, errlen, "store is NULL");
 	return lock(s, 1, err, errlen);
 }
 
@@ -686,7 +673,7 @@ MMHAL_API int mmhal_store_read_key(const char *path, unsigned char key[32],
 	if (err && errlen)
 		err[0] = 0;
 	if (!path || !key)
-		return errf(-EINVAL, err, errlen, "path and key must not be NULL");
+		return mm_errf(-EINVAL, err, errlen, "path and key must not be NULL");
 	return mm_key_read_public(path, key, err, errlen);
 }
 
@@ -704,51 +691,49 @@ MMHAL_API int mmhal_store_open(const char *dir,
 	if (err && errlen)
 		err[0] = 0;
 	if (!out)
-		return errf(-EINVAL, err, errlen, "out is NULL");
+		return mm_errf(-EINVAL, err, errlen, "out is NULL");
 	*out = NULL;
 	if (!dir || !params)
-		return errf(-EINVAL, err, errlen, "%s is NULL",
+		return mm_errf(-EINVAL, err, errlen, "%s is NULL",
 			    dir ? "params" : "dir");
-	if (params->size < offsetof(struct mmhal_store_params, reserved) ||
-	    params->size > sizeof(p))
-		return errf(-EINVAL, err, errlen,
-			    "store params.size %u is not sizeof(struct mmhal_store_params) %zu",
-			    params->size, sizeof(p));
-	memcpy(&p, params, params->size);
-	for (size_t i = 0; params->size == sizeof(p) &&
-	     i < sizeof(p.reserved) / sizeof(p.reserved[0]); i++)
+	ret = mm_params_in(&p, sizeof(p), params,
+			   offsetof(struct mmhal_store_params, reserved),
+			   "store params", err, errlen);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < sizeof(p.reserved) / sizeof(p.reserved[0]); i++)
 		if (p.reserved[i])
-			return errf(-EINVAL, err, errlen,
+			return mm_errf(-EINVAL, err, errlen,
 				    "store params.reserved[%zu] is not zero", i);
 	if (!p.trusted_key)
-		return errf(-EINVAL, err, errlen,
+		return mm_errf(-EINVAL, err, errlen,
 			    "store params.trusted_key is NULL (a store holds signed models only)");
 	if (p.n_commit > 1000000)
-		return errf(-EINVAL, err, errlen,
+		return mm_errf(-EINVAL, err, errlen,
 			    "store params.n_commit %d is out of range", p.n_commit);
 	if (p.lock_timeout_ms > 3600000)
-		return errf(-EINVAL, err, errlen,
+		return mm_errf(-EINVAL, err, errlen,
 			    "store params.lock_timeout_ms %d is over an hour",
 			    p.lock_timeout_ms);
 	if (strlen(dir) > 3000)
-		return errf(-ENAMETOOLONG, err, errlen, "store directory name too long");
+		return mm_errf(-ENAMETOOLONG, err, errlen, "store directory name too long");
 	if (stat(dir, &st)) {
 		if (errno != ENOENT || !p.create) {
 			ret = -errno;
-			return errf(ret, err, errlen, "store %s: %s", dir,
+			return mm_errf(ret, err, errlen, "store %s: %s", dir,
 				    strerror(-ret));
 		}
 		ret = mkdir_p1(dir, err, errlen);
 		if (ret)
 			return ret;
 	} else if (!S_ISDIR(st.st_mode)) {
-		return errf(-ENOTDIR, err, errlen, "store %s is not a directory",
+		return mm_errf(-ENOTDIR, err, errlen, "store %s is not a directory",
 			    dir);
 	}
 	/* the directory itself (a link to one is followed: stat) */
 	if (stat(dir, &st)) {
 		ret = -errno;
-		return errf(ret, err, errlen, "store %s: %s", dir,
+		return mm_errf(ret, err, errlen, "store %s: %s", dir,
 			    strerror(-ret));
 	}
 	ret = strict_st(dir, &st, 1, err, errlen);
@@ -756,7 +741,7 @@ MMHAL_API int mmhal_store_open(const char *dir,
 		return ret;
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return errf(-ENOMEM, err, errlen, "out of memory");
+		return mm_errf(-ENOMEM, err, errlen, "out of memory");
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	memcpy(s->key, p.trusted_key, sizeof(s->key));
 	s->n_commit = p.n_commit > 0 ? p.n_commit : N_COMMIT_DEFAULT;
@@ -769,19 +754,19 @@ MMHAL_API int mmhal_store_open(const char *dir,
 	if (s->lock_fd < 0) {
 		ret = -errno;
 		free(s);
-		return errf(ret, err, errlen, "cannot open %s: %s", path,
+		return mm_errf(ret, err, errlen, "cannot open %s: %s", path,
 			    strerror(-ret));
 	}
 	ret = fstat(s->lock_fd, &st) ? -errno : 0;
 	if (ret)
-		errf(ret, err, errlen, "cannot stat %s: %s", path,
+		mm_errf(ret, err, errlen, "cannot stat %s: %s", path,
 		     strerror(-ret));
 	else
 		ret = strict_st(path, &st, 0, err, errlen);
 	/* a lock file of an older store (0644) is made private */
 	if (!ret && (st.st_mode & 077) && fchmod(s->lock_fd, 0600)) {
 		ret = -errno;
-		errf(ret, err, errlen, "cannot chmod 600 %s: %s", path,
+		mm_errf(ret, err, errlen, "cannot chmod 600 %s: %s", path,
 		     strerror(-ret));
 	}
 	if (ret) {
@@ -826,7 +811,7 @@ static int slot_record_check(const struct mmhal_store *s, int i,
 		return 0;
 	mm_hash_hex(man->hash, a);
 	mm_hash_hex(sl->hash, b);
-	return errf(-EBADMSG, err, errlen,
+	return mm_errf(-EBADMSG, err, errlen,
 		    "slot %c holds version %" PRIu64 " (%.16s...), the state recorded version %" PRIu64 " (%.16s...): not the installed file",
 		    slot_ch(i), man->version, a, sl->version, b);
 }
@@ -858,7 +843,7 @@ static int slot_paths(const struct mmhal_store *s, int i, char *path,
 		ret = strict_path(sig, 0, err, errlen);
 	}
 	if (ret == -ENOENT)
-		return errf(ret, err, errlen, "slot %c: %s is missing",
+		return mm_errf(ret, err, errlen, "slot %c: %s is missing",
 			    slot_ch(i), path);
 	return ret;
 }
@@ -901,8 +886,7 @@ MMHAL_API int mmhal_store_status(const struct mmhal_store *cs,
 	const struct st_state *st;
 	int ret;
 
-	if (!s || !out || (out->size != sizeof(o) &&
-			   out->size != MMHAL_STORE_STATUS_SIZE_VER0))
+	if (!s || !out || out->size < MMHAL_STORE_STATUS_SIZE_VER0)
 		return -EINVAL;
 	ret = lock(s, 0, NULL, 0);
 	if (ret)
@@ -951,12 +935,10 @@ MMHAL_API int mmhal_store_status(const struct mmhal_store *cs,
 		o.sensor[i].version = st->sensor[i].cur;
 		o.sensor[i].previous = st->sensor[i].prev;
 	}
-	if (out->size == sizeof(o) && st->active >= 0)
+	/* the verification only for a caller that has room for it */
+	if (out->size >= sizeof(o) && st->active >= 0)
 		status_verify(s, st->active, &o);
-	else
-		o.size = out->size;
-	memcpy(out, &o, o.size);
-	return 0;
+	return mm_params_out(out, &o, sizeof(o));
 }
 
 MMHAL_API int mmhal_store_model_path(const struct mmhal_store *cs, char *buf,
@@ -1001,13 +983,13 @@ MMHAL_API int mmhal_store_install(struct mmhal_store *s, const char *path,
 	if (err && errlen)
 		err[0] = 0;
 	if (!s || !path)
-		return errf(-EINVAL, err, errlen, "store and path must not be NULL");
+		return mm_errf(-EINVAL, err, errlen, "store and path must not be NULL");
 	ret = lock(s, 1, err, errlen);
 	if (ret)
 		return ret;
 	st = s->st;
 	if (st.trial) {
-		ret = errf(-EBUSY, err, errlen,
+		ret = mm_errf(-EBUSY, err, errlen,
 			   "a trial of slot %c is under way: commit or roll back first",
 			   slot_ch(st.active));
 		goto out;
@@ -1017,7 +999,7 @@ MMHAL_API int mmhal_store_install(struct mmhal_store *s, const char *path,
 	if (st.active >= 0 && st.slot[st.active].version > minv)
 		minv = st.slot[st.active].version;
 	if (mm_sig_path(path, sp, sizeof(sp))) {
-		ret = errf(-ENAMETOOLONG, err, errlen, "%s: name too long", path);
+		ret = mm_errf(-ENAMETOOLONG, err, errlen, "%s: name too long", path);
 		goto out;
 	}
 	ret = mm_sig_read(sp, s->key, minv, &src, err, errlen);
@@ -1045,7 +1027,7 @@ MMHAL_API int mmhal_store_install(struct mmhal_store *s, const char *path,
 	if (!ret) {
 		ret = fsync_dir(sdir);
 		if (ret)
-			errf(ret, err, errlen, "cannot sync %s: %s", sdir,
+			mm_errf(ret, err, errlen, "cannot sync %s: %s", sdir,
 			     strerror(-ret));
 	}
 	if (ret)
@@ -1055,7 +1037,7 @@ MMHAL_API int mmhal_store_install(struct mmhal_store *s, const char *path,
 	if (ret)
 		goto out;
 	if (memcmp(got.hash, src.hash, sizeof(got.hash))) {
-		ret = errf(-EBADMSG, err, errlen,
+		ret = mm_errf(-EBADMSG, err, errlen,
 			   "%s changed while it was copied", path);
 		goto out;
 	}
@@ -1082,7 +1064,7 @@ MMHAL_API int mmhal_store_switch(struct mmhal_store *s, char *err,
 		return ret;
 	st = s->st;
 	if (st.pending < 0) {
-		ret = errf(-ENOENT, err, errlen,
+		ret = mm_errf(-ENOENT, err, errlen,
 			   "no installed model to switch to (install one first)");
 		goto out;
 	}
@@ -1107,7 +1089,7 @@ static int do_rollback(struct mmhal_store *s, const char *why, char *err,
 	int bad = st.active, ret;
 
 	if (!st.trial || st.previous < 0)
-		return errf(-ENOENT, err, errlen,
+		return mm_errf(-ENOENT, err, errlen,
 			    "no previous model to roll back to%s",
 			    st.active >= 0 ? " (the active one is committed)" : "");
 	st.active = st.previous;
@@ -1120,7 +1102,7 @@ static int do_rollback(struct mmhal_store *s, const char *why, char *err,
 		return ret;
 	slot_remove(s, bad);
 	if (why)
-		errf(0, err, errlen, "rolled back from slot %c to slot %c: %s",
+		mm_errf(0, err, errlen, "rolled back from slot %c to slot %c: %s",
 		     slot_ch(bad), slot_ch(st.active), why);
 	return 0;
 }
@@ -1144,7 +1126,7 @@ static int do_commit(struct mmhal_store *s, char *err, size_t errlen)
 	int prev = st.previous, ret;
 
 	if (!st.trial)
-		return errf(-ENOENT, err, errlen, "no trial to commit%s",
+		return mm_errf(-ENOENT, err, errlen, "no trial to commit%s",
 			    st.active >= 0 ? " (the active model is committed)" :
 			    "");
 	st.previous = -1;
@@ -1251,7 +1233,7 @@ static int load_active(struct mmhal_store *s,
 		       struct mmhal_model **out, char *err, size_t errlen)
 {
 	if (s->st.active < 0)
-		return errf(-ENOENT, err, errlen, "store %s holds no model",
+		return mm_errf(-ENOENT, err, errlen, "store %s holds no model",
 			    s->dir);
 	return load_slot(s, s->st.active, params, out, err, errlen);
 }
@@ -1269,7 +1251,7 @@ MMHAL_API int mmhal_store_load(struct mmhal_store *s,
 	if (rolled_back)
 		*rolled_back = 0;
 	if (!s || !out)
-		return errf(-EINVAL, err, errlen, "store and out must not be NULL");
+		return mm_errf(-EINVAL, err, errlen, "store and out must not be NULL");
 	*out = NULL;
 	ret = lock(s, 1, err, errlen);
 	if (ret)
@@ -1287,7 +1269,7 @@ MMHAL_API int mmhal_store_load(struct mmhal_store *s,
 		r2 = load_slot(s, s->st.previous, params, out, why2,
 			       sizeof(why2));
 		if (r2) {
-			errf(ret, err, errlen,
+			mm_errf(ret, err, errlen,
 			     "%s (not rolled back: the previous model does not load with these parameters either: %s)",
 			     why, why2);
 		} else {
@@ -1303,7 +1285,7 @@ MMHAL_API int mmhal_store_load(struct mmhal_store *s,
 			}
 		}
 	} else if (ret) {
-		errf(ret, err, errlen, "%s", why);
+		mm_errf(ret, err, errlen, "%s", why);
 	}
 	unlock(s);
 	return ret;
@@ -1357,7 +1339,7 @@ MMHAL_API int mmhal_store_health(struct mmhal_store *s, char *err,
 
 		ret = r2 ? r2 : 1;
 	} else if (ret) {
-		errf(ret, err, errlen, "health check: %s", why);
+		mm_errf(ret, err, errlen, "health check: %s", why);
 	}
 	unlock(s);
 	return ret;
@@ -1389,28 +1371,28 @@ static int read_small(const char *path, int strict, void *buf, size_t cap,
 	if (strict) {
 		fd = open_strict(path, err, errlen);
 		if (fd == -ENOENT)
-			return errf(fd, err, errlen, "%s is missing", path);
+			return mm_errf(fd, err, errlen, "%s is missing", path);
 		if (fd < 0)
 			return fd;
 	} else {
 		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0) {
 			ret = -errno;
-			return errf(ret, err, errlen, "cannot open %s: %s",
+			return mm_errf(ret, err, errlen, "cannot open %s: %s",
 				    path, strerror(-ret));
 		}
 		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 			close(fd);
-			return errf(-EINVAL, err, errlen,
+			return mm_errf(-EINVAL, err, errlen,
 				    "%s is not a regular file", path);
 		}
 	}
 	ret = mm_read_upto(fd, buf, cap, &n);
 	if (ret)
-		errf(ret, err, errlen, "cannot read %s: %s", path,
+		mm_errf(ret, err, errlen, "cannot read %s: %s", path,
 		     strerror(-ret));
 	else if (n == cap && !mm_read_upto(fd, &extra, 1, &more) && more)
-		ret = errf(-EFBIG, err, errlen, "%s is over %zu bytes", path,
+		ret = mm_errf(-EFBIG, err, errlen, "%s is over %zu bytes", path,
 			   cap);
 	close(fd);
 	*len = n;
@@ -1433,14 +1415,14 @@ MMHAL_API int mmhal_store_sensor_install(struct mmhal_store *s,
 	if (err && errlen)
 		err[0] = 0;
 	if (!s || !path || !type)
-		return errf(-EINVAL, err, errlen, "store, type and path must not be NULL");
+		return mm_errf(-EINVAL, err, errlen, "store, type and path must not be NULL");
 	if (!type_ok(type))
-		return errf(-EINVAL, err, errlen,
+		return mm_errf(-EINVAL, err, errlen,
 			    "sensor type '%s': 1 to %d of a-z 0-9 _ -", type,
 			    MMHAL_STORE_NAME_MAX - 1);
 	buf = malloc(MMHAL_STORE_SENSOR_MAX);
 	if (!buf)
-		return errf(-ENOMEM, err, errlen, "out of memory");
+		return mm_errf(-ENOMEM, err, errlen, "out of memory");
 	ret = read_small(path, 0, buf, MMHAL_STORE_SENSOR_MAX, &n, err,
 			 errlen);
 	if (ret) {
@@ -1456,7 +1438,7 @@ MMHAL_API int mmhal_store_sensor_install(struct mmhal_store *s,
 	se = sensor_find(&st, type);
 	if (!se) {
 		if (st.n_sensors >= MMHAL_STORE_MAX_SENSORS) {
-			ret = errf(-ENOSPC, err, errlen,
+			ret = mm_errf(-ENOSPC, err, errlen,
 				   "the store has %d sensor types already",
 				   st.n_sensors);
 			goto out;
@@ -1467,7 +1449,7 @@ MMHAL_API int mmhal_store_sensor_install(struct mmhal_store *s,
 	}
 	v = version && *version ? *version : se->cur + 1;
 	if (v <= se->cur) {
-		ret = errf(-ESTALE, err, errlen,
+		ret = mm_errf(-ESTALE, err, errlen,
 			   "sensor %s: version %" PRIu64 " is not above the current %" PRIu64,
 			   type, v, se->cur);
 		goto out;
@@ -1515,14 +1497,14 @@ MMHAL_API int mmhal_store_sensor_rollback(struct mmhal_store *s,
 	if (err && errlen)
 		err[0] = 0;
 	if (!s || !type)
-		return errf(-EINVAL, err, errlen, "store and type must not be NULL");
+		return mm_errf(-EINVAL, err, errlen, "store and type must not be NULL");
 	ret = lock(s, 1, err, errlen);
 	if (ret)
 		return ret;
 	st = s->st;
 	se = sensor_find(&st, type);
 	if (!se || !se->prev) {
-		ret = errf(-ENOENT, err, errlen,
+		ret = mm_errf(-ENOENT, err, errlen,
 			   "sensor %s: no previous version to roll back to",
 			   type);
 		goto out;
@@ -1557,14 +1539,14 @@ MMHAL_API int mmhal_store_sensor_read(const struct mmhal_store *cs,
 	if (err && errlen)
 		err[0] = 0;
 	if (!s || !type || !buf || !len)
-		return errf(-EINVAL, err, errlen,
+		return mm_errf(-EINVAL, err, errlen,
 			    "store, type, buf and len must not be NULL");
 	ret = lock(s, 0, err, errlen);
 	if (ret)
 		return ret;
 	se = sensor_find(&s->st, type);
 	if (!se) {
-		ret = errf(-ENOENT, err, errlen, "sensor %s: no parameters",
+		ret = mm_errf(-ENOENT, err, errlen, "sensor %s: no parameters",
 			   type);
 		goto out;
 	}
@@ -1575,7 +1557,7 @@ MMHAL_API int mmhal_store_sensor_read(const struct mmhal_store *cs,
 		ret = strict_path(file, 1, err, errlen);
 	}
 	if (ret == -ENOENT)
-		errf(ret, err, errlen, "%s is missing", file);
+		mm_errf(ret, err, errlen, "%s is missing", file);
 	if (ret)
 		goto out;
 	spath(s, file, sizeof(file), "sensors/%s/%" PRIu64, type, se->cur);
@@ -1584,7 +1566,7 @@ MMHAL_API int mmhal_store_sensor_read(const struct mmhal_store *cs,
 		goto out;
 	mm_hash_mem(buf, n, h);
 	if (memcmp(h, se->hcur, sizeof(h))) {
-		ret = errf(-EBADMSG, err, errlen,
+		ret = mm_errf(-EBADMSG, err, errlen,
 			   "%s: its hash is not the one the store recorded (altered)",
 			   file);
 		goto out;
