@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/mm_file.h"
 #include "llama_int.h"
 
 #define MM_STATE_MAGIC "MMHALKV"
@@ -135,13 +136,14 @@ MMHAL_API int mmhal_ctx_state_save(struct mmhal_ctx *c, const char *path)
 		return mm_errf(-EINVAL, c->err, sizeof(c->err),
 			       "state_save: no path");
 	hp = &c->model->hp;
-	len = strlen(path) + 5;
+	len = strlen(path) + 32;
 	tmp = malloc(len);
 	if (!tmp)
 		return mm_errf(-ENOMEM, c->err, sizeof(c->err),
 			       "state_save: out of memory");
-	snprintf(tmp, len, "%s.tmp", path);
-	w.f = fopen(tmp, "wb");
+	mm_file_tmp_name(tmp, len, path);
+	unlink(tmp);	/* this process's own leftover, or a link: not followed */
+	w.f = fopen(tmp, "wbx");
 	if (!w.f) {
 		ret = -errno;
 		mm_errf(ret, c->err, sizeof(c->err), "state_save: %s: %s",
@@ -174,8 +176,8 @@ MMHAL_API int mmhal_ctx_state_save(struct mmhal_ctx *c, const char *path)
 		ret = errno ? -errno : -EIO;
 	if (fclose(w.f) && !ret)
 		ret = errno ? -errno : -EIO;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
+	if (!ret)
+		ret = mm_file_commit(tmp, path);
 	if (ret) {
 		mm_errf(ret, c->err, sizeof(c->err), "state_save: %s: %s",
 			path, strerror(-ret));

@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/mm_file.h"
 #include "../common/mm_params.h"
 #include "mmhal_model.h"
 #include "audio.h"
@@ -1133,18 +1134,6 @@ static char *mm_cal_path(const char *dir, const char *name)
 	if (p)
 		snprintf(p, n, "%s/%s", dir, name);
 	return p;
-}
-
-static int mm_fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd))
-		ret = -errno;
-	close(fd);
-	return ret;
 }
 
 /* src copied to dst (written, fsync'd, closed) */

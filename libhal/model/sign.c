@@ -18,6 +18,7 @@
 
 #include <sodium.h>
 
+#include "../common/mm_file.h"
 #include "gguf.h"
 #include "mhash.h"
 #include "sign.h"
@@ -504,36 +505,15 @@ int mm_sig_read(const char *sig_path, const uint8_t *pk, uint64_t min_version,
 			     errlen);
 }
 
+/* path replaced by buf durably (mm_file_put()). */
 static int write_atomic(const char *path, const void *buf, size_t n,
 			char *err, size_t errlen)
 {
-	char tmp[4096], dir[4096];
-	int ret, dfd;
+	int ret = mm_file_put(path, buf, n, 0644);
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
-	    (int)sizeof(tmp))
-		return mm_errf(-ENAMETOOLONG, err, errlen,
-			       "%s: name too long", path);
-	unlink(tmp);
-	ret = write_new(tmp, buf, n, 0644, err, errlen);
 	if (ret)
-		return ret;
-	if (rename(tmp, path)) {
-		ret = -errno;
-		unlink(tmp);
-		return mm_errf(ret, err, errlen, "cannot rename %s to %s: %s",
-			       tmp, path, strerror(-ret));
-	}
-	snprintf(dir, sizeof(dir), "%s", path);
-	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		if (fsync(dfd))
-			ret = -errno;
-		close(dfd);
-	}
-	if (ret)
-		return mm_errf(ret, err, errlen, "cannot sync the directory of %s: %s",
-			       path, strerror(-ret));
+		return mm_errf(ret, err, errlen, "cannot write %s: %s", path,
+			       strerror(-ret));
 	return 0;
 }
 

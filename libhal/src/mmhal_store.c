@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../common/mm_err.h"
+#include "../common/mm_file.h"
 #include "../common/mm_params.h"
 #include "mmhal_store.h"
 #include "../model/sign.h"
@@ -164,54 +165,15 @@ static int open_strict(const char *path, char *err, size_t errlen)
 	return fd;
 }
 
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-/*
- * path gets buf: written to path.tmp, fsynced, renamed over path, and the
- * directory fsynced (dir).
- */
+/* path gets buf durably (mm_file_put()); dir names it in messages. */
 static int put_file(const char *dir, const char *path, const void *buf,
 		    size_t n, char *err, size_t errlen)
 {
-	char tmp[4096];
-	int fd, ret;
+	int ret = mm_file_put(path, buf, n, 0644);
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return mm_errf(-ENAMETOOLONG, err, errlen, "%s: name too long",
-			    path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		  0644);
-	if (fd < 0) {
-		ret = -errno;
-		return mm_errf(ret, err, errlen, "cannot create %s: %s", tmp,
-			    strerror(-ret));
-	}
-	ret = mm_write_all(fd, buf, n);
-	if (!ret && fsync(fd))
-		ret = -errno;
-	if (close(fd) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret) {
-		unlink(tmp);
-		return mm_errf(ret, err, errlen, "cannot write %s: %s", path,
-			    strerror(-ret));
-	}
-	ret = fsync_dir(dir);
 	if (ret)
-		return mm_errf(ret, err, errlen, "cannot sync %s: %s", dir,
-			    strerror(-ret));
+		return mm_errf(ret, err, errlen, "cannot write %s in %s: %s",
+			       path, dir, strerror(-ret));
 	return 0;
 }
 
@@ -230,7 +192,7 @@ static int copy_file(const char *from, const char *to, uint64_t size,
 	uint8_t *buf;
 	int in, out, ret = 0;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", to) >= (int)sizeof(tmp))
+	if (mm_file_tmp_name(tmp, sizeof(tmp), to))
 		return mm_errf(-ENAMETOOLONG, err, errlen, "%s: name too long", to);
 	in = open(from, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (in < 0) {
@@ -257,10 +219,9 @@ static int copy_file(const char *from, const char *to, uint64_t size,
 			    from, (long long)st.st_size,
 			    (unsigned long long)size);
 	}
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		   0444);
+	out = mm_file_tmp_open(tmp, 0444);
 	if (out < 0) {
-		ret = -errno;
+		ret = out;
 		close(in);
 		return mm_errf(ret, err, errlen, "cannot create %s: %s", tmp,
 			    strerror(-ret));
@@ -288,12 +249,12 @@ static int copy_file(const char *from, const char *to, uint64_t size,
 	}
 	free(buf);
 	close(in);
-	if (!ret && fsync(out))
-		ret = -errno;
-	if (close(out) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, to))
-		ret = -errno;
+	if (ret)
+		close(out);
+	else
+		ret = mm_file_sync_close(out);
+	if (!ret)
+		ret = mm_file_commit(tmp, to);
 	if (ret) {
 		unlink(tmp);
 		return mm_errf(ret, err, errlen, "cannot copy %s to %s: %s%s",
@@ -314,7 +275,7 @@ static int mkdir_p1(const char *path, char *err, size_t errlen)
 		sl = strrchr(parent, '/');
 		if (sl && sl != parent)
 			*sl = 0;
-		ret = fsync_dir(parent);
+		ret = mm_fsync_dir(parent);
 		return ret ? mm_errf(ret, err, errlen, "cannot sync %s: %s",
 				  parent, strerror(-ret)) : 0;
 	}
@@ -1025,7 +986,7 @@ MMHAL_API int mmhal_store_install(struct mmhal_store *s, const char *path,
 	if (!ret)
 		ret = copy_file(sp, dsig, mm_sig_bytes(src.format), err, errlen);
 	if (!ret) {
-		ret = fsync_dir(sdir);
+		ret = mm_fsync_dir(sdir);
 		if (ret)
 			mm_errf(ret, err, errlen, "cannot sync %s: %s", sdir,
 			     strerror(-ret));
