@@ -36,16 +36,9 @@
 #include "mmedge_trace.h"
 #include "mmedge_user.h"
 
-/* Release a job: its fence, if still pending, signals with @error. */
-void mmedge_qb_free(struct mmedge_qb *qb, int error)
+/* Undo a job's mappings for the DMA engine (none on the soft engine). */
+static void mmedge_qb_dma_unmap(struct mmedge_qb *qb)
 {
-	if (qb->fence) {
-		if (!dma_fence_is_signaled(qb->fence)) {
-			dma_fence_set_error(qb->fence, error);
-			dma_fence_signal(qb->fence);
-		}
-		dma_fence_put(qb->fence);
-	}
 	if (qb->dsgt)
 		dma_buf_unmap_attachment_unlocked(qb->att, qb->dsgt,
 						  DMA_BIDIRECTIONAL);
@@ -56,6 +49,23 @@ void mmedge_qb_free(struct mmedge_qb *qb, int error)
 						  DMA_TO_DEVICE);
 	if (qb->src_att)
 		dma_buf_detach(qb->src, qb->src_att);
+	qb->dsgt = NULL;
+	qb->att = NULL;
+	qb->src_sgt = NULL;
+	qb->src_att = NULL;
+}
+
+/* Release a job: its fence, if still pending, signals with @error. */
+void mmedge_qb_free(struct mmedge_qb *qb, int error)
+{
+	if (qb->fence) {
+		if (!dma_fence_is_signaled(qb->fence)) {
+			dma_fence_set_error(qb->fence, error);
+			dma_fence_signal(qb->fence);
+		}
+		dma_fence_put(qb->fence);
+	}
+	mmedge_qb_dma_unmap(qb);
 	if (qb->map.vaddr)
 		mmedge_dma_buf_vunmap(qb->dmabuf, &qb->map);
 	if (qb->src_map.vaddr)
@@ -755,68 +765,75 @@ static int mmedge_qbuf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
 }
 
 /*
- * MMEDGE_IOC_QBUF: queue a buffer on a channel of this file: capture, an
- * empty buffer to fill (the first one starts the source); feed, a filled
- * buffer for the device to read; copy, a job (MMEDGE_QBUF_SRC: src_fd's
- * first bytesused bytes into fd). Feed and copy jobs are due at once.
+ * Map a job's buffers for a hardware DMA engine (nothing on the soft
+ * engine), under mmedge_dev.lock with the instance alive: the engine's
+ * device goes with the unbind, which waits for that lock.
  *
- * The job's fence is created and, with MMEDGE_QBUF_FENCE, its sync_file
- * and fd, before anything can see the fence. Then, serialised with the
- * channel's other QBUFs (mmedge_chan.qbuf_lock), the fence takes the
- * channel's next seqno, QBUF waits until the buffer's earlier fences
- * have signalled (for a buffer the channel writes all of them, for one
- * it reads the writers'), at most MMEDGE_JOB_TIMEOUT_MS (2 s), adds the
- * fence to the buffers' reservation objects and only then hands the job
- * to the engine.
- *
- * The fence is bounded: it signals when the job completes; with
- * -ETIMEDOUT (MMEDGE_FRAME_ERROR) if the job, once at the head of the
- * channel's queue, makes no progress (a frame, a segment) for 2 s plus a
- * frame period; with -ECANCELED when the channel is destroyed or its
- * file closed; with -ENODEV when the instance is unbound.
- *
- * Errors:
- *  -ENOENT: no channel with that id in this file (or destroyed meanwhile).
- *  -EBADF:  fd (or src_fd) is not open; or it is not open for writing
- *	     (FMODE_WRITE) and the channel writes the buffer (capture, a
- *	     copy's destination), or not for reading (FMODE_READ) and the
- *	     channel reads it (feed, a copy's source).
- *  -EINVAL: not a dma-buf, or a foreign one this file did not import;
- *	     unknown flags, reserved set; a buffer without a CPU mapping;
- *	     capture: bytesused or MMEDGE_QBUF_SRC set; feed: MMEDGE_QBUF_SRC
- *	     set; copy: MMEDGE_QBUF_SRC missing, the source is the
- *	     destination; feed, copy: bytesused 0 or past the end of the
- *	     (source) buffer; src_fd set without MMEDGE_QBUF_SRC.
- *  -ENOSPC: capture: the buffer is smaller than meta_offset + the in-band
- *	     record; copy: the destination is smaller than
- *	     ALIGN(bytesused, 64) + the in-band record.
- *  -EBUSY:  the buffer (or source) is already held by a channel: queued,
- *	     in flight, or done and not dequeued.
- *  -ENOBUFS: the channel holds MMEDGE_MAX_CHAN_JOBS (64) jobs, queued,
- *	     in flight or done and not dequeued.
- *  -ETIMEDOUT: the buffer's earlier fences did not signal within 2 s.
- *  -EINTR, -ERESTARTSYS: a signal arrived while waiting for another
- *	     QBUF of the channel, a reservation lock or earlier fences.
- *  -ENOMEM, -EMFILE: no memory or fd for the fence.
+ * A feed's buffer is only read, by the CPU-side virtual sink. The others
+ * are mapped both ways: the DMA engine writes the data, the CPU the
+ * in-band record, which a DMA_FROM_DEVICE unmap would discard. A copy's
+ * source is read by the DMA engine straight into the destination. The
+ * exporter keeps the mapping in step with CPU writes (end_cpu_access) and
+ * the engine reads it only after the job is queued, that is after
+ * mmedge_fence_publish() saw the source's write fences signalled.
  */
-int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
-		      struct mmedge_ioctl_ctx *ctx)
+static int mmedge_qbuf_dma_map(struct mmedge_engine *eng, struct mmedge_qb *qb,
+			       bool written)
+{
+	struct device *dev = mmedge_dmaeng_dev(&eng->dmaeng);
+	int ret;
+
+	lockdep_assert_held(&eng->mdev->lock);
+	if (!dev || !written)
+		return 0;
+	qb->att = dma_buf_attach(qb->dmabuf, dev);
+	if (IS_ERR(qb->att)) {
+		ret = PTR_ERR(qb->att);
+		qb->att = NULL;
+		return ret;
+	}
+	qb->dsgt = dma_buf_map_attachment_unlocked(qb->att, DMA_BIDIRECTIONAL);
+	if (IS_ERR(qb->dsgt)) {
+		ret = PTR_ERR(qb->dsgt);
+		qb->dsgt = NULL;
+		return ret;
+	}
+	if (!qb->src)
+		return 0;
+	qb->src_att = dma_buf_attach(qb->src, dev);
+	if (IS_ERR(qb->src_att)) {
+		ret = PTR_ERR(qb->src_att);
+		qb->src_att = NULL;
+		return ret;
+	}
+	qb->src_sgt = dma_buf_map_attachment_unlocked(qb->src_att,
+						      DMA_TO_DEVICE);
+	if (IS_ERR(qb->src_sgt)) {
+		ret = PTR_ERR(qb->src_sgt);
+		qb->src_sgt = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+/*
+ * QBUF's first half, under mmedge_dev.lock with the instance alive: find
+ * the channel (a reference in *@chp), check the job against it, map its
+ * buffers for the CPU and put it on the channel's staging list (*@qbp),
+ * where it holds its buffers. On error nothing is left.
+ */
+static int mmedge_qbuf_prepare(struct mmedge_file *mf, struct mmedge_qbuf *q,
+			       struct mmedge_chan **chp, struct mmedge_qb **qbp)
 {
 	struct mmedge_engine *eng = &mf->mdev->eng;
-	struct mmedge_qbuf *q = data;
 	bool has_src = q->flags & MMEDGE_QBUF_SRC;
-	struct sync_file *sync = NULL;
-	struct mmedge_fence *f = NULL;
 	struct mmedge_chan *ch;
 	struct dma_buf *dmabuf;
 	struct mmedge_qb *qb;
 	bool written;
-	int ret, fd = -1;
+	int ret;
 
-	q->fence_fd = -1;
-	if (q->flags & ~MMEDGE_QBUF_FLAGS_VALID || q->reserved ||
-	    (!has_src && q->src_fd))
-		return -EINVAL;
+	lockdep_assert_held(&mf->mdev->lock);
 	dmabuf = mmedge_qbuf_get(mf, q->fd);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
@@ -880,110 +897,191 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 		ret = -EINVAL;
 		goto err_free;
 	}
-	/*
-	 * A feed's buffer is only read, by the CPU-side virtual sink. The
-	 * others are mapped both ways: the DMA engine writes the data, the
-	 * CPU the in-band record, which a DMA_FROM_DEVICE unmap would discard.
-	 */
-	if (mmedge_dmaeng_dev(&eng->dmaeng) && written) {
-		qb->att = dma_buf_attach(dmabuf, mmedge_dmaeng_dev(&eng->dmaeng));
-		if (IS_ERR(qb->att)) {
-			ret = PTR_ERR(qb->att);
-			qb->att = NULL;
-			goto err_free;
-		}
-		qb->dsgt = dma_buf_map_attachment_unlocked(qb->att,
-							   DMA_BIDIRECTIONAL);
-		if (IS_ERR(qb->dsgt)) {
-			ret = PTR_ERR(qb->dsgt);
-			qb->dsgt = NULL;
-			goto err_free;
-		}
-	}
-	/*
-	 * A copy's source is read by the DMA engine straight into the
-	 * destination. The exporter keeps the mapping in step with CPU
-	 * writes (end_cpu_access) and the engine reads it only after the
-	 * job is queued, that is after mmedge_fence_publish() has waited
-	 * for the source's write fences.
-	 */
-	if (qb->dsgt && has_src) {
-		qb->src_att = dma_buf_attach(qb->src,
-					     mmedge_dmaeng_dev(&eng->dmaeng));
-		if (IS_ERR(qb->src_att)) {
-			ret = PTR_ERR(qb->src_att);
-			qb->src_att = NULL;
-			goto err_free;
-		}
-		qb->src_sgt = dma_buf_map_attachment_unlocked(qb->src_att,
-							      DMA_TO_DEVICE);
-		if (IS_ERR(qb->src_sgt)) {
-			ret = PTR_ERR(qb->src_sgt);
-			qb->src_sgt = NULL;
-			goto err_free;
-		}
-	}
 
-	/* All that can fail for want of memory or fds, before the fence exists. */
-	f = mmedge_fence_alloc(GFP_KERNEL);
-	if (!f) {
-		ret = -ENOMEM;
-		goto err_free;
-	}
-	if (q->flags & MMEDGE_QBUF_FENCE) {
-		fd = get_unused_fd_flags(O_CLOEXEC);
-		if (fd < 0) {
-			ret = fd;
-			goto err_free;
-		}
-	}
-
-	ret = mutex_lock_interruptible(&ch->qbuf_lock);
-	if (ret)
-		goto err_free;
 	mutex_lock(&eng->lock);
 	ret = mmedge_qbuf_stage(ch, qb);
 	mutex_unlock(&eng->lock);
-	if (ret) {
-		mutex_unlock(&ch->qbuf_lock);
-		goto err_free;
-	}
-
-	qb->fence = mmedge_fence_init(f, ch->fence_ctx, ++ch->fence_seqno);
-	f = NULL;
-	if (fd >= 0) {
-		sync = sync_file_create(qb->fence);
-		if (!sync)
-			ret = -ENOMEM;
-	}
-	if (!ret)
-		ret = mmedge_fence_publish(dmabuf, written, qb->src, qb->fence,
-					   msecs_to_jiffies(MMEDGE_JOB_TIMEOUT_MS));
-
-	mutex_lock(&eng->lock);
-	list_del(&qb->node);
-	if (!ret && ch->dead)
-		ret = eng->dead ? -ENODEV : -ENOENT;
-	if (ret) {
-		ch->nr_jobs--;
-	} else {
-		qb->queued_ns = ktime_get_ns();
-		mmedge_chan_enqueue(ch, qb);
-		if (!ch->streaming) {
-			ch->streaming = true;
-			if (ch->dir == MMEDGE_CHAN_CAPTURE)
-				hrtimer_start(&ch->timer,
-					      ns_to_ktime(ch->period_ns),
-					      HRTIMER_MODE_REL_SOFT);
-		}
-	}
-	mutex_unlock(&eng->lock);
-	mutex_unlock(&ch->qbuf_lock);
 	if (ret)
 		goto err_free;
+	*chp = ch;
+	*qbp = qb;
+	return 0;
+
+err_free:
+	mmedge_qb_free(qb, -ECANCELED);
+	mmedge_chan_put(ch);
+	return ret;
+}
+
+/*
+ * QBUF's second half, under mmedge_dev.lock with the instance alive, once
+ * mmedge_fence_wait() saw the buffers idle: map them for the DMA engine,
+ * then, under the channel's qbuf_lock, publish the job's fence (which
+ * takes the channel's next seqno) and append the job to the queue, so
+ * that jobs queue in seqno order. On error the job stays on the staging
+ * list, without DMA mappings (the engine's device may go once the lock
+ * is dropped); -EAGAIN: a conflicting fence appeared since the wait,
+ * nothing was published.
+ */
+static int mmedge_qbuf_commit(struct mmedge_chan *ch, struct mmedge_qb *qb,
+			      struct mmedge_fence **fp, struct sync_file **sync)
+{
+	struct mmedge_engine *eng = ch->eng;
+	bool written = ch->dir != MMEDGE_CHAN_FEED;
+	int ret;
+
+	lockdep_assert_held(&eng->mdev->lock);
+	ret = mmedge_qbuf_dma_map(eng, qb, written);
+	if (ret)
+		goto err_unmap;
+	ret = mutex_lock_interruptible(&ch->qbuf_lock);
+	if (ret)
+		goto err_unmap;
+	ret = mmedge_fence_publish(ch, qb, written, fp, sync);
+	if (!ret) {
+		mutex_lock(&eng->lock);
+		/* A fence published on a channel destroyed meanwhile signals. */
+		if (ch->dead) {
+			ret = eng->dead ? -ENODEV : -ENOENT;
+		} else {
+			list_del(&qb->node);
+			qb->queued_ns = ktime_get_ns();
+			mmedge_chan_enqueue(ch, qb);
+			if (!ch->streaming) {
+				ch->streaming = true;
+				if (ch->dir == MMEDGE_CHAN_CAPTURE)
+					hrtimer_start(&ch->timer,
+						      ns_to_ktime(ch->period_ns),
+						      HRTIMER_MODE_REL_SOFT);
+			}
+		}
+		mutex_unlock(&eng->lock);
+	}
+	mutex_unlock(&ch->qbuf_lock);
+	if (!ret) {
+		mmedge_engine_kick(eng);
+		return 0;
+	}
+err_unmap:
+	mmedge_qb_dma_unmap(qb);
+	return ret;
+}
+
+/*
+ * MMEDGE_IOC_QBUF: queue a buffer on a channel of this file: capture, an
+ * empty buffer to fill (the first one starts the source); feed, a filled
+ * buffer for the device to read; copy, a job (MMEDGE_QBUF_SRC: src_fd's
+ * first bytesused bytes into fd). Feed and copy jobs are due at once.
+ *
+ * Runs without mmedge_dev.lock (see mmedge_ioctl_unlocked()) and takes it
+ * for its two halves. What can fail for want of memory or fds comes
+ * first: the fence and, with MMEDGE_QBUF_FENCE, the fd. Then, under the
+ * lock, the job is checked and staged on the channel (it holds its
+ * buffers). Without any lock QBUF waits until the buffer's earlier fences
+ * have signalled (for a buffer the channel writes all of them, for one it
+ * reads the writers'), at most MMEDGE_JOB_TIMEOUT_MS (2 s) in all; so a
+ * fence nobody signals holds off neither an unbind nor other files.
+ * Then, under the lock again and the channel's qbuf_lock, it checks the
+ * buffers once more under their reservation locks (a fence added since
+ * means waiting again), gives the fence the channel's next seqno, creates
+ * the sync_file, adds the fence to the buffers' reservation objects and
+ * only then hands the job to the engine.
+ *
+ * The fence is bounded: it signals when the job completes; with
+ * -ETIMEDOUT (MMEDGE_FRAME_ERROR) if the job, once at the head of the
+ * channel's queue, makes no progress (a frame, a segment) for 2 s plus a
+ * frame period; with -ECANCELED when the channel is destroyed or its
+ * file closed; with -ENODEV when the instance is unbound.
+ *
+ * Errors:
+ *  -ENOENT: no channel with that id in this file (or destroyed meanwhile).
+ *  -ENODEV: the instance was unbound (also while waiting).
+ *  -EBADF:  fd (or src_fd) is not open; or it is not open for writing
+ *	     (FMODE_WRITE) and the channel writes the buffer (capture, a
+ *	     copy's destination), or not for reading (FMODE_READ) and the
+ *	     channel reads it (feed, a copy's source).
+ *  -EINVAL: not a dma-buf, or a foreign one this file did not import;
+ *	     unknown flags, reserved set; a buffer without a CPU mapping;
+ *	     capture: bytesused or MMEDGE_QBUF_SRC set; feed: MMEDGE_QBUF_SRC
+ *	     set; copy: MMEDGE_QBUF_SRC missing, the source is the
+ *	     destination; feed, copy: bytesused 0 or past the end of the
+ *	     (source) buffer; src_fd set without MMEDGE_QBUF_SRC.
+ *  -ENOSPC: capture: the buffer is smaller than meta_offset + the in-band
+ *	     record; copy: the destination is smaller than
+ *	     ALIGN(bytesused, 64) + the in-band record.
+ *  -EBUSY:  the buffer (or source) is already held by a channel: queued,
+ *	     in flight, or done and not dequeued.
+ *  -ENOBUFS: the channel holds MMEDGE_MAX_CHAN_JOBS (64) jobs, queued,
+ *	     in flight or done and not dequeued.
+ *  -ETIMEDOUT: the buffer's earlier fences did not signal within 2 s.
+ *  -EINTR, -ERESTARTSYS: a signal arrived while waiting for another
+ *	     QBUF of the channel, a reservation lock or earlier fences.
+ *  -ENOMEM, -EMFILE: no memory or fd for the job or its fence.
+ */
+int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
+		      struct mmedge_ioctl_ctx *ctx)
+{
+	struct mmedge_dev *mdev = mf->mdev;
+	struct mmedge_engine *eng = &mdev->eng;
+	struct mmedge_qbuf *q = data;
+	struct sync_file *sync = NULL;
+	struct mmedge_fence *f;
+	struct mmedge_chan *ch;
+	struct mmedge_qb *qb;
+	unsigned long deadline;
+	int ret, fd = -1;
+	long left;
+
+	q->fence_fd = -1;
+	if (q->flags & ~MMEDGE_QBUF_FLAGS_VALID || q->reserved ||
+	    (!(q->flags & MMEDGE_QBUF_SRC) && q->src_fd))
+		return -EINVAL;
+
+	f = mmedge_fence_alloc(GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	if (q->flags & MMEDGE_QBUF_FENCE) {
+		fd = get_unused_fd_flags(O_CLOEXEC);
+		if (fd < 0) {
+			kfree(f);
+			return fd;
+		}
+	}
+
+	down_read(&mdev->lock);
+	ret = mdev->alive ? mmedge_qbuf_prepare(mf, q, &ch, &qb) : -ENODEV;
+	up_read(&mdev->lock);
+	if (ret)
+		goto err_fd;
+
+	deadline = jiffies + msecs_to_jiffies(MMEDGE_JOB_TIMEOUT_MS);
+	do {
+		left = (long)(deadline - jiffies);
+		left = left > 0 ? mmedge_fence_wait(qb->dmabuf,
+						    ch->dir != MMEDGE_CHAN_FEED,
+						    qb->src, left) : -ETIMEDOUT;
+		if (left < 0) {
+			ret = left;
+			break;
+		}
+		down_read(&mdev->lock);
+		ret = mdev->alive ? mmedge_qbuf_commit(ch, qb, &f,
+						       fd >= 0 ? &sync : NULL) :
+				    -ENODEV;
+		up_read(&mdev->lock);
+	} while (ret == -EAGAIN);
+	if (ret) {
+		mutex_lock(&eng->lock);
+		list_del(&qb->node);
+		ch->nr_jobs--;
+		mutex_unlock(&eng->lock);
+		/* A fence already published signals. */
+		mmedge_qb_free(qb, -ECANCELED);
+		mmedge_chan_put(ch);
+		goto err_fd;
+	}
 
 	mmedge_chan_put(ch);
-	mmedge_engine_kick(eng);
 	if (sync) {
 		q->fence_fd = fd;
 		ctx->install_file = sync->file;
@@ -991,15 +1089,12 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 	}
 	return 0;
 
-err_free:
+err_fd:
 	if (sync)
 		fput(sync->file);
 	if (fd >= 0)
 		put_unused_fd(fd);
 	kfree(f);
-	/* A fence already published (channel destroyed meanwhile) signals. */
-	mmedge_qb_free(qb, -ECANCELED);
-	mmedge_chan_put(ch);
 	return ret;
 }
 

@@ -326,7 +326,8 @@ struct mmedge_qb {
  *	(under mmedge_engine.irq_lock).
  * @due_raw: counter value when the first of them became due.
  * @due_ns: CLOCK_MONOTONIC then.
- * @qbuf_lock: serialises fence creation and publication on the channel
+ * @qbuf_lock: serialises fence creation and publication on the channel,
+ *	and the order in which QBUF appends jobs to @queued
  *	(QBUF and @rearm_work); never taken by the engine thread.
  * @fence_ctx: the channel's dma-fence context.
  * @fence_seqno: last fence seqno (under @qbuf_lock).

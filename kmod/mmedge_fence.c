@@ -21,6 +21,7 @@
 #include <linux/dma-resv.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/sync_file.h>
 #include <linux/workqueue.h>
 
 #include "mmedge_chan.h"
@@ -120,48 +121,80 @@ err_fini:
 }
 
 /**
- * mmedge_fence_publish() - wait for a job's buffers, then add its fence
+ * mmedge_fence_wait() - wait, holding no lock, until a job's buffers are idle
  * @dst: the job's buffer (copy: the destination)
  * @dst_written: the engine writes @dst (capture, copy); a feed only reads
  *	it
  * @src: copy: the source, which the engine only reads; else NULL
- * @fence: the job's fence, not visible anywhere yet
- * @timeout: jiffies to wait for the buffers' earlier fences
+ * @timeout: jiffies to wait at most, > 0
  *
- * With the reservation objects of both buffers locked, waits
- * (interruptibly) until what the job conflicts with is done: on a buffer
- * the engine writes every earlier fence (readers and writers), on one it
- * only reads the writers' fences. Then adds @fence to both, as a write
- * fence to a written buffer and as a read fence to a read one: to both or
- * to neither.
+ * Waits (interruptibly) until what the job conflicts with is done: on a
+ * buffer the engine writes every fence (readers and writers), on one it
+ * only reads the writers' fences. Takes no lock, the reservation
+ * objects' included: the caller must hold none that unbind, another
+ * file or another user of the buffers needs. mmedge_fence_publish()
+ * checks again under the reservation locks.
  *
- * Must not be called with mmedge_engine.lock held (it allocates, locks
- * reservation objects and waits for fences).
- *
- * Return: 0; -ETIMEDOUT if the earlier fences did not signal within
- * @timeout; -ERESTARTSYS or -EINTR if a signal arrived; -ENOMEM.
+ * Return: the jiffies left (> 0); -ETIMEDOUT; -ERESTARTSYS if a signal
+ * arrived.
  */
-int mmedge_fence_publish(struct dma_buf *dst, bool dst_written,
-			 struct dma_buf *src, struct dma_fence *fence,
-			 long timeout)
+long mmedge_fence_wait(struct dma_buf *dst, bool dst_written,
+		       struct dma_buf *src, long timeout)
 {
-	struct dma_resv *a = dst->resv, *b = src ? src->resv : NULL;
-	struct ww_acquire_ctx ctx;
 	long left;
-	int ret;
 
 	might_sleep();
+	left = dma_resv_wait_timeout(dst->resv, dst_written ?
+				     DMA_RESV_USAGE_READ : DMA_RESV_USAGE_WRITE,
+				     true, timeout);
+	if (left > 0 && src && src->resv != dst->resv)
+		left = dma_resv_wait_timeout(src->resv, DMA_RESV_USAGE_WRITE,
+					     true, left);
+	return left ? left : -ETIMEDOUT;
+}
+
+/**
+ * mmedge_fence_publish() - give a job its fence if its buffers are idle
+ * @ch: the job's channel; the caller holds its qbuf_lock
+ * @qb: the job: its buffers (@qb->dmabuf and, for a copy, @qb->src); on
+ *	success and on -ENOMEM from the sync_file, @qb->fence is its fence
+ * @dst_written: the engine writes @qb->dmabuf (capture, copy)
+ * @fp: the fence from mmedge_fence_alloc(); taken (*@fp = NULL) when
+ *	it becomes @qb->fence
+ * @sync: if not NULL, a sync_file of the fence is created here
+ *
+ * With the reservation objects of both buffers locked, checks that what
+ * the job conflicts with (see mmedge_fence_wait()) has signalled, then
+ * gives the fence the channel's next seqno and adds it to both buffers,
+ * as a write fence to a written buffer and as a read fence to a read one:
+ * to both or to neither. Never waits for a fence.
+ *
+ * Must not be called with mmedge_engine.lock held (it allocates and locks
+ * reservation objects).
+ *
+ * Return: 0; -EAGAIN if a fence the job conflicts with has not signalled
+ * (added since the caller's wait): nothing was done; -ERESTARTSYS or
+ * -EINTR if a signal arrived while locking; -ENOMEM (nothing added).
+ */
+int mmedge_fence_publish(struct mmedge_chan *ch, struct mmedge_qb *qb,
+			 bool dst_written, struct mmedge_fence **fp,
+			 struct sync_file **sync)
+{
+	struct dma_resv *a = qb->dmabuf->resv;
+	struct dma_resv *b = qb->src ? qb->src->resv : NULL;
+	struct ww_acquire_ctx ctx;
+	int ret;
+
+	lockdep_assert_held(&ch->qbuf_lock);
 	if (b == a)
 		b = NULL;
 	ret = mmedge_resv_lock2(a, b, &ctx);
 	if (ret)
 		return ret;
-	left = dma_resv_wait_timeout(a, dst_written ? DMA_RESV_USAGE_READ :
-					 DMA_RESV_USAGE_WRITE, true, timeout);
-	if (left > 0 && b)
-		left = dma_resv_wait_timeout(b, DMA_RESV_USAGE_WRITE, true, left);
-	if (left <= 0) {
-		ret = left ? left : -ETIMEDOUT;
+	if (!dma_resv_test_signaled(a, dst_written ? DMA_RESV_USAGE_READ :
+						     DMA_RESV_USAGE_WRITE) ||
+	    (b && !dma_resv_test_signaled(b, DMA_RESV_USAGE_WRITE))) {
+		ret = -EAGAIN;
 		goto unlock;
 	}
 	ret = dma_resv_reserve_fences(a, 1);
@@ -169,10 +202,19 @@ int mmedge_fence_publish(struct dma_buf *dst, bool dst_written,
 		ret = dma_resv_reserve_fences(b, 1);
 	if (ret)
 		goto unlock;
-	dma_resv_add_fence(a, fence, dst_written ? DMA_RESV_USAGE_WRITE :
-						   DMA_RESV_USAGE_READ);
+	qb->fence = mmedge_fence_init(*fp, ch->fence_ctx, ++ch->fence_seqno);
+	*fp = NULL;
+	if (sync) {
+		*sync = sync_file_create(qb->fence);
+		if (!*sync) {
+			ret = -ENOMEM;
+			goto unlock;
+		}
+	}
+	dma_resv_add_fence(a, qb->fence, dst_written ? DMA_RESV_USAGE_WRITE :
+						       DMA_RESV_USAGE_READ);
 	if (b)
-		dma_resv_add_fence(b, fence, DMA_RESV_USAGE_READ);
+		dma_resv_add_fence(b, qb->fence, DMA_RESV_USAGE_READ);
 unlock:
 	if (b)
 		dma_resv_unlock(b);

@@ -9,6 +9,9 @@
 #include <linux/dma-fence.h>
 #include <linux/spinlock.h>
 
+struct mmedge_chan;
+struct mmedge_qb;
+struct sync_file;
 struct work_struct;
 
 /**
@@ -29,9 +32,11 @@ struct mmedge_fence {
 struct mmedge_fence *mmedge_fence_alloc(gfp_t gfp);
 struct dma_fence *mmedge_fence_init(struct mmedge_fence *f, u64 context,
 				    u64 seqno);
-int mmedge_fence_publish(struct dma_buf *dst, bool dst_written,
-			 struct dma_buf *src, struct dma_fence *fence,
-			 long timeout);
+long mmedge_fence_wait(struct dma_buf *dst, bool dst_written,
+		       struct dma_buf *src, long timeout);
+int mmedge_fence_publish(struct mmedge_chan *ch, struct mmedge_qb *qb,
+			 bool dst_written, struct mmedge_fence **fp,
+			 struct sync_file **sync);
 void mmedge_chan_rearm_work(struct work_struct *work);
 
 #endif /* _MMEDGE_FENCE_H */

@@ -76,15 +76,19 @@ static const mmedge_ioctl_fn mmedge_ioctl_fns[MMEDGE_IOCTL_NR_MAX] = {
 
 /*
  * Handlers that run without mmedge_dev.lock (after the dispatcher saw the
- * instance alive): they may sleep for what other files or devices do (a
- * START of MMEDGE_IOC_BUF_SYNC waits for the buffer's fences, without a
- * bound) and touch nothing of the instance, only the buffer, which
- * outlives an unbind. Under the lock, such a wait would hold off unbind
- * and, once unbind waits for the lock, every other file's ioctls.
+ * instance alive) because they may sleep for what other files or devices
+ * do: a START of MMEDGE_IOC_BUF_SYNC waits for the buffer's fences without
+ * a bound and touches nothing of the instance, only the buffer, which
+ * outlives an unbind; MMEDGE_IOC_QBUF waits for the buffers' earlier
+ * fences (up to 2 s) and takes the lock itself, checking that the
+ * instance is still alive, for its parts before and after that wait.
+ * Under the lock, such a wait would hold off unbind and, once unbind
+ * waits for the lock, every other file's ioctls.
  */
 static bool mmedge_ioctl_unlocked(unsigned int nr)
 {
-	return nr == _IOC_NR(MMEDGE_IOC_BUF_SYNC);
+	return nr == _IOC_NR(MMEDGE_IOC_BUF_SYNC) ||
+	       nr == _IOC_NR(MMEDGE_IOC_QBUF);
 }
 
 /* Largest kernel-side argument. */

@@ -7,8 +7,10 @@
 # against mmedge.ko built for that kernel. Each writes TAP to
 # /tmp/results/NAME.tap and its exit code to NAME.rc, which scripts/vm.sh
 # reads back on the host (and fails on any splat in the guest's dmesg).
-# Last, the module is unloaded and kmemleak reports what is left
-# (kmemleak.tap).
+# Then the fuzzer runs again with slab allocations failing in its
+# threads, chrooted in a root on the scratch disk (failslab_fuzz:
+# mmedge_fuzz_failslab.tap and failslab.tap). Last, the module is
+# unloaded and kmemleak reports what is left (kmemleak.tap).
 #
 # Arguments (both optional): the module (default build/kmod-debug/
 # mmedge.ko, where scripts/vm.sh debug builds it) and the directory of the
@@ -58,6 +60,12 @@ run mmedge_clock_selftest "$T/mmedge_clock_test"
 run mmedge_buf_selftest "$T/mmedge_buf_test"
 # Last: it unloads and reloads the module.
 run mmedge_selftest "$T/mmedge_test"
+
+# The fuzzer again, with slab allocations failing in its threads, on a
+# root that is not 9p (failslab_fuzz in guest-lib.sh).
+FAILSLAB_SECONDS=${FAILSLAB_SECONDS:-60}
+failslab_fuzz "$T/mmedge_fuzz" -s "$FUZZ_SEEDS" -n "$FUZZ_SEQS" \
+	-t "$FAILSLAB_SECONDS" -j "$FUZZ_THREADS"
 
 # Leak report: scan twice (kmemleak reports an object unreferenced in two
 # scans and older than 5 s), once with the module loaded, so that its

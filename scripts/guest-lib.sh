@@ -68,3 +68,82 @@ scratch_mount() {
 	fi
 	mkdir -p "$dir" && mount -t ext4 "$dev" "$dir"
 }
+
+# mini_root DIR BIN: mounts the scratch disk on DIR and puts there BIN
+# and the libraries and loader ldd names, each at its path, and the
+# guest's /dev, /proc and /sys (debugfs with it), bound.
+mini_root() {
+	local root=$1 bin=$2 f d
+
+	scratch_mount "$root" || return 1
+	for f in "$bin" $(ldd "$bin" | grep -o '/[^ ]*'); do
+		mkdir -p "$root$(dirname "$f")" && cp -L "$f" "$root$f" ||
+			return 1
+	done
+	for d in dev proc sys; do
+		mkdir -p "$root/$d" && mount --rbind "/$d" "$root/$d" || return 1
+	done
+}
+
+# failslab_fuzz FUZZER ARGS...: runs "FUZZER -F ARGS" (mmedge_fuzz) as
+# the step mmedge_fuzz_failslab with slab allocations failing in its
+# threads, chrooted in a mini_root on the scratch disk: failing
+# allocations in the fuzzer's context would break a 9p root (its reads
+# return EINVAL for good). Fault injection (debugfs failslab/) fails
+# FAILSLAB_PROB (default 5) percent of the allocations from the caches
+# marked for it (the debug VM's command line marks the kmalloc caches but
+# kmalloc-64 with slub_debug=A, see scripts/vm.sh, so kmemleak's and
+# debugobjects' own caches never fail), blocking ones included, only in
+# tasks that set make-it-fail: the fuzzer's threads. The step failslab reports how many allocations
+# failed (failslab's "times" countdown) and how many calls the fuzzer saw
+# fail with ENOMEM; either being 0 fails it.
+failslab_fuzz() {
+	local fs=/sys/kernel/debug/failslab root=/tmp/failslab-root
+	local tap=$RES/failslab.tap times=100000000 prob=${FAILSLAB_PROB:-5}
+	local fuzz left injected enomem why=""
+
+	fuzz=$(readlink -f "$1")
+	shift
+	if [ ! -d "$fs" ]; then
+		why="no $fs"
+	elif [ "$(cat /sys/kernel/slab/kmalloc-128/failslab 2>/dev/null)" != 1 ]; then
+		why="the kmalloc caches are not marked for failslab (slub_debug=A)"
+	elif ! mini_root "$root" "$fuzz"; then
+		why="no root on the scratch disk"
+	fi
+	if [ -n "$why" ]; then
+		printf '1..1\nnot ok 1 failslab fuzz: %s\n' "$why" > "$tap"
+		echo 1 > "$RES/failslab.rc"
+		return
+	fi
+	echo 0 > "$fs/verbose"
+	echo Y > "$fs/task-filter"
+	echo Y > "$fs/cache-filter"
+	echo N > "$fs/ignore-gfp-wait"
+	echo 1 > "$fs/interval"
+	echo 0 > "$fs/space"
+	echo "$times" > "$fs/times"
+	echo "$prob" > "$fs/probability"
+	run mmedge_fuzz_failslab chroot "$root" "$fuzz" -F "$@"
+	echo 0 > "$fs/probability"
+	left=$(cat "$fs/times")
+	injected=$((times - left))
+	umount -R "$root" || umount -R -l "$root"
+	enomem=$(sed -n 's/^# fuzz: .* enomem=\([0-9]*\).*/\1/p' \
+		"$RES/mmedge_fuzz_failslab.tap")
+	{
+		echo "1..2"
+		if [ "$injected" -gt 0 ]; then
+			echo "ok 1 failslab: $injected allocations failed in the fuzzer's threads ($prob%)"
+		else
+			echo "not ok 1 failslab: no allocation failed"
+		fi
+		if [ "${enomem:-0}" -gt 0 ]; then
+			echo "ok 2 failslab: the fuzzer saw $enomem calls fail with ENOMEM"
+		else
+			echo "not ok 2 failslab: the fuzzer saw no ENOMEM"
+		fi
+	} > "$tap"
+	! grep -q '^not ok' "$tap"
+	echo $? > "$RES/failslab.rc"
+}

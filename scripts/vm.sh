@@ -67,7 +67,15 @@ debug)
 	# The PCI interrupt routing comes from the MP table: under KASAN and
 	# TCG, ACPI's _PRT method runs past the interpreter's loop timeout.
 	# ACPI still gives the second CPU, the HPET and the PM timer.
-	APPEND_EXTRA="pci=noacpi"
+	# The kmalloc caches are marked for slab fault injection: only they
+	# fail when guest-debug.sh turns failslab on for the fuzzer's
+	# threads (kmemleak's and debugobjects' caches never do). Not
+	# kmalloc-64: vmap()'s vm_struct comes from it, and 6.1's dma-buf
+	# core WARNs whenever an exporter's vmap fails.
+	KMALLOC_FAIL="kmalloc-8,kmalloc-16,kmalloc-32,kmalloc-96,kmalloc-128"
+	KMALLOC_FAIL="$KMALLOC_FAIL,kmalloc-192,kmalloc-256,kmalloc-512"
+	KMALLOC_FAIL="$KMALLOC_FAIL,kmalloc-1k,kmalloc-2k,kmalloc-4k,kmalloc-8k"
+	APPEND_EXTRA="pci=noacpi slub_debug=A,$KMALLOC_FAIL"
 	;;
 6.12)
 	K612=$("$ROOT/scripts/deps.sh" --k612) || exit 1

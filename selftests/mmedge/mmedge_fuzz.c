@@ -3,6 +3,7 @@
  * mmedge_fuzz - an ioctl fuzzer for /dev/mmedge0.
  *
  *   mmedge_fuzz [-s SEED|FIRST..LAST] [-n SEQUENCES] [-t SECONDS] [-j THREADS]
+ *               [-F]
  *
  * For each seed, THREADS threads run SEQUENCES random sequences (1..32
  * operations each) between them on one open device: every MMEDGE_IOC_*
@@ -27,11 +28,24 @@
  * (split evenly between the seeds); a seed that runs out of time reports
  * the sequences it ran.
  *
+ * -F: the kernel's allocations fail in the fuzzing threads. Each writes
+ * 1 to /proc/thread-self/make-it-fail (root only) before its first
+ * operation and 0 after its last, so with the fault-injection task
+ * filter on (/sys/kernel/debug/failslab/task-filter) only they see the
+ * failures; the main thread, which sets up, checks for leftovers and
+ * prints, does not. ENOMEM is then an expected result like any other
+ * errno; the checks stay (leftovers, the module, a new channel's frame).
+ * Nothing a fuzzing thread reads or writes may be on a file system whose
+ * allocations must not fail: a thread turns the failures off around its
+ * own messages.
+ *
  * Output is TAP: one "ok N seed S sequences K" per seed ("not ok" if a
  * thread could not run, the module unloaded under open files, or buffers
  * or imports stay behind after everything was closed), then
- * "# fuzz: sequences=K ioctls=I seconds=T". Everything is closed at the
- * end and the bus bandwidth is put back, so the module unloads after.
+ * "# fuzz: sequences=K ioctls=I seconds=T enomem=E", E the calls that
+ * failed with ENOMEM (ioctls of every kind and opens of the device).
+ * Everything is closed at the end and the bus bandwidth is put back, so
+ * the module unloads after.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -96,7 +110,11 @@ struct world {
 
 /* Per mmedge ioctl number (_IOC_NR): calls and successes, all seeds. */
 #define NR_MAX		0x20
-static _Atomic uint64_t nr_calls[NR_MAX], nr_ok[NR_MAX];
+static _Atomic uint64_t nr_calls[NR_MAX], nr_ok[NR_MAX], nr_enomem[NR_MAX];
+/* Calls of any kind that failed with ENOMEM. */
+static _Atomic uint64_t enomem_total;
+/* -F: allocations fail in the fuzzing threads. */
+static bool failslab;
 
 static const char *const nr_name[NR_MAX] = {
 	[_IOC_NR(MMEDGE_IOC_QUERY_CAPS)] = "QUERY_CAPS",
@@ -125,6 +143,7 @@ struct thr {
 	uint8_t *ro;		/* a page made read-only around DQBUFs */
 	uint64_t ioctls;
 	int err;
+	int fail_fd;		/* -F: /proc/thread-self/make-it-fail */
 };
 
 static uint64_t rnd(struct thr *t)
@@ -194,6 +213,33 @@ static void mutate(struct thr *t, void *p, size_t len)
 	}
 }
 
+/* -F: the kernel's allocations fail (@on) in this thread or not. */
+static int fail_allocs(struct thr *t, bool on)
+{
+	if (t->fail_fd < 0)
+		return 0;
+	if (pwrite(t->fail_fd, on ? "1" : "0", 1, 0) != 1)
+		return -errno;
+	return 0;
+}
+
+/* A message from a fuzzing thread, written with the failures off. */
+#define fz_note(t, ...) do { \
+	fail_allocs(t, false); \
+	fprintf(stderr, __VA_ARGS__); \
+	fail_allocs(t, true); \
+} while (0)
+
+/* open_dev(), counting ENOMEM. */
+static int fz_open_dev(void)
+{
+	int fd = open_dev();
+
+	if (fd < 0 && errno == ENOMEM)
+		atomic_fetch_add(&enomem_total, 1);
+	return fd;
+}
+
 static void on_timer(int sig)
 {
 	(void)sig;
@@ -224,12 +270,17 @@ static int fz_ioctl(struct thr *t, int fd, unsigned long cmd, void *arg)
 
 	t->ioctls++;
 	ret = ioctl(fd, cmd, arg);
+	ret = ret < 0 ? -errno : ret;
+	if (ret == -ENOMEM)
+		atomic_fetch_add(&enomem_total, 1);
 	if (_IOC_TYPE(cmd) == MMEDGE_IOC_MAGIC && _IOC_NR(cmd) < NR_MAX) {
 		atomic_fetch_add(&nr_calls[_IOC_NR(cmd)], 1);
 		if (ret >= 0)
 			atomic_fetch_add(&nr_ok[_IOC_NR(cmd)], 1);
+		else if (ret == -ENOMEM)
+			atomic_fetch_add(&nr_enomem[_IOC_NR(cmd)], 1);
 	}
-	return ret < 0 ? -errno : ret;
+	return ret;
 }
 
 static int pick_dev(struct thr *t)
@@ -705,7 +756,7 @@ static void op_dev2(struct thr *t)
 	unsigned int i = 1 + rn(t, NDEV - 1);
 
 	if (chance(t, 50)) {
-		int fd = open_dev();
+		int fd = fz_open_dev();
 
 		if (fd >= 0)
 			slot_put(t->w->dev, i, fd);
@@ -725,8 +776,9 @@ static void op_rmmod(struct thr *t)
 	if (geteuid() != 0)
 		return;
 	ret = mod_delete("mmedge");
-	if (!mod_busy_errno(ret) && ret != -ENOENT) {
-		fprintf(stderr, "# delete_module(mmedge) with the device open: %d\n",
+	if (!mod_busy_errno(ret) && ret != -ENOENT &&
+	    !(failslab && ret == -ENOMEM)) {
+		fz_note(t, "# delete_module(mmedge) with the device open: %d\n",
 			ret);
 		t->err = ret ? ret : -EBUSY;
 	}
@@ -829,7 +881,7 @@ static void op_reuse(struct thr *t)
 	int dev, buf, i, ret;
 
 	buf = atomic_load(&t->w->buf[rn(t, NBUF)]);
-	dev = open_dev();
+	dev = fz_open_dev();
 	if (dev < 0)
 		return;
 	memset(&c, 0, sizeof(c));
@@ -875,7 +927,7 @@ static void op_reuse(struct thr *t)
 	d.chan = c.id;
 	d.flags = MMEDGE_DQBUF_NONBLOCK;
 	if (!fz_ioctl(t, dev, MMEDGE_IOC_DQBUF, &d)) {
-		fprintf(stderr, "# a new channel dequeued cookie %#llx seq %llu\n",
+		fz_note(t, "# a new channel dequeued cookie %#llx seq %llu\n",
 			(unsigned long long)d.cookie,
 			(unsigned long long)d.sequence);
 		t->err = -EEXIST;
@@ -897,7 +949,7 @@ static void op_opens(struct thr *t)
 	int fds[32];
 
 	for (i = 0; i < n; i++) {
-		fds[i] = open_dev();
+		fds[i] = fz_open_dev();
 		if (fds[i] < 0)
 			break;
 		for (k = rn(t, 2); k > 0 && live < 4; k--, live++) {
@@ -993,6 +1045,15 @@ static void *thread_main(void *p)
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (t->ro == MAP_FAILED)
 		t->ro = NULL;
+	t->fail_fd = -1;
+	if (failslab) {
+		t->fail_fd = open("/proc/thread-self/make-it-fail",
+				  O_WRONLY | O_CLOEXEC);
+		if (t->fail_fd < 0 || fail_allocs(t, true)) {
+			t->err = -errno;
+			goto out;
+		}
+	}
 
 	for (;;) {
 		long seq = atomic_fetch_add(&w->next_seq, 1);
@@ -1005,6 +1066,10 @@ static void *thread_main(void *p)
 			one_op(t);
 		atomic_fetch_add(&w->seqs_done, 1);
 	}
+out:
+	fail_allocs(t, false);
+	if (t->fail_fd >= 0)
+		close(t->fail_fd);
 	free(t->scratch);
 	if (t->ro)
 		munmap(t->ro, 4096);
@@ -1066,7 +1131,7 @@ static int leftovers(char *why, size_t len)
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s [-s SEED|FIRST..LAST] [-n SEQUENCES] [-t SECONDS] [-j THREADS]\n",
+		"usage: %s [-s SEED|FIRST..LAST] [-n SEQUENCES] [-t SECONDS] [-j THREADS] [-F]\n",
 		argv0);
 	exit(2);
 }
@@ -1083,8 +1148,11 @@ int main(int argc, char **argv)
 	int opt, failed = 0, dev, n = 0;
 	char *dots;
 
-	while ((opt = getopt(argc, argv, "s:n:t:j:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:t:j:F")) != -1) {
 		switch (opt) {
+		case 'F':
+			failslab = true;
+			break;
 		case 's':
 			seed0 = strtoull(optarg, &dots, 0);
 			seed1 = seed0;
@@ -1114,8 +1182,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	printf("TAP version 13\n");
-	printf("1..%llu # mmedge_fuzz seeds %llu..%llu, %ld sequences per seed, %ld threads, %.0f s\n",
-	       seed1 - seed0 + 1, seed0, seed1, nseq, threads, seconds);
+	printf("1..%llu # mmedge_fuzz seeds %llu..%llu, %ld sequences per seed, %ld threads, %.0f s%s\n",
+	       seed1 - seed0 + 1, seed0, seed1, nseq, threads, seconds,
+	       failslab ? ", allocations failing in the threads" : "");
 	fflush(stdout);
 
 	dev = open_dev();
@@ -1215,12 +1284,15 @@ int main(int argc, char **argv)
 			snprintf(nm, sizeof(nm), "%s", nr_name[opt]);
 		else
 			snprintf(nm, sizeof(nm), "nr 0x%02x", opt);
-		printf("# %s: calls %" PRIu64 " succeeded %" PRIu64 "\n", nm,
+		printf("# %s: calls %" PRIu64 " succeeded %" PRIu64
+		       " enomem %" PRIu64 "\n", nm,
 		       (uint64_t)atomic_load(&nr_calls[opt]),
-		       (uint64_t)atomic_load(&nr_ok[opt]));
+		       (uint64_t)atomic_load(&nr_ok[opt]),
+		       (uint64_t)atomic_load(&nr_enomem[opt]));
 	}
-	printf("# fuzz: sequences=%ld ioctls=%" PRIu64 " seconds=%.1f\n",
-	       total_seqs, total_ioctls, (now_ns() - t_start) / 1e9);
+	printf("# fuzz: sequences=%ld ioctls=%" PRIu64 " seconds=%.1f enomem=%" PRIu64 "\n",
+	       total_seqs, total_ioctls, (now_ns() - t_start) / 1e9,
+	       (uint64_t)atomic_load(&enomem_total));
 	printf("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:0 error:0\n",
 	       n - failed, failed);
 	return failed ? 1 : 0;

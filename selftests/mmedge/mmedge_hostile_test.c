@@ -34,6 +34,8 @@
  *  import_charged           15: imports charged to the memory caps (32.2).
  *  sync_wait_unlocked       16: BUF_SYNC START waiting for a fence holds
  *                           no lock unbind or other files need (32.3).
+ *  qbuf_wait_unlocked       16b: so does a QBUF waiting for a buffer's
+ *                           earlier fences (32.3).
  *  uid_limits               17: per-user channel and memory limits (32.4).
  *  engine_rt_observable     18: segments moved under SCHED_FIFO counted,
  *                           with engine_rt and only with it (32.5).
@@ -1746,14 +1748,36 @@ static void *sync_start(void *p)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(hostile, sync_wait_unlocked, 60)
+/*
+ * While a thread waits for a fence: another file's ioctl, then the
+ * unbind, after which that file gets ENODEV. The ms both took, or -1 if
+ * one of them failed.
+ */
+static long long unbind_beside_wait(FIXTURE_DATA(hostile) *self)
 {
 	struct mmedge_caps caps;
+	long long ms = -1;
+	int dev2 = open_dev();
+	uint64_t t0;
+
+	if (dev2 < 0)
+		return -1;
+	t0 = now_ns();
+	if (!query_caps(dev2, &caps) && !do_unbind(self)) {
+		ms = (now_ns() - t0) / MSEC;
+		if (query_caps(dev2, &caps) != -ENODEV)
+			ms = -1;
+	}
+	close(dev2);
+	return ms;
+}
+
+TEST_F_TIMEOUT(hostile, sync_wait_unlocked, 60)
+{
 	struct sync_arg a;
 	__u32 handle, fence;
-	uint64_t t0, ms;
+	long long ms;
 	pthread_t t;
-	int dev2;
 
 	BEGIN();
 
@@ -1771,23 +1795,75 @@ TEST_F_TIMEOUT(hostile, sync_wait_unlocked, 60)
 	ASSERT_EQ(0, atomic_load(&a.done)) TH_LOG("START did not wait");
 
 	/* Another file's ioctl and the unbind do not wait for the fence. */
-	dev2 = open_dev();
-	ASSERT_LE(0, dev2);
-	t0 = now_ns();
-	EXPECT_EQ(0, query_caps(dev2, &caps));
-	ASSERT_EQ(0, do_unbind(self));
-	ms = (now_ns() - t0) / MSEC;
-	EXPECT_GT(1000, ms) TH_LOG("unbind took %llu ms behind the wait",
-				   (unsigned long long)ms);
-	EXPECT_EQ(-ENODEV, query_caps(dev2, &caps));
+	ms = unbind_beside_wait(self);
+	ASSERT_LE(0, ms) TH_LOG("another file's ioctl or the unbind failed");
+	EXPECT_GT(1000, ms) TH_LOG("unbind took %lld ms behind the wait", ms);
 	EXPECT_EQ(0, atomic_load(&a.done));
 
 	EXPECT_EQ(0, vgem_fence_signal(self->vgem, fence));
 	ASSERT_EQ(0, pthread_join(t, NULL));
 	EXPECT_EQ(0, a.ret);
-	close(dev2);
 	EXPECT_EQ(0, drmCloseBufferHandle(self->vgem, handle));
 	close(a.buf);
+	/* The old instance keeps its number until its last file closes. */
+	close(self->dev);
+	self->dev = -1;
+	ASSERT_EQ(0, do_bind(self));
+}
+
+/*
+ * 16b. The same for QBUF (issue 32 case 3): a capture QBUF of a buffer
+ * whose vgem write fence nobody signals waits (up to 2 s) holding no lock
+ * that unbind or other files need: another file's ioctl and the unbind
+ * complete within a second while it waits; once the fence signals after
+ * the unbind, the QBUF fails with ENODEV (or ETIMEDOUT if the 2 s ran
+ * out first).
+ */
+struct qbuf_arg {
+	struct qbuf_thread q;
+	atomic_int done;
+};
+
+static void *qbuf_wait_fn(void *p)
+{
+	struct qbuf_arg *a = p;
+
+	qbuf_thread_fn(&a->q);
+	atomic_store(&a->done, 1);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(hostile, qbuf_wait_unlocked, 60)
+{
+	struct fenced_cap f;
+	struct qbuf_arg a;
+	long long ms;
+	pthread_t t;
+
+	BEGIN();
+
+	NEED_ROOT("unbind");
+	NEED_VGEM();
+	ASSERT_EQ(0, fenced_cap_new(self->dev, self->vgem, &f));
+	memset(&a, 0, sizeof(a));
+	a.q = (struct qbuf_thread){ .dev = self->dev, .chan = f.ch,
+				    .fd = f.prime };
+	ASSERT_EQ(0, pthread_create(&t, NULL, qbuf_wait_fn, &a));
+	sleep_ms(200);
+	ASSERT_EQ(0, atomic_load(&a.done)) TH_LOG("QBUF did not wait");
+
+	/* Another file's ioctl and the unbind do not wait for the fence. */
+	ms = unbind_beside_wait(self);
+	ASSERT_LE(0, ms) TH_LOG("another file's ioctl or the unbind failed");
+	EXPECT_GT(1000, ms) TH_LOG("unbind took %lld ms behind the QBUF", ms);
+	TH_LOG("an ioctl and the unbind took %lld ms while a QBUF waited", ms);
+	EXPECT_EQ(0, atomic_load(&a.done));
+
+	EXPECT_EQ(0, vgem_fence_signal(self->vgem, f.fence));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_TRUE(a.q.ret == -ENODEV || a.q.ret == -ETIMEDOUT)
+		TH_LOG("QBUF after the unbind: %d", a.q.ret);
+	fenced_cap_free(self->dev, self->vgem, &f);
 	/* The old instance keeps its number until its last file closes. */
 	close(self->dev);
 	self->dev = -1;
