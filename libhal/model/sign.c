@@ -688,7 +688,7 @@ int mm_open_regular(const char *path, int *fd, uint64_t *size, char *err,
 static int open_signed(const char *path, const struct mm_manifest *man,
 		       int *fd, char *err, size_t errlen)
 {
-	uint64_t size;
+	uint64_t size = 0;	/* set by mm_open_regular(); gcc -O3 cannot tell */
 	int ret;
 
 	if (man->size == 0 || man->size > SIZE_MAX / 2)
