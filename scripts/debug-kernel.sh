@@ -26,6 +26,9 @@ case "${1:-}" in
 *) echo "usage: $0 [--configure-only]" >&2; exit 2 ;;
 esac
 
+# Globs, not ls: under pipefail an ls that matches nothing ends the
+# script; a glob that matches nothing is empty.
+shopt -s nullglob
 # The 6.1 source deps.sh installs, by name: another linux-source package
 # on the machine is never taken for it.
 tarball=/usr/src/linux-source-6.1.tar.xz
