@@ -257,8 +257,12 @@ mkdir -p "$RES"
 printf '%q ' "$script" "$@" > "$RES/.script"
 {
 	[ -z "$KMOD" ] || printf 'export MMEDGE_KO=%q\n' "$KMOD/mmedge.ko"
-	# The kernel's YNL library, for the netlink spec's test.
-	ynl=$("$ROOT/scripts/ynl.sh") && printf 'export MMEDGE_YNL=%q\n' "$ynl"
+	# The kernel's YNL library, for the netlink spec's test: copied into
+	# the build tree, which the guest sees wherever the cache is (a
+	# cache under /tmp is hidden by the guest's own /tmp).
+	ynl=$("$ROOT/scripts/ynl.sh") &&
+		rsync -a --delete "$ynl/" "$OUT/ynl/" &&
+		printf 'export MMEDGE_YNL=%q\n' "$OUT/ynl"
 } > "$RES/.env"
 
 # The scratch disk: sparse, made anew for every boot.
