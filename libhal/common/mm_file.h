@@ -19,6 +19,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* All @n bytes of @buf to @fd (EINTR retried); 0 or -errno (-EIO: 0 written). */
+static inline int mm_write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (w == 0)
+			return -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
 /* Syncs directory @dir, so that a rename in it lasts. 0 or -errno. */
 static inline int mm_fsync_dir(const char *dir)
 {
@@ -87,7 +107,6 @@ static inline int mm_file_sync_close(int fd)
 static inline int mm_file_put(const char *path, const void *buf, size_t n,
 			      mode_t mode)
 {
-	const char *p = buf;
 	char tmp[4096];
 	int fd, ret;
 
@@ -97,19 +116,11 @@ static inline int mm_file_put(const char *path, const void *buf, size_t n,
 	fd = mm_file_tmp_open(tmp, mode);
 	if (fd < 0)
 		return fd;
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			ret = w < 0 ? -errno : -EIO;
-			close(fd);
-			unlink(tmp);
-			return ret;
-		}
-		p += w;
-		n -= (size_t)w;
+	ret = mm_write_all(fd, buf, n);
+	if (ret) {
+		close(fd);
+		unlink(tmp);
+		return ret;
 	}
 	ret = mm_file_sync_close(fd);
 	if (ret) {

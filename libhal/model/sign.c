@@ -161,25 +161,6 @@ int mm_read_upto(int fd, void *buf, size_t cap, size_t *n)
 	return 0;
 }
 
-int mm_write_all(int fd, const void *buf, size_t n)
-{
-	const uint8_t *p = buf;
-
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		if (w == 0)
-			return -EIO;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Writes all of buf to a new file at path (O_EXCL), fsynced. */
 static int write_new(const char *path, const void *buf, size_t n, mode_t mode,
 		     char *err, size_t errlen)

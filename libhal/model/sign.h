@@ -45,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/mm_file.h"
 #include "mhash.h"
 
 #ifdef __cplusplus
@@ -99,8 +100,7 @@ size_t mm_sig_bytes(uint32_t fmt);
  * *n gets the byte count read: 0 or -errno.
  */
 int mm_read_upto(int fd, void *buf, size_t cap, size_t *n);
-/* Writes all n bytes of buf to fd (EINTR retried): 0, -errno or -EIO. */
-int mm_write_all(int fd, const void *buf, size_t n);
+/* mm_write_all(): ../common/mm_file.h. */
 
 /* A new key pair. */
 int mm_key_generate(uint8_t pk[MM_KEY_PUB_BYTES], uint8_t sk[MM_KEY_SEC_BYTES]);

@@ -982,15 +982,10 @@ MMHAL_API int mmhal_store_install(struct mmhal_store *s, const char *path,
 	spath(s, dst, sizeof(dst), "%c/%s", slot_ch(t), MODEL_FILE);
 	spath(s, dsig, sizeof(dsig), "%c/%s.sig", slot_ch(t), MODEL_FILE);
 	/* no more than the signed size, from regular files only */
+	/* each copy commits itself: renamed and the slot directory synced */
 	ret = copy_file(path, dst, src.size, err, errlen);
 	if (!ret)
 		ret = copy_file(sp, dsig, mm_sig_bytes(src.format), err, errlen);
-	if (!ret) {
-		ret = mm_fsync_dir(sdir);
-		if (ret)
-			mm_errf(ret, err, errlen, "cannot sync %s: %s", sdir,
-			     strerror(-ret));
-	}
 	if (ret)
 		goto out;
 	/* what the slot holds now, read back */
