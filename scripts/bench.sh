@@ -11,7 +11,7 @@
 #     microphone, and the payload bytes copied per frame; the microphone's
 #     latency class under a camera flood and the model's load. The VM
 #     uses TCG where KVM does not work: read the ratios, not the times.
-#  2. On the host (libhal/model): quantized kernels vs the machine's
+#  2. On the host (libhal's model runtime): quantized kernels vs the machine's
 #     measured read bandwidth and int8 dot-product peak, the
 #     SmolLM2-135M-shaped model (prefill/decode tokens/s vs the bandwidth
 #     roofline, peak RSS), and mm_bench: the session's path with frames
@@ -19,7 +19,7 @@
 #
 # The demo model files (random weights: SmolLM2-135M shape, Q8_0, and a
 # SigLIP 224 px + Whisper-tiny mmproj, Q8_0) are made here once, in
-# $OUT/model/mm/models, where mm_bench reuses them and the VM reads them.
+# $OUT/libhal/bench/models, where mm_bench reuses them and the VM reads them.
 #
 # BENCH=vm or BENCH=model runs one part. Arguments go to mmedge_bench.
 set -uo pipefail
@@ -36,8 +36,8 @@ if [ "$what" = all ] || [ "$what" = vm ]; then
 			exit 1
 		fi
 	done
-	models=$OUT/model/mm/models
-	gguf=$OUT/libhal/model/mmgguf
+	models=$OUT/libhal/bench/models
+	gguf=$OUT/libhal/mmgguf
 	mkdir -p "$models"
 	if [ ! -f "$models/smolvlm-llm-q8_0.gguf" ] && [ -x "$gguf" ]; then
 		"$gguf" gen --shape smollm2-135m --tokenizer smolvlm --type f16 \
@@ -57,6 +57,6 @@ fi
 
 if [ "$what" = all ] || [ "$what" = model ]; then
 	echo "== bench: model runtime (host)"
-	make -s -C "$ROOT/libhal/model" O="$OUT/model" bench || rc=1
+	make -s -C "$ROOT/libhal" O="$OUT/libhal" bench || rc=1
 fi
 exit "$rc"

@@ -11,8 +11,8 @@
 #               libhal all (libmmhal.so, .a, mmhal.pc, device tests),
 #               tools all (mmctl, mmstream, mmrun, mmgguf, mmhal-view)
 #   gcc-O3      the same with CC=gcc CFLAGS=-O3
-#   fuzz        the runtime's libFuzzer target (libhal/model/gguf.mk,
-#               gguf_fuzz) with clang; skipped only without clang
+#   fuzz        the runtime's libFuzzer target (libhal/Makefile's
+#               fuzz target, gguf_fuzz) with clang; skipped only without clang
 #
 # Every build keeps -Wall -Wextra -Werror, so a warning fails it. Each is
 # one TAP case, counted by libhal/tests/tap-run.sh; the last line is
@@ -41,8 +41,8 @@ one() {
 			echo "ok 1 - fuzz # SKIP clang not found"
 			return 0
 		fi
-		local f=$d/gguf/fuzz/gguf_fuzz
-		if make -s -C "$ROOT/libhal/model" O="$d" GGUF_FUZZ_CC=clang \
+		local f=$d/fuzz/gguf_fuzz
+		if make -s -C "$ROOT/libhal" O="$d" FUZZ_CC=clang \
 			"$f" > "$log" 2>&1 && [ -x "$f" ]; then
 			echo "ok 1 - fuzz: gguf_fuzz built with clang (libFuzzer, ASan, UBSan)"
 			return 0

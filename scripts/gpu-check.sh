@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The CUDA back end on a machine with an NVIDIA GPU (Documentation/cuda.rst):
-# builds libhal/model's GPU test with nvcc's kernels, runs each kernel
+# builds libhal's GPU test with nvcc's kernels, runs each kernel
 # against the CPU back end on random data (the frame preprocessing and
 # im2col against imgproc.c/vision.c, frames read in place), the decoder with backend cuda
 # against backend cpu on generated SmolLM2-135M-shaped Q8_0 and Q4_K
@@ -49,10 +49,10 @@ if [ -z "$tops" ] || [ -z "$gbs" ]; then
 	tops=1979 gbs=4800
 fi
 
-M=$OUT/model
+M=$OUT/libhal
 echo "# build (nvcc PTX, cuda_gpu, mmgguf)"
 t0=$(date +%s)
-timeout 600 make -s -j"$JOBS" -C "$ROOT/libhal/model" O="$M" \
+timeout 600 make -s -j"$JOBS" -C "$ROOT/libhal" O="$M" \
 	CUDA_HOME="$CUDA_HOME" cuda-gpu "$M/mmgguf" > "$OUT/build.log" 2>&1 || {
 	tail -20 "$OUT/build.log"; echo "RESULT gpu 0 1"; exit 1; }
 echo "# built in $(( $(date +%s) - t0 )) s"
@@ -74,7 +74,7 @@ fail=0 pass=0
 for q in q8_0 q4_k; do
 	log=$OUT/cuda_gpu.$q.log
 	echo "# cuda_gpu with the $q model"
-	timeout 300 "$M/cuda/opt/cuda_gpu" -m "$OUT/models/smollm2-$q.gguf" \
+	timeout 300 "$M/cuda/cuda_gpu" -m "$OUT/models/smollm2-$q.gguf" \
 		-P "$tops" -B "$gbs" -F "$f16" > "$log" 2>&1
 	rc=$?
 	[ $rc = 77 ] && { cat "$log"; refuse "the back end found no usable device"; }

@@ -36,7 +36,7 @@ modprobe vivid n_devs=1 || echo "guest-bench: no vivid; the V4L2 reference row i
 # frame -> first token, with the on/off ratios of the same run.
 route_bench() {
 	local b=${MMEDGE_BUILD:-build} t n=8 every=2000 k out nr t_fail=0
-	local mmrun=$b/tools/mmrun mmgguf=$b/libhal/model/mmgguf
+	local mmrun=$b/tools/mmrun mmgguf=$b/libhal/mmgguf
 	if [ ! -x "$mmrun" ] || [ ! -x "$mmgguf" ]; then
 		echo "routing bench: $mmrun or $mmgguf missing; skipped"
 		return 0
@@ -109,7 +109,7 @@ PY
 # Start of frame -> first token with the demo model shape: a
 # SmolLM2-135M-shaped decoder (Q8_0, SmolVLM's vocabulary) and a SigLIP
 # 224 px + Whisper-tiny mmproj (Q8_0), random weights, made on the host by
-# scripts/bench.sh in $b/model/mm/models (the files of mm_bench). mmrun's
+# scripts/bench.sh in $b/libhal/bench/models (the files of mm_bench). mmrun's
 # continuous mode on the virtual camera (NV12 640x480 at 30 fps) and
 # microphone (16 kHz, a 2 s window, latency mode): one line per ask, the
 # SLO summary (P50/P95/P99, peak RSS) and the payload bytes the CPU
@@ -117,7 +117,7 @@ PY
 # window) with one ask. Under TCG the times are TCG's.
 slo_bench() {
 	local b=${MMEDGE_BUILD:-build} m p out mode n
-	local mmrun=$b/tools/mmrun dir=$b/model/mm/models
+	local mmrun=$b/tools/mmrun dir=$b/libhal/bench/models
 	m=$dir/smolvlm-llm-q8_0.gguf
 	p=$dir/mmproj-smolvlm224-whisper-tiny-q8_0.gguf
 	if [ ! -x "$mmrun" ] || [ ! -f "$m" ] || [ ! -f "$p" ]; then
@@ -165,7 +165,7 @@ slo_bench() {
 arb_bench() {
 	local b=${MMEDGE_BUILD:-build} t secs=${ARB_SECS:-8} bus=8000000
 	local mmctl=$b/tools/mmctl mmstream=$b/tools/mmstream mmrun=$b/tools/mmrun
-	local dir=$b/model/mm/models mpid fpid rpid lpid k rt0
+	local dir=$b/libhal/bench/models mpid fpid rpid lpid k rt0
 	local rtp=/sys/module/mmedge/parameters/engine_rt
 	if [ ! -x "$mmctl" ] || [ ! -x "$mmstream" ]; then
 		echo "arbiter bench: $mmctl or $mmstream missing; skipped"
@@ -339,9 +339,9 @@ PY
 # VM_SCRATCH_MB=1024). BENCH_STEPS=verity from a wrapper script.
 verity_bench() {
 	local b=${MMEDGE_BUILD:-build} d=/tmp/mmscratch
-	local sb=$b/model/store/opt/sign_bench mmgguf=$b/libhal/model/mmgguf
+	local sb=$b/libhal/bench/sign_bench mmgguf=$b/libhal/mmgguf
 	if [ ! -x "$sb" ] || [ ! -x "$mmgguf" ]; then
-		echo "verity bench: $sb or $mmgguf missing (make -C libhal/model store-all); skipped"
+		echo "verity bench: $sb or $mmgguf missing (make -C libhal bench); skipped"
 		return 0
 	fi
 	scratch_mount "$d" || return 1

@@ -39,7 +39,7 @@ full libhal_dev "$B/libhal/tests/mmhal_dev_test" /dev/mmedge0
 # vivid's buffers imported into mmedge: copied into an mmedge buffer and
 # fed to the sink through libhal, the copy encoded by a tiny model.
 full libhal_vendor "$B/libhal/tests/mmhal_vendor_test" \
-	--mmgguf "$B/libhal/model/mmgguf" /dev/mmedge0
+	--mmgguf "$B/libhal/mmgguf" /dev/mmedge0
 run mmctl tools/tests/mmctl_cli_test.sh "$B/tools/mmctl"
 full mmstream tools/tests/mmstream_cli_test.sh "$B/tools/mmstream"
 full mmctl_nl tools/tests/mmctl_nl_test.sh "$B/tools/mmctl" "$B/tools/mmstream" "$B/tools/tests/mmhal-view"
@@ -56,14 +56,14 @@ fi
 # in place (tiny generated models; the library and the runtime built with
 # ASan and UBSan), and mmrun's device mode.
 full libhal_session "$B/libhal/tests/mmhal_session_test_san" \
-	--mmgguf "$B/libhal/model/mmgguf" /dev/mmedge0
-full mmrun tools/tests/mmrun_cli_test.sh "$B/tools/mmrun" "$B/libhal/model/mmgguf"
+	--mmgguf "$B/libhal/mmgguf" /dev/mmedge0
+full mmrun tools/tests/mmrun_cli_test.sh "$B/tools/mmrun" "$B/libhal/mmgguf"
 # Signed models through fs-verity: on the scratch disk (ext4 made with -O
 # verity; 9p cannot hold verity files), the verity path against the copy.
 if [ "$all" = 1 ]; then
 	scratch=/tmp/mmscratch
 	scratch_mount "$scratch" || scratch=""
-	run verity tools/tests/verity_guest_test.sh "$B/libhal/model/mmgguf" \
+	run verity tools/tests/verity_guest_test.sh "$B/libhal/mmgguf" \
 		"$B/tools/tests/mmhal-load" "$B/tools/mmctl" "$scratch"
 	[ -z "$scratch" ] || umount "$scratch"
 fi

@@ -54,9 +54,9 @@ echo "  model files made here by mmgguf gen: a SmolVLM-shaped tiny LLM and a vis
 echo "  audio mmproj with RANDOM weights (so the words mean nothing; the frame, the"
 echo "  audio window, their hardware timestamps and the latencies are real)"
 mkdir -p /tmp/mmrun-demo
-"$B/libhal/model/mmgguf" gen --shape tiny --tokenizer smolvlm --type f32 \
+"$B/libhal/mmgguf" gen --shape tiny --tokenizer smolvlm --type f32 \
 	-o /tmp/mmrun-demo/model.gguf > /dev/null
-"$B/libhal/model/mmgguf" gen --vision tiny --audio tiny --type q8_0 \
+"$B/libhal/mmgguf" gen --vision tiny --audio tiny --type q8_0 \
 	-o /tmp/mmrun-demo/mmproj.gguf > /dev/null
 "$B/tools/mmrun" --model /tmp/mmrun-demo/model.gguf \
 	--mmproj /tmp/mmrun-demo/mmproj.gguf --device /dev/mmedge0 \

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The model runtime's tests (libhal/model): GGUF reader/writer, tokenizer,
+# The model runtime's tests (libhal/model, tests/unit): GGUF reader/writer, tokenizer,
 # fuzzing, quantized kernels (x86 and arm64 under qemu-user), decoder,
 # encoders, image/audio end to end, signed files and the model store,
 # calibration, the CUDA loader. Every fragment runs (make -k: one failing
@@ -13,7 +13,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${MMEDGE_BUILD:-$ROOT/build}
 log="$OUT/model-check.log"
 mkdir -p "$OUT"
-make -k -s -C "$ROOT/libhal/model" O="$OUT/model" check 2>&1 | tee "$log"
+make -k -s -C "$ROOT/libhal" O="$OUT/libhal" model-check 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 awk '$1 == "RESULT" { n++; p += $3; f += $4; s += $5 }
      END { if (!n) f++

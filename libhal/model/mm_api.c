@@ -47,8 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/mm_file.h"
-#include "../common/mm_params.h"
+#include "common/mm_file.h"
+#include "common/mm_params.h"
 #include "mmhal_model.h"
 #include "audio.h"
 #include "calib.h"

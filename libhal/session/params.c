@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/mm_params.h"
+#include "common/mm_params.h"
 #include "session_int.h"
 
 struct mmhal_session_params mmhal_session_default_params(void)

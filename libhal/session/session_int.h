@@ -19,7 +19,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "../common/mm_err.h"
+#include "common/mm_err.h"
 #include "mmhal.h"
 #include "mmhal_model.h"
 #include "mmhal_route.h"
