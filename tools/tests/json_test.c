@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Unit tests of mmctl's JSON writer. */
+/* Unit tests of the tools' JSON writer (common/json.c). */
 #define _GNU_SOURCE		/* open_memstream() */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../mmctl/json.h"
+#include "json.h"
 #include "tap.h"
 
 /* A writer into memory; json_result() returns what it wrote. */

@@ -6,8 +6,8 @@
  * an object, a key in an array, unbalanced closes) is recorded and reported
  * by json_finish(), so a bug cannot silently produce invalid JSON.
  */
-#ifndef MMCTL_JSON_H
-#define MMCTL_JSON_H
+#ifndef TOOLS_JSON_H
+#define TOOLS_JSON_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -60,4 +60,4 @@ void json_kv_bool(struct json_writer *w, const char *key, bool v);
  */
 int json_finish(struct json_writer *w);
 
-#endif /* MMCTL_JSON_H */
+#endif /* TOOLS_JSON_H */
