@@ -55,8 +55,8 @@
  * hardware timestamps (CLOCK_MONOTONIC), the audio window's buffers, and
  * the time from the frame's start of frame to the first and last token.
  *
- * Images: binary PNM (P5 grey, P6 RGB, maxval 255) and, when built with
- * libpng, PNG. Audio: RIFF WAVE, PCM signed 16-bit little-endian, mono, at
+ * Images (read by ../common/media_io.c): binary PNM (P5 grey, P6 RGB,
+ * maxval 255) and, when built with libpng, PNG. Audio: RIFF WAVE, PCM signed 16-bit little-endian, mono, at
  * the mmproj's rate (16000 Hz). The prompt may place the media with
  * <__media__> (images first, then audio, in the order given); without a
  * marker they go before the text. The prompt is wrapped in the model's
@@ -78,10 +78,7 @@
 #include "mmhal_session.h"
 
 #include "json.h"
-
-#ifdef MMRUN_PNG
-#include <png.h>
-#endif
+#include "media_io.h"
 
 #define MAX_MEDIA 8
 
@@ -104,273 +101,6 @@ static int fail(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\n");
 	return -1;
-}
-
-static int read_file(const char *path, uint8_t **buf, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	long n;
-
-	*buf = NULL;
-	if (!f)
-		return fail("%s: %s", path, strerror(errno));
-	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		return fail("%s: cannot size the file", path);
-	}
-	*buf = malloc(n ? (size_t)n : 1);
-	if (!*buf || fread(*buf, 1, (size_t)n, f) != (size_t)n) {
-		fclose(f);
-		free(*buf);
-		*buf = NULL;
-		return fail("%s: read failed", path);
-	}
-	fclose(f);
-	*size = (size_t)n;
-	return 0;
-}
-
-/* ---- images ------------------------------------------------------------- */
-
-struct picture {
-	uint8_t *pix;		/* GREY or RGB24, packed lines */
-	struct mmhal_image img;
-};
-
-/* One PNM header number after whitespace and comments. */
-static int pnm_num(const uint8_t *b, size_t n, size_t *i, uint32_t *v)
-{
-	uint64_t x = 0;
-	size_t d = 0;
-
-	for (;;) {
-		while (*i < n && (b[*i] == ' ' || b[*i] == '\t' ||
-				  b[*i] == '\n' || b[*i] == '\r'))
-			(*i)++;
-		if (*i < n && b[*i] == '#') {
-			while (*i < n && b[*i] != '\n')
-				(*i)++;
-			continue;
-		}
-		break;
-	}
-	while (*i < n && b[*i] >= '0' && b[*i] <= '9' && d < 10) {
-		x = x * 10 + (uint64_t)(b[*i] - '0');
-		(*i)++;
-		d++;
-	}
-	if (!d || x > 0xffffffffu || (*i < n && b[*i] >= '0' && b[*i] <= '9'))
-		return -1;
-	*v = (uint32_t)x;
-	return 0;
-}
-
-static int read_pnm(const char *path, const uint8_t *b, size_t n,
-		    struct picture *p)
-{
-	uint32_t w, h, maxv, ch;
-	size_t i = 2, need;
-
-	if (n < 2 || b[0] != 'P' || (b[1] != '5' && b[1] != '6'))
-		return fail("%s: not a binary PNM (P5/P6)%s", path,
-#ifdef MMRUN_PNG
-			    " or PNG"
-#else
-			    " (PNG needs mmrun built with libpng)"
-#endif
-			    );
-	ch = b[1] == '6' ? 3 : 1;
-	if (pnm_num(b, n, &i, &w) || pnm_num(b, n, &i, &h) ||
-	    pnm_num(b, n, &i, &maxv))
-		return fail("%s: PNM header: bad width, height or maxval",
-			    path);
-	if (!w || !h || w > 65536 || h > 65536)
-		return fail("%s: PNM size %ux%u out of range (1..65536)", path,
-			    w, h);
-	if (maxv != 255)
-		return fail("%s: PNM maxval %u, only 255 (8 bits) is read",
-			    path, maxv);
-	if (i >= n || (b[i] != ' ' && b[i] != '\n' && b[i] != '\r' &&
-		       b[i] != '\t'))
-		return fail("%s: PNM header: no whitespace before the pixels",
-			    path);
-	i++;
-	need = (size_t)w * h * ch;
-	if (n - i < need)
-		return fail("%s: PNM pixels: %zu bytes, %ux%u needs %zu", path,
-			    n - i, w, h, need);
-	p->pix = malloc(need);
-	if (!p->pix)
-		return fail("out of memory");
-	memcpy(p->pix, b + i, need);
-	p->img.format = ch == 3 ? MMHAL_IMAGE_RGB24 : MMHAL_IMAGE_GREY;
-	p->img.width = w;
-	p->img.height = h;
-	p->img.plane[0] = p->pix;
-	p->img.stride[0] = (size_t)w * ch;
-	return 0;
-}
-
-#ifdef MMRUN_PNG
-static int read_png(const char *path, const uint8_t *b, size_t n,
-		    struct picture *p)
-{
-	png_image im;
-
-	memset(&im, 0, sizeof(im));
-	im.version = PNG_IMAGE_VERSION;
-	if (!png_image_begin_read_from_memory(&im, b, n))
-		return fail("%s: PNG: %s", path, im.message);
-	if (!im.width || !im.height || im.width > 65536 || im.height > 65536) {
-		png_image_free(&im);
-		return fail("%s: PNG size %ux%u out of range (1..65536)", path,
-			    im.width, im.height);
-	}
-	/* alpha composited onto black; colour or grey as stored */
-	im.format = im.format & PNG_FORMAT_FLAG_COLOR ? PNG_FORMAT_RGB :
-							PNG_FORMAT_GRAY;
-	p->pix = malloc(PNG_IMAGE_SIZE(im));
-	if (!p->pix) {
-		png_image_free(&im);
-		return fail("out of memory");
-	}
-	if (!png_image_finish_read(&im, NULL, p->pix, 0, NULL)) {
-		free(p->pix);
-		p->pix = NULL;
-		return fail("%s: PNG: %s", path, im.message);
-	}
-	p->img.format = im.format == PNG_FORMAT_RGB ? MMHAL_IMAGE_RGB24 :
-						      MMHAL_IMAGE_GREY;
-	p->img.width = im.width;
-	p->img.height = im.height;
-	p->img.plane[0] = p->pix;
-	p->img.stride[0] = PNG_IMAGE_ROW_STRIDE(im);
-	return 0;
-}
-#endif
-
-static int read_picture(const char *path, struct picture *p)
-{
-	uint8_t *b;
-	size_t n;
-	int ret;
-
-	memset(p, 0, sizeof(*p));
-	if (read_file(path, &b, &n))
-		return -1;
-#ifdef MMRUN_PNG
-	if (n >= 8 && !memcmp(b, "\x89PNG\r\n\x1a\n", 8))
-		ret = read_png(path, b, n, p);
-	else
-#endif
-		ret = read_pnm(path, b, n, p);
-	free(b);
-	return ret;
-}
-
-/* ---- WAV -------------------------------------------------------------------- */
-
-static uint32_t le32(const uint8_t *p)
-{
-	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint16_t le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static int read_wav(const char *path, uint32_t rate, int16_t **pcm,
-		    size_t *n_out)
-{
-	uint8_t *b;
-	size_t n, i = 12;
-	int have_fmt = 0, r;
-
-	*pcm = NULL;
-	*n_out = 0;
-	if (read_file(path, &b, &n))
-		return -1;
-	if (n < 12 || memcmp(b, "RIFF", 4) || memcmp(b + 8, "WAVE", 4)) {
-		r = fail("%s: not a RIFF WAVE file", path);
-		goto out;
-	}
-	while (n - i >= 8) {
-		uint32_t sz = le32(b + i + 4);
-		const uint8_t *d = b + i + 8;
-
-		if (sz > n - i - 8) {
-			r = fail("%s: chunk '%.4s' of %u bytes runs past the end of the file",
-				 path, (const char *)(b + i), sz);
-			goto out;
-		}
-		if (!memcmp(b + i, "fmt ", 4)) {
-			uint16_t fmt, chn, bits;
-			uint32_t sr;
-
-			if (sz < 16) {
-				r = fail("%s: fmt chunk of %u bytes (< 16)", path,
-					 sz);
-				goto out;
-			}
-			fmt = le16(d);
-			chn = le16(d + 2);
-			sr = le32(d + 4);
-			bits = le16(d + 14);
-			if (fmt == 0xfffe && sz >= 40)
-				fmt = le16(d + 24);	/* extensible: subformat */
-			if (fmt != 1) {
-				r = fail("%s: fmt audio_format %u, only 1 (PCM) is read",
-					 path, fmt);
-				goto out;
-			}
-			if (chn != 1) {
-				r = fail("%s: fmt num_channels %u, only mono is read",
-					 path, chn);
-				goto out;
-			}
-			if (bits != 16) {
-				r = fail("%s: fmt bits_per_sample %u, only 16 is read",
-					 path, bits);
-				goto out;
-			}
-			if (sr != rate) {
-				r = fail("%s: fmt sample_rate %u Hz, the mmproj takes %u Hz (resample it, e.g. sox in.wav -r %u -c 1 -b 16 out.wav)",
-					 path, sr, rate, rate);
-				goto out;
-			}
-			have_fmt = 1;
-		} else if (!memcmp(b + i, "data", 4)) {
-			if (!have_fmt) {
-				r = fail("%s: data chunk before the fmt chunk",
-					 path);
-				goto out;
-			}
-			if (sz < 2) {
-				r = fail("%s: data chunk has no samples", path);
-				goto out;
-			}
-			*pcm = malloc((size_t)(sz / 2) * sizeof(int16_t));
-			if (!*pcm) {
-				r = fail("out of memory");
-				goto out;
-			}
-			*n_out = sz / 2;
-			for (size_t k = 0; k < *n_out; k++)
-				(*pcm)[k] = (int16_t)le16(d + 2 * k);
-			r = 0;
-			goto out;
-		}
-		i += 8 + (size_t)sz + (sz & 1);
-		if (i > n)
-			break;
-	}
-	r = fail("%s: no %s chunk", path, have_fmt ? "data" : "fmt");
-out:
-	free(b);
-	return r;
 }
 
 /* ---- main --------------------------------------------------------------------- */
@@ -450,10 +180,7 @@ static void print_tiers(const struct mmhal_model *model,
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: mmrun --model M.gguf --mmproj P.gguf [--image F.ppm|.pgm"
-#ifdef MMRUN_PNG
-		"|.png"
-#endif
+		"usage: mmrun --model M.gguf --mmproj P.gguf [--image F.ppm|.pgm%s"
 		"]... [--audio F.wav]...\n"
 		"             -p TEXT [-n N] [-t THREADS] [--temp T] [--seed S]\n"
 		"             [--no-tiles] [--audio-latency] [--raw]\n"
@@ -464,7 +191,8 @@ static void usage(void)
 		"             [-n N] [-t THREADS] [--asks N] [--every MS] [--on-change]\n"
 		"             [--no-route] [-j] ...\n"
 		"       either mode: [--tier F.gguf]... [--tier-mode top|confidence|fixed:N]\n"
-		"             [--ctx N] [--ctx-shift N_KEEP]\n");
+		"             [--ctx N] [--ctx-shift N_KEEP]\n",
+		media_png() ? "|.png" : "");
 }
 
 /* ---- device mode ------------------------------------------------------------- */
@@ -567,27 +295,26 @@ static int image_source(struct mmhal_dev *dev, const char *path,
 			struct mmhal_session_params *sp, struct mmhal_chan **ch,
 			struct mmhal_buf **buf)
 {
-	struct picture pic;
+	struct media_image pic;
+	char err[512];
 	size_t line, n;
 	uint8_t *packed;
 	int ret;
 
-	if (read_picture(path, &pic))
-		return -1;
-	line = (size_t)pic.img.width *
-	       (pic.img.format == MMHAL_IMAGE_RGB24 ? 3 : 1);
-	n = line * pic.img.height;
+	if (media_read_image(path, &pic, err, sizeof(err)))
+		return fail("%s", err);
+	line = (size_t)pic.width * (pic.fourcc == MMHAL_IMAGE_RGB24 ? 3 : 1);
+	n = line * pic.height;
 	packed = malloc(n ? n : 1);
 	if (!packed) {
-		free(pic.pix);
+		media_image_free(&pic);
 		return fail("out of memory");
 	}
-	for (uint32_t y = 0; y < pic.img.height; y++)
-		memcpy(packed + y * line, (const uint8_t *)pic.img.plane[0] +
-		       y * pic.img.stride[0], line);
-	free(pic.pix);
-	sp->camera = mmhal_src_camera(pic.img.width, pic.img.height,
-				      pic.img.format == MMHAL_IMAGE_RGB24 ?
+	for (uint32_t y = 0; y < pic.height; y++)
+		memcpy(packed + y * line, pic.pix + y * pic.stride, line);
+	media_image_free(&pic);
+	sp->camera = mmhal_src_camera(pic.width, pic.height,
+				      pic.fourcc == MMHAL_IMAGE_RGB24 ?
 				      MMHAL_FMT_RGB24 : MMHAL_FMT_GREY, 30);
 	ret = mmhal_chan_create_dir(dev, MMHAL_CHAN_COPY, NULL, ch);
 	if (ret) {
@@ -610,11 +337,12 @@ static int audio_source(struct mmhal_dev *dev, const char *path,
 {
 	uint64_t need = (uint64_t)sp->listen_ms * rate / 1000;
 	int16_t *pcm = NULL;
+	char err[512];
 	size_t n = 0;
 	int ret;
 
-	if (read_wav(path, rate, &pcm, &n))
-		return -1;
+	if (media_read_wav(path, rate, &pcm, &n, err, sizeof(err)))
+		return fail("%s", err);
 	if (n < need) {
 		free(pcm);
 		return fail("%s: %zu samples, a %u ms window takes %llu", path,
@@ -1405,15 +1133,22 @@ int main(int argc, char **argv)
 
 	t_media = now_ms();
 	for (int i = 0; i < n_img; i++) {
-		struct picture pic;
 		struct mmhal_chunk_info ci = { .size = sizeof(ci) };
+		struct media_image pic;
 		int r;
 
-		if (read_picture(img_path[i], &pic))
+		if (media_read_image(img_path[i], &pic, err, sizeof(err))) {
+			fail("%s", err);
 			goto out;
-		r = mmhal_encode_image(vproj, &pic.img, &chunks[n_chunks], err,
-				       sizeof(err));
-		free(pic.pix);
+		}
+		r = mmhal_encode_image(vproj, &(struct mmhal_image){
+					       .format = pic.fourcc,
+					       .width = pic.width,
+					       .height = pic.height,
+					       .plane = { pic.pix },
+					       .stride = { pic.stride } },
+				       &chunks[n_chunks], err, sizeof(err));
+		media_image_free(&pic);
 		if (r) {
 			fail("%s: %s", img_path[i], err);
 			goto out;
@@ -1428,8 +1163,11 @@ int main(int argc, char **argv)
 		size_t n = 0;
 		int r;
 
-		if (read_wav(wav_path[i], (uint32_t)pi.audio_rate, &pcm, &n))
+		if (media_read_wav(wav_path[i], (uint32_t)pi.audio_rate, &pcm,
+				   &n, err, sizeof(err))) {
+			fail("%s", err);
 			goto out;
+		}
 		r = mmhal_encode_audio(aproj,
 				       &(struct mmhal_audio){ pcm, n,
 							      (uint32_t)pi.audio_rate },
