@@ -55,8 +55,8 @@
  * hardware timestamps (CLOCK_MONOTONIC), the audio window's buffers, and
  * the time from the frame's start of frame to the first and last token.
  *
- * Images: binary PNM (P5 grey, P6 RGB, maxval 255) and, when built with
- * libpng, PNG. Audio: RIFF WAVE, PCM signed 16-bit little-endian, mono, at
+ * Images (read by ../common/media_io.c): binary PNM (P5 grey, P6 RGB,
+ * maxval 255) and, when built with libpng, PNG. Audio: RIFF WAVE, PCM signed 16-bit little-endian, mono, at
  * the mmproj's rate (16000 Hz). The prompt may place the media with
  * <__media__> (images first, then audio, in the order given); without a
  * marker they go before the text. The prompt is wrapped in the model's
@@ -77,9 +77,8 @@
 #include "mmhal_model.h"
 #include "mmhal_session.h"
 
-#ifdef MMRUN_PNG
-#include <png.h>
-#endif
+#include "json.h"
+#include "media_io.h"
 
 #define MAX_MEDIA 8
 
@@ -102,273 +101,6 @@ static int fail(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\n");
 	return -1;
-}
-
-static int read_file(const char *path, uint8_t **buf, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	long n;
-
-	*buf = NULL;
-	if (!f)
-		return fail("%s: %s", path, strerror(errno));
-	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		return fail("%s: cannot size the file", path);
-	}
-	*buf = malloc(n ? (size_t)n : 1);
-	if (!*buf || fread(*buf, 1, (size_t)n, f) != (size_t)n) {
-		fclose(f);
-		free(*buf);
-		*buf = NULL;
-		return fail("%s: read failed", path);
-	}
-	fclose(f);
-	*size = (size_t)n;
-	return 0;
-}
-
-/* ---- images ------------------------------------------------------------- */
-
-struct picture {
-	uint8_t *pix;		/* GREY or RGB24, packed lines */
-	struct mmhal_image img;
-};
-
-/* One PNM header number after whitespace and comments. */
-static int pnm_num(const uint8_t *b, size_t n, size_t *i, uint32_t *v)
-{
-	uint64_t x = 0;
-	size_t d = 0;
-
-	for (;;) {
-		while (*i < n && (b[*i] == ' ' || b[*i] == '\t' ||
-				  b[*i] == '\n' || b[*i] == '\r'))
-			(*i)++;
-		if (*i < n && b[*i] == '#') {
-			while (*i < n && b[*i] != '\n')
-				(*i)++;
-			continue;
-		}
-		break;
-	}
-	while (*i < n && b[*i] >= '0' && b[*i] <= '9' && d < 10) {
-		x = x * 10 + (uint64_t)(b[*i] - '0');
-		(*i)++;
-		d++;
-	}
-	if (!d || x > 0xffffffffu || (*i < n && b[*i] >= '0' && b[*i] <= '9'))
-		return -1;
-	*v = (uint32_t)x;
-	return 0;
-}
-
-static int read_pnm(const char *path, const uint8_t *b, size_t n,
-		    struct picture *p)
-{
-	uint32_t w, h, maxv, ch;
-	size_t i = 2, need;
-
-	if (n < 2 || b[0] != 'P' || (b[1] != '5' && b[1] != '6'))
-		return fail("%s: not a binary PNM (P5/P6)%s", path,
-#ifdef MMRUN_PNG
-			    " or PNG"
-#else
-			    " (PNG needs mmrun built with libpng)"
-#endif
-			    );
-	ch = b[1] == '6' ? 3 : 1;
-	if (pnm_num(b, n, &i, &w) || pnm_num(b, n, &i, &h) ||
-	    pnm_num(b, n, &i, &maxv))
-		return fail("%s: PNM header: bad width, height or maxval",
-			    path);
-	if (!w || !h || w > 65536 || h > 65536)
-		return fail("%s: PNM size %ux%u out of range (1..65536)", path,
-			    w, h);
-	if (maxv != 255)
-		return fail("%s: PNM maxval %u, only 255 (8 bits) is read",
-			    path, maxv);
-	if (i >= n || (b[i] != ' ' && b[i] != '\n' && b[i] != '\r' &&
-		       b[i] != '\t'))
-		return fail("%s: PNM header: no whitespace before the pixels",
-			    path);
-	i++;
-	need = (size_t)w * h * ch;
-	if (n - i < need)
-		return fail("%s: PNM pixels: %zu bytes, %ux%u needs %zu", path,
-			    n - i, w, h, need);
-	p->pix = malloc(need);
-	if (!p->pix)
-		return fail("out of memory");
-	memcpy(p->pix, b + i, need);
-	p->img.format = ch == 3 ? MMHAL_IMAGE_RGB24 : MMHAL_IMAGE_GREY;
-	p->img.width = w;
-	p->img.height = h;
-	p->img.plane[0] = p->pix;
-	p->img.stride[0] = (size_t)w * ch;
-	return 0;
-}
-
-#ifdef MMRUN_PNG
-static int read_png(const char *path, const uint8_t *b, size_t n,
-		    struct picture *p)
-{
-	png_image im;
-
-	memset(&im, 0, sizeof(im));
-	im.version = PNG_IMAGE_VERSION;
-	if (!png_image_begin_read_from_memory(&im, b, n))
-		return fail("%s: PNG: %s", path, im.message);
-	if (!im.width || !im.height || im.width > 65536 || im.height > 65536) {
-		png_image_free(&im);
-		return fail("%s: PNG size %ux%u out of range (1..65536)", path,
-			    im.width, im.height);
-	}
-	/* alpha composited onto black; colour or grey as stored */
-	im.format = im.format & PNG_FORMAT_FLAG_COLOR ? PNG_FORMAT_RGB :
-							PNG_FORMAT_GRAY;
-	p->pix = malloc(PNG_IMAGE_SIZE(im));
-	if (!p->pix) {
-		png_image_free(&im);
-		return fail("out of memory");
-	}
-	if (!png_image_finish_read(&im, NULL, p->pix, 0, NULL)) {
-		free(p->pix);
-		p->pix = NULL;
-		return fail("%s: PNG: %s", path, im.message);
-	}
-	p->img.format = im.format == PNG_FORMAT_RGB ? MMHAL_IMAGE_RGB24 :
-						      MMHAL_IMAGE_GREY;
-	p->img.width = im.width;
-	p->img.height = im.height;
-	p->img.plane[0] = p->pix;
-	p->img.stride[0] = PNG_IMAGE_ROW_STRIDE(im);
-	return 0;
-}
-#endif
-
-static int read_picture(const char *path, struct picture *p)
-{
-	uint8_t *b;
-	size_t n;
-	int ret;
-
-	memset(p, 0, sizeof(*p));
-	if (read_file(path, &b, &n))
-		return -1;
-#ifdef MMRUN_PNG
-	if (n >= 8 && !memcmp(b, "\x89PNG\r\n\x1a\n", 8))
-		ret = read_png(path, b, n, p);
-	else
-#endif
-		ret = read_pnm(path, b, n, p);
-	free(b);
-	return ret;
-}
-
-/* ---- WAV -------------------------------------------------------------------- */
-
-static uint32_t le32(const uint8_t *p)
-{
-	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint16_t le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static int read_wav(const char *path, uint32_t rate, int16_t **pcm,
-		    size_t *n_out)
-{
-	uint8_t *b;
-	size_t n, i = 12;
-	int have_fmt = 0, r;
-
-	*pcm = NULL;
-	*n_out = 0;
-	if (read_file(path, &b, &n))
-		return -1;
-	if (n < 12 || memcmp(b, "RIFF", 4) || memcmp(b + 8, "WAVE", 4)) {
-		r = fail("%s: not a RIFF WAVE file", path);
-		goto out;
-	}
-	while (n - i >= 8) {
-		uint32_t sz = le32(b + i + 4);
-		const uint8_t *d = b + i + 8;
-
-		if (sz > n - i - 8) {
-			r = fail("%s: chunk '%.4s' of %u bytes runs past the end of the file",
-				 path, (const char *)(b + i), sz);
-			goto out;
-		}
-		if (!memcmp(b + i, "fmt ", 4)) {
-			uint16_t fmt, chn, bits;
-			uint32_t sr;
-
-			if (sz < 16) {
-				r = fail("%s: fmt chunk of %u bytes (< 16)", path,
-					 sz);
-				goto out;
-			}
-			fmt = le16(d);
-			chn = le16(d + 2);
-			sr = le32(d + 4);
-			bits = le16(d + 14);
-			if (fmt == 0xfffe && sz >= 40)
-				fmt = le16(d + 24);	/* extensible: subformat */
-			if (fmt != 1) {
-				r = fail("%s: fmt audio_format %u, only 1 (PCM) is read",
-					 path, fmt);
-				goto out;
-			}
-			if (chn != 1) {
-				r = fail("%s: fmt num_channels %u, only mono is read",
-					 path, chn);
-				goto out;
-			}
-			if (bits != 16) {
-				r = fail("%s: fmt bits_per_sample %u, only 16 is read",
-					 path, bits);
-				goto out;
-			}
-			if (sr != rate) {
-				r = fail("%s: fmt sample_rate %u Hz, the mmproj takes %u Hz (resample it, e.g. sox in.wav -r %u -c 1 -b 16 out.wav)",
-					 path, sr, rate, rate);
-				goto out;
-			}
-			have_fmt = 1;
-		} else if (!memcmp(b + i, "data", 4)) {
-			if (!have_fmt) {
-				r = fail("%s: data chunk before the fmt chunk",
-					 path);
-				goto out;
-			}
-			if (sz < 2) {
-				r = fail("%s: data chunk has no samples", path);
-				goto out;
-			}
-			*pcm = malloc((size_t)(sz / 2) * sizeof(int16_t));
-			if (!*pcm) {
-				r = fail("out of memory");
-				goto out;
-			}
-			*n_out = sz / 2;
-			for (size_t k = 0; k < *n_out; k++)
-				(*pcm)[k] = (int16_t)le16(d + 2 * k);
-			r = 0;
-			goto out;
-		}
-		i += 8 + (size_t)sz + (sz & 1);
-		if (i > n)
-			break;
-	}
-	r = fail("%s: no %s chunk", path, have_fmt ? "data" : "fmt");
-out:
-	free(b);
-	return r;
 }
 
 /* ---- main --------------------------------------------------------------------- */
@@ -448,10 +180,7 @@ static void print_tiers(const struct mmhal_model *model,
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: mmrun --model M.gguf --mmproj P.gguf [--image F.ppm|.pgm"
-#ifdef MMRUN_PNG
-		"|.png"
-#endif
+		"usage: mmrun --model M.gguf --mmproj P.gguf [--image F.ppm|.pgm%s"
 		"]... [--audio F.wav]...\n"
 		"             -p TEXT [-n N] [-t THREADS] [--temp T] [--seed S]\n"
 		"             [--no-tiles] [--audio-latency] [--raw]\n"
@@ -462,7 +191,8 @@ static void usage(void)
 		"             [-n N] [-t THREADS] [--asks N] [--every MS] [--on-change]\n"
 		"             [--no-route] [-j] ...\n"
 		"       either mode: [--tier F.gguf]... [--tier-mode top|confidence|fixed:N]\n"
-		"             [--ctx N] [--ctx-shift N_KEEP]\n");
+		"             [--ctx N] [--ctx-shift N_KEEP]\n",
+		media_png() ? "|.png" : "");
 }
 
 /* ---- device mode ------------------------------------------------------------- */
@@ -565,27 +295,26 @@ static int image_source(struct mmhal_dev *dev, const char *path,
 			struct mmhal_session_params *sp, struct mmhal_chan **ch,
 			struct mmhal_buf **buf)
 {
-	struct picture pic;
+	struct media_image pic;
+	char err[512];
 	size_t line, n;
 	uint8_t *packed;
 	int ret;
 
-	if (read_picture(path, &pic))
-		return -1;
-	line = (size_t)pic.img.width *
-	       (pic.img.format == MMHAL_IMAGE_RGB24 ? 3 : 1);
-	n = line * pic.img.height;
+	if (media_read_image(path, &pic, err, sizeof(err)))
+		return fail("%s", err);
+	line = (size_t)pic.width * (pic.fourcc == MMHAL_IMAGE_RGB24 ? 3 : 1);
+	n = line * pic.height;
 	packed = malloc(n ? n : 1);
 	if (!packed) {
-		free(pic.pix);
+		media_image_free(&pic);
 		return fail("out of memory");
 	}
-	for (uint32_t y = 0; y < pic.img.height; y++)
-		memcpy(packed + y * line, (const uint8_t *)pic.img.plane[0] +
-		       y * pic.img.stride[0], line);
-	free(pic.pix);
-	sp->camera = mmhal_src_camera(pic.img.width, pic.img.height,
-				      pic.img.format == MMHAL_IMAGE_RGB24 ?
+	for (uint32_t y = 0; y < pic.height; y++)
+		memcpy(packed + y * line, pic.pix + y * pic.stride, line);
+	media_image_free(&pic);
+	sp->camera = mmhal_src_camera(pic.width, pic.height,
+				      pic.fourcc == MMHAL_IMAGE_RGB24 ?
 				      MMHAL_FMT_RGB24 : MMHAL_FMT_GREY, 30);
 	ret = mmhal_chan_create_dir(dev, MMHAL_CHAN_COPY, NULL, ch);
 	if (ret) {
@@ -608,11 +337,12 @@ static int audio_source(struct mmhal_dev *dev, const char *path,
 {
 	uint64_t need = (uint64_t)sp->listen_ms * rate / 1000;
 	int16_t *pcm = NULL;
+	char err[512];
 	size_t n = 0;
 	int ret;
 
-	if (read_wav(path, rate, &pcm, &n))
-		return -1;
+	if (media_read_wav(path, rate, &pcm, &n, err, sizeof(err)))
+		return fail("%s", err);
 	if (n < need) {
 		free(pcm);
 		return fail("%s: %zu samples, a %u ms window takes %llu", path,
@@ -635,73 +365,42 @@ static int audio_source(struct mmhal_dev *dev, const char *path,
 
 /* ---- JSON lines ---------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid. */
-static size_t utf8_len(const unsigned char *p, size_t n)
+/* Milliseconds, seconds and ratios: always with 3 decimals (null if not finite). */
+static void kv_num(struct json_writer *w, const char *key, double v)
 {
-	size_t len, i;
-	uint32_t c;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		len = 2, c = p[0] & 0x1f;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef)
-		len = 3, c = p[0] & 0x0f;
-	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-		len = 4, c = p[0] & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (p[i] & 0x3f);
-	}
-	if ((len == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
-	    (len == 4 && (c < 0x10000 || c > 0x10ffff)))
-		return 0;
-	return len;
+	json_kv_double_fixed(w, key, v, 3);
 }
 
-/* A JSON string: escapes, and U+FFFD for bytes that are not UTF-8. */
-static void json_str(const char *s, size_t n)
+/* "key": {"ka": a, "kb": b, left open for more members. */
+static void begin_pair(struct json_writer *w, const char *key,
+		       const char *ka, uint64_t a, const char *kb, uint64_t b)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
-	putchar('"');
-	for (size_t i = 0; i < n;) {
-		size_t l = utf8_len(p + i, n - i);
-
-		if (!l) {
-			fputs("\\ufffd", stdout);
-			i++;
-		} else if (p[i] == '"' || p[i] == '\\') {
-			printf("\\%c", p[i]);
-			i++;
-		} else if (p[i] < 0x20) {
-			printf("\\u%04x", p[i]);
-			i++;
-		} else {
-			fwrite(p + i, 1, l, stdout);
-			i += l;
-		}
-	}
-	putchar('"');
+	json_key(w, key);
+	json_begin_object(w);
+	json_kv_u64(w, ka, a);
+	json_kv_u64(w, kb, b);
 }
 
-/* A number, null when not finite (JSON has no NaN). */
-static void json_num(const char *key, double v)
+/* "key": {"ka": a, "kb": b} */
+static void kv_pair(struct json_writer *w, const char *key,
+		    const char *ka, uint64_t a, const char *kb, uint64_t b)
 {
-	if (isfinite(v))
-		printf("\"%s\":%.3f", key, v);
-	else
-		printf("\"%s\":null", key);
+	begin_pair(w, key, ka, a, kb, b);
+	json_end_object(w);
 }
 
-static void json_u64(const char *key, uint64_t v)
+static void kv_null(struct json_writer *w, const char *key)
 {
-	printf("\"%s\":%llu", key, (unsigned long long)v);
+	json_key(w, key);
+	json_null(w);
+}
+
+/* Ends a JSON line; says so if the writer was misused (a bug here). */
+static void json_line_end(struct json_writer *w)
+{
+	if (json_finish(w))
+		fail("internal error: invalid JSON line");
+	fflush(stdout);
 }
 
 static const char *image_decision(uint32_t why)
@@ -716,165 +415,186 @@ static const char *audio_decision(uint32_t why)
 	       why == MMHAL_ROUTE_SILENCE ? "skipped" : "encoded";
 }
 
+/* "frame": the camera frame of an answer, or null. */
+static void json_frame(struct json_writer *w,
+		       const struct mmhal_session_result *r)
+{
+	json_key(w, "frame");
+	if (!(r->flags & MMHAL_RESULT_IMAGE)) {
+		json_null(w);
+		return;
+	}
+	json_begin_object(w);
+	json_kv_u64(w, "sequence", r->frame_sequence);
+	json_kv_u64(w, "flags", r->frame_flags);
+	kv_pair(w, "raw", "sof", r->frame_ts.sof_raw, "eof", r->frame_ts.eof_raw);
+	kv_pair(w, "mono", "sof", r->frame_ts.sof_mono,
+		"eof", r->frame_ts.eof_mono);
+	if (r->frame_flags & MMHAL_FRAME_TS_SENSOR)
+		kv_pair(w, "sensor", "sof", r->frame_sensor_sof,
+			"eof", r->frame_sensor_eof);
+	else
+		kv_null(w, "sensor");
+	if (r->flags & MMHAL_RESULT_FRAME_MAPPED) {
+		begin_pair(w, "mapped", "sof", r->frame_mono_sof,
+			   "eof", r->frame_mono_eof);
+		json_kv_u64(w, "uncert_ns", r->frame_uncert_ns);
+		json_end_object(w);
+	} else {
+		kv_null(w, "mapped");
+	}
+	json_kv_u64(w, "encoded_sequence", r->image_frame_sequence);
+	json_end_object(w);
+}
+
+/* "audio": the microphone window of an answer, or null. */
+static void json_window(struct json_writer *w,
+			const struct mmhal_session_result *r)
+{
+	json_key(w, "audio");
+	if (!(r->flags & (MMHAL_RESULT_AUDIO | MMHAL_RESULT_AUDIO_SKIPPED))) {
+		json_null(w);
+		return;
+	}
+	json_begin_object(w);
+	json_kv_u64(w, "first_sequence", r->audio_first_sequence);
+	json_kv_u64(w, "last_sequence", r->audio_last_sequence);
+	json_kv_u64(w, "samples", r->audio_n_samples);
+	json_kv_u64(w, "buffers", r->audio_n_bufs);
+	json_kv_bool(w, "copied", r->flags & MMHAL_RESULT_AUDIO_COPIED);
+	kv_pair(w, "raw", "sof", r->audio_first_ts.sof_raw,
+		"eof", r->audio_last_ts.eof_raw);
+	kv_pair(w, "mono", "sof", r->audio_first_ts.sof_mono,
+		"eof", r->audio_last_ts.eof_mono);
+	if (r->audio_sensor_start || r->audio_sensor_end)
+		kv_pair(w, "sensor", "start", r->audio_sensor_start,
+			"end", r->audio_sensor_end);
+	else
+		kv_null(w, "sensor");
+	if (r->flags & MMHAL_RESULT_AUDIO_MAPPED) {
+		begin_pair(w, "mapped", "start", r->audio_mono_start,
+			   "end", r->audio_mono_end);
+		json_kv_u64(w, "uncert_ns", r->audio_uncert_ns);
+		json_end_object(w);
+	} else {
+		kv_null(w, "mapped");
+	}
+	json_end_object(w);
+}
+
+/* "pairing": the frames the window overlaps, or null. */
+static void json_pairing(struct json_writer *w,
+			 const struct mmhal_session_result *r)
+{
+	json_key(w, "pairing");
+	if (!(r->flags & MMHAL_RESULT_PAIRED)) {
+		json_null(w);
+		return;
+	}
+	json_begin_object(w);
+	json_kv_u64(w, "overlapping_frames", r->pair_n_overlap);
+	json_kv_u64(w, "seq_first", r->pair_seq_first);
+	json_kv_u64(w, "seq_last", r->pair_seq_last);
+	json_kv_bool(w, "frame_used_overlaps", r->pair_frame_used);
+	kv_num(w, "coverage", r->pair_coverage);
+	json_kv_u64(w, "uncert_ns", r->pair_uncert_ns);
+	json_end_object(w);
+}
+
+/* "routing": the decisions, their reasons and measures. */
+static void json_routing(struct json_writer *w,
+			 const struct mmhal_session_result *r)
+{
+	json_key(w, "routing");
+	json_begin_object(w);
+	json_key(w, "image");
+	json_begin_object(w);
+	json_kv_string(w, "decision", image_decision(r->image_route));
+	json_kv_string(w, "reason", mmhal_route_name(r->image_route));
+	kv_num(w, "scene_diff", r->scene_diff);
+	kv_num(w, "imu_gyro_max", r->imu_gyro_max);
+	kv_num(w, "imu_accel_change", r->imu_accel_change);
+	json_end_object(w);
+	json_key(w, "audio");
+	json_begin_object(w);
+	json_kv_string(w, "decision", audio_decision(r->audio_route));
+	json_kv_string(w, "reason", mmhal_route_name(r->audio_route));
+	kv_num(w, "speech_frac", r->vad_speech_frac);
+	kv_num(w, "max_dbfs", r->vad_max_dbfs);
+	json_end_object(w);
+	json_kv_u64(w, "encoders_run", r->encoders_run);
+	json_kv_s64(w, "positions_kept", r->reused_positions);
+	json_end_object(w);
+}
+
 /* One JSON object per answer. */
 static void json_answer(uint32_t k, const struct mmhal_session_result *r)
 {
-	printf("{\"type\":\"answer\",\"ask\":%u,\"text\":", k);
-	json_str(r->text ? r->text : "", r->text_len);
-	printf(",\"tokens\":[");
+	struct json_writer w;
+
+	json_init(&w, stdout, false);
+	json_begin_object(&w);
+	json_kv_string(&w, "type", "answer");
+	json_kv_u64(&w, "ask", k);
+	json_key(&w, "text");
+	json_string_len(&w, r->text ? r->text : "", r->text ? r->text_len : 0);
+	json_key(&w, "tokens");
+	json_begin_array(&w);
 	for (int i = 0; i < r->n_tokens; i++)
-		printf("%s%d", i ? "," : "", r->tokens[i]);
-	printf("],\"n_prompt\":%d,\"frame\":", r->n_prompt);
-	if (r->flags & MMHAL_RESULT_IMAGE) {
-		printf("{");
-		json_u64("sequence", r->frame_sequence);
-		printf(",\"flags\":%u,\"raw\":{", r->frame_flags);
-		json_u64("sof", r->frame_ts.sof_raw);
-		printf(",");
-		json_u64("eof", r->frame_ts.eof_raw);
-		printf("},\"mono\":{");
-		json_u64("sof", r->frame_ts.sof_mono);
-		printf(",");
-		json_u64("eof", r->frame_ts.eof_mono);
-		printf("},\"sensor\":");
-		if (r->frame_flags & MMHAL_FRAME_TS_SENSOR) {
-			printf("{");
-			json_u64("sof", r->frame_sensor_sof);
-			printf(",");
-			json_u64("eof", r->frame_sensor_eof);
-			printf("}");
-		} else {
-			printf("null");
-		}
-		printf(",\"mapped\":");
-		if (r->flags & MMHAL_RESULT_FRAME_MAPPED) {
-			printf("{");
-			json_u64("sof", r->frame_mono_sof);
-			printf(",");
-			json_u64("eof", r->frame_mono_eof);
-			printf(",");
-			json_u64("uncert_ns", r->frame_uncert_ns);
-			printf("}");
-		} else {
-			printf("null");
-		}
-		printf(",");
-		json_u64("encoded_sequence", r->image_frame_sequence);
-		printf("}");
-	} else {
-		printf("null");
-	}
-	printf(",\"audio\":");
-	if (r->flags & (MMHAL_RESULT_AUDIO | MMHAL_RESULT_AUDIO_SKIPPED)) {
-		printf("{");
-		json_u64("first_sequence", r->audio_first_sequence);
-		printf(",");
-		json_u64("last_sequence", r->audio_last_sequence);
-		printf(",");
-		json_u64("samples", r->audio_n_samples);
-		printf(",\"buffers\":%u,\"copied\":%s,\"raw\":{",
-		       r->audio_n_bufs,
-		       r->flags & MMHAL_RESULT_AUDIO_COPIED ? "true" : "false");
-		json_u64("sof", r->audio_first_ts.sof_raw);
-		printf(",");
-		json_u64("eof", r->audio_last_ts.eof_raw);
-		printf("},\"mono\":{");
-		json_u64("sof", r->audio_first_ts.sof_mono);
-		printf(",");
-		json_u64("eof", r->audio_last_ts.eof_mono);
-		printf("},\"sensor\":");
-		if (r->audio_sensor_start || r->audio_sensor_end) {
-			printf("{");
-			json_u64("start", r->audio_sensor_start);
-			printf(",");
-			json_u64("end", r->audio_sensor_end);
-			printf("}");
-		} else {
-			printf("null");
-		}
-		printf(",\"mapped\":");
-		if (r->flags & MMHAL_RESULT_AUDIO_MAPPED) {
-			printf("{");
-			json_u64("start", r->audio_mono_start);
-			printf(",");
-			json_u64("end", r->audio_mono_end);
-			printf(",");
-			json_u64("uncert_ns", r->audio_uncert_ns);
-			printf("}");
-		} else {
-			printf("null");
-		}
-		printf("}");
-	} else {
-		printf("null");
-	}
-	printf(",\"pairing\":");
-	if (r->flags & MMHAL_RESULT_PAIRED) {
-		printf("{\"overlapping_frames\":%u,", r->pair_n_overlap);
-		json_u64("seq_first", r->pair_seq_first);
-		printf(",");
-		json_u64("seq_last", r->pair_seq_last);
-		printf(",\"frame_used_overlaps\":%s,",
-		       r->pair_frame_used ? "true" : "false");
-		json_num("coverage", r->pair_coverage);
-		printf(",");
-		json_u64("uncert_ns", r->pair_uncert_ns);
-		printf("}");
-	} else {
-		printf("null");
-	}
-	printf(",\"routing\":{\"image\":{\"decision\":\"%s\",\"reason\":\"%s\",",
-	       image_decision(r->image_route), mmhal_route_name(r->image_route));
-	json_num("scene_diff", r->scene_diff);
-	printf(",");
-	json_num("imu_gyro_max", r->imu_gyro_max);
-	printf(",");
-	json_num("imu_accel_change", r->imu_accel_change);
-	printf("},\"audio\":{\"decision\":\"%s\",\"reason\":\"%s\",",
-	       audio_decision(r->audio_route), mmhal_route_name(r->audio_route));
-	json_num("speech_frac", r->vad_speech_frac);
-	printf(",");
-	json_num("max_dbfs", r->vad_max_dbfs);
-	printf("},\"encoders_run\":%u,\"positions_kept\":%d},\"timings_ms\":{",
-	       r->encoders_run, r->reused_positions);
-	json_num("sof_to_first_token", r->sof_to_first_token_ms);
-	printf(",");
-	json_num("sof_to_last_token", r->sof_to_last_token_ms);
-	printf(",");
-	json_num("acquire", r->acquire_ms);
-	printf(",");
-	json_num("preprocess", r->preprocess_ms);
-	printf(",");
-	json_num("encode", r->encode_ms);
-	printf(",");
-	json_num("prefill", r->prefill_ms);
-	printf(",");
-	json_num("decode", r->decode_ms);
-	printf("},");
-	json_u64("ask_mono", r->ask_mono);
-	printf(",");
-	json_u64("first_token_mono", r->first_token_mono);
-	printf(",");
-	json_u64("last_token_mono", r->last_token_mono);
-	printf(",");
-	json_u64("bytes_copied", r->bytes_copied);
-	printf("}\n");
-	fflush(stdout);
+		json_s64(&w, r->tokens[i]);
+	json_end_array(&w);
+	json_kv_s64(&w, "n_prompt", r->n_prompt);
+	json_frame(&w, r);
+	json_window(&w, r);
+	json_pairing(&w, r);
+	json_routing(&w, r);
+	json_key(&w, "timings_ms");
+	json_begin_object(&w);
+	kv_num(&w, "sof_to_first_token", r->sof_to_first_token_ms);
+	kv_num(&w, "sof_to_last_token", r->sof_to_last_token_ms);
+	kv_num(&w, "acquire", r->acquire_ms);
+	kv_num(&w, "preprocess", r->preprocess_ms);
+	kv_num(&w, "encode", r->encode_ms);
+	kv_num(&w, "prefill", r->prefill_ms);
+	kv_num(&w, "decode", r->decode_ms);
+	json_end_object(&w);
+	json_kv_u64(&w, "ask_mono", r->ask_mono);
+	json_kv_u64(&w, "first_token_mono", r->first_token_mono);
+	json_kv_u64(&w, "last_token_mono", r->last_token_mono);
+	json_kv_u64(&w, "bytes_copied", r->bytes_copied);
+	json_end_object(&w);
+	json_line_end(&w);
 }
 
 /* A poll that found nothing new. */
 static void json_skip(uint32_t k, const struct mmhal_session_poll *p)
 {
-	printf("{\"type\":\"skip\",\"poll\":%u,\"image\":\"%s\",\"audio\":\"%s\",",
-	       k, mmhal_route_name(p->image_route),
-	       mmhal_route_name(p->audio_route));
-	json_u64("frame_sequence", p->frame_sequence);
-	printf(",");
-	json_num("scene_diff", p->scene_diff);
-	printf(",");
-	json_num("speech_frac", p->vad_speech_frac);
-	printf("}\n");
-	fflush(stdout);
+	struct json_writer w;
+
+	json_init(&w, stdout, false);
+	json_begin_object(&w);
+	json_kv_string(&w, "type", "skip");
+	json_kv_u64(&w, "poll", k);
+	json_kv_string(&w, "image", mmhal_route_name(p->image_route));
+	json_kv_string(&w, "audio", mmhal_route_name(p->audio_route));
+	json_kv_u64(&w, "frame_sequence", p->frame_sequence);
+	kv_num(&w, "scene_diff", p->scene_diff);
+	kv_num(&w, "speech_frac", p->vad_speech_frac);
+	json_end_object(&w);
+	json_line_end(&w);
+}
+
+/* "key": {"p50", "p95", "p99", "max"} in ms */
+static void kv_percentiles(struct json_writer *w, const char *key,
+			   double p50, double p95, double p99, double max)
+{
+	json_key(w, key);
+	json_begin_object(w);
+	kv_num(w, "p50", p50);
+	kv_num(w, "p95", p95);
+	kv_num(w, "p99", p99);
+	kv_num(w, "max", max);
+	json_end_object(w);
 }
 
 static void json_summary(struct mmhal_session *s, uint32_t polls,
@@ -882,60 +602,47 @@ static void json_summary(struct mmhal_session *s, uint32_t polls,
 {
 	struct mmhal_session_slo slo = { .size = sizeof(slo) };
 	struct mmhal_session_stats st = { .size = sizeof(st) };
+	struct json_writer w;
 
 	if (mmhal_session_slo(s, &slo) || mmhal_session_stats(s, &st))
 		return;
-	printf("{\"type\":\"summary\",");
-	json_u64("asks", st.asks);
-	printf(",\"polls\":%u,\"skipped_polls\":%u,\"slo\":{\"n\":%u,\"sof_to_first_token_ms\":{",
-	       polls, skipped, slo.n);
-	json_num("p50", slo.first_p50);
-	printf(",");
-	json_num("p95", slo.first_p95);
-	printf(",");
-	json_num("p99", slo.first_p99);
-	printf(",");
-	json_num("max", slo.first_max);
-	printf("},\"sof_to_last_token_ms\":{");
-	json_num("p50", slo.last_p50);
-	printf(",");
-	json_num("p95", slo.last_p95);
-	printf(",");
-	json_num("p99", slo.last_p99);
-	printf(",");
-	json_num("max", slo.last_max);
-	printf("}},");
-	json_u64("peak_rss_bytes", slo.peak_rss_bytes);
-	printf(",");
-	json_num("cpu_s", slo.cpu_s);
-	printf(",");
-	json_num("wall_s", slo.wall_s);
-	printf(",");
-	json_num("cpu_s_per_min", slo.wall_s > 0 ? slo.cpu_s * 60 / slo.wall_s : 0);
-	printf(",");
-	json_u64("encoder_runs", st.encoder_runs);
-	printf(",");
-	json_u64("encoder_runs_avoided", st.encoder_runs_avoided);
-	printf(",\"routes\":{\"image_unchanged\":%llu,\"audio_silence\":%llu},",
-	       (unsigned long long)st.image_route[MMHAL_ROUTE_UNCHANGED],
-	       (unsigned long long)st.audio_route[MMHAL_ROUTE_SILENCE]);
-	json_u64("positions_kept", st.reused_positions);
-	printf(",");
-	json_u64("frames_encoded", st.frames_used);
-	printf(",");
-	json_u64("mic_buffers_encoded", st.mic_bufs_used);
-	printf(",\"bytes_copied\":{");
-	json_u64("total", st.bytes_copied);
-	printf(",");
-	json_u64("image", st.image_bytes_copied);
-	printf(",");
-	json_u64("audio", st.audio_bytes_copied);
-	printf("},\"bytes_in_place\":{");
-	json_u64("image", st.image_bytes_read_in_place);
-	printf(",");
-	json_u64("audio", st.audio_bytes_read_in_place);
-	printf("}}\n");
-	fflush(stdout);
+	json_init(&w, stdout, false);
+	json_begin_object(&w);
+	json_kv_string(&w, "type", "summary");
+	json_kv_u64(&w, "asks", st.asks);
+	json_kv_u64(&w, "polls", polls);
+	json_kv_u64(&w, "skipped_polls", skipped);
+	json_key(&w, "slo");
+	json_begin_object(&w);
+	json_kv_u64(&w, "n", slo.n);
+	kv_percentiles(&w, "sof_to_first_token_ms", slo.first_p50,
+		       slo.first_p95, slo.first_p99, slo.first_max);
+	kv_percentiles(&w, "sof_to_last_token_ms", slo.last_p50,
+		       slo.last_p95, slo.last_p99, slo.last_max);
+	json_end_object(&w);
+	json_kv_u64(&w, "peak_rss_bytes", slo.peak_rss_bytes);
+	kv_num(&w, "cpu_s", slo.cpu_s);
+	kv_num(&w, "wall_s", slo.wall_s);
+	kv_num(&w, "cpu_s_per_min",
+	       slo.wall_s > 0 ? slo.cpu_s * 60 / slo.wall_s : 0);
+	json_kv_u64(&w, "encoder_runs", st.encoder_runs);
+	json_kv_u64(&w, "encoder_runs_avoided", st.encoder_runs_avoided);
+	kv_pair(&w, "routes",
+		"image_unchanged", st.image_route[MMHAL_ROUTE_UNCHANGED],
+		"audio_silence", st.audio_route[MMHAL_ROUTE_SILENCE]);
+	json_kv_u64(&w, "positions_kept", st.reused_positions);
+	json_kv_u64(&w, "frames_encoded", st.frames_used);
+	json_kv_u64(&w, "mic_buffers_encoded", st.mic_bufs_used);
+	json_key(&w, "bytes_copied");
+	json_begin_object(&w);
+	json_kv_u64(&w, "total", st.bytes_copied);
+	json_kv_u64(&w, "image", st.image_bytes_copied);
+	json_kv_u64(&w, "audio", st.audio_bytes_copied);
+	json_end_object(&w);
+	kv_pair(&w, "bytes_in_place", "image", st.image_bytes_read_in_place,
+		"audio", st.audio_bytes_read_in_place);
+	json_end_object(&w);
+	json_line_end(&w);
 }
 
 /* One line per answer of the continuous mode. */
@@ -1426,15 +1133,22 @@ int main(int argc, char **argv)
 
 	t_media = now_ms();
 	for (int i = 0; i < n_img; i++) {
-		struct picture pic;
 		struct mmhal_chunk_info ci = { .size = sizeof(ci) };
+		struct media_image pic;
 		int r;
 
-		if (read_picture(img_path[i], &pic))
+		if (media_read_image(img_path[i], &pic, err, sizeof(err))) {
+			fail("%s", err);
 			goto out;
-		r = mmhal_encode_image(vproj, &pic.img, &chunks[n_chunks], err,
-				       sizeof(err));
-		free(pic.pix);
+		}
+		r = mmhal_encode_image(vproj, &(struct mmhal_image){
+					       .format = pic.fourcc,
+					       .width = pic.width,
+					       .height = pic.height,
+					       .plane = { pic.pix },
+					       .stride = { pic.stride } },
+				       &chunks[n_chunks], err, sizeof(err));
+		media_image_free(&pic);
 		if (r) {
 			fail("%s: %s", img_path[i], err);
 			goto out;
@@ -1449,8 +1163,11 @@ int main(int argc, char **argv)
 		size_t n = 0;
 		int r;
 
-		if (read_wav(wav_path[i], (uint32_t)pi.audio_rate, &pcm, &n))
+		if (media_read_wav(wav_path[i], (uint32_t)pi.audio_rate, &pcm,
+				   &n, err, sizeof(err))) {
+			fail("%s", err);
 			goto out;
+		}
 		r = mmhal_encode_audio(aproj,
 				       &(struct mmhal_audio){ pcm, n,
 							      (uint32_t)pi.audio_rate },

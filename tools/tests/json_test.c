@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Unit tests of mmctl's JSON writer. */
+/* Unit tests of the tools' JSON writer (common/json.c). */
 #define _GNU_SOURCE		/* open_memstream() */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "../mmctl/json.h"
+#include "json.h"
 #include "tap.h"
 
 /* A writer into memory; json_result() returns what it wrote. */
@@ -214,6 +215,65 @@ static void test_double(void)
 	CHECK_STR(json_result(), "{\"share\":0.25}\n");
 }
 
+static void test_double_fixed(void)
+{
+	struct json_writer w;
+
+	json_start(&w, false);
+	json_begin_array(&w);
+	json_double_fixed(&w, 12.3456, 3);
+	json_double_fixed(&w, 0, 3);
+	json_double_fixed(&w, -0.0005, 3);
+	json_double_fixed(&w, 2.5e9, 3);
+	json_double_fixed(&w, 1.5, 0);
+	json_double_fixed(&w, NAN, 3);
+	json_double_fixed(&w, INFINITY, 3);
+	json_end_array(&w);
+	CHECK_INT(json_finish(&w), 0);
+	CHECK_STR(json_result(),
+		  "[12.346,0.000,-0.001,2500000000.000,2,null,null]\n");
+
+	/* The largest double, all its digits: nothing cut. */
+	json_start(&w, false);
+	json_double_fixed(&w, -1.7976931348623157e308, 20);
+	CHECK_INT(json_finish(&w), 0);
+	CHECK_INT(strlen(json_result()), 1 + 309 + 1 + 20 + 1);
+
+	json_start(&w, false);
+	json_begin_object(&w);
+	json_kv_double_fixed(&w, "ms", 0.25, 3);
+	json_end_object(&w);
+	CHECK_INT(json_finish(&w), 0);
+	CHECK_STR(json_result(), "{\"ms\":0.250}\n");
+
+	/* Decimals out of 0..20 are misuse. */
+	json_start(&w, false);
+	json_double_fixed(&w, 1, 21);
+	CHECK_INT(json_finish(&w), -EINVAL);
+	json_result();
+	json_start(&w, false);
+	json_double_fixed(&w, 1, -1);
+	CHECK_INT(json_finish(&w), -EINVAL);
+	json_result();
+}
+
+static void test_string_len(void)
+{
+	struct json_writer w;
+
+	/* Exactly the bytes given: a NUL among them, a cut after them. */
+	json_start(&w, false);
+	json_begin_array(&w);
+	json_string_len(&w, "a\0b\n", 4);
+	json_string_len(&w, "abc", 2);
+	json_string_len(&w, NULL, 0);
+	json_string_len(&w, "\xc3\xa9", 1);	/* a cut sequence */
+	json_end_array(&w);
+	CHECK_INT(json_finish(&w), 0);
+	CHECK_STR(json_result(),
+		  "[\"a\\u0000b\\n\",\"ab\",\"\",\"\\ufffd\"]\n");
+}
+
 static void test_depth_limit(void)
 {
 	struct json_writer w;
@@ -242,6 +302,8 @@ static const struct tap_test tests[] = {
 	TAP_TEST(test_key_escaped),
 	TAP_TEST(test_misuse_detected),
 	TAP_TEST(test_double),
+	TAP_TEST(test_double_fixed),
+	TAP_TEST(test_string_len),
 	TAP_TEST(test_depth_limit),
 };
 

@@ -13,7 +13,7 @@
 
 #include <mmhal.h>
 
-#include "../mmctl/json.h"
+#include "json.h"
 
 int main(int argc, char **argv)
 {

@@ -6,10 +6,11 @@
  * an object, a key in an array, unbalanced closes) is recorded and reported
  * by json_finish(), so a bug cannot silently produce invalid JSON.
  */
-#ifndef MMCTL_JSON_H
-#define MMCTL_JSON_H
+#ifndef TOOLS_JSON_H
+#define TOOLS_JSON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -39,10 +40,18 @@ void json_end_array(struct json_writer *w);
 
 void json_key(struct json_writer *w, const char *key);
 void json_string(struct json_writer *w, const char *s);
+/* Exactly @len bytes of @s: a NUL among them is written as \u0000. */
+void json_string_len(struct json_writer *w, const char *s, size_t len);
 void json_u64(struct json_writer *w, uint64_t v);
 void json_s64(struct json_writer *w, int64_t v);
 /* A finite number as "%.6g"; NaN and infinities become null. */
 void json_double(struct json_writer *w, double v);
+/*
+ * A finite number with @decimals (0..20) digits after the point, as
+ * "%.*f": for values whose readers expect a fixed precision (mmrun's
+ * milliseconds, with 3); NaN and infinities become null.
+ */
+void json_double_fixed(struct json_writer *w, double v, int decimals);
 void json_bool(struct json_writer *w, bool v);
 void json_null(struct json_writer *w);
 
@@ -51,6 +60,8 @@ void json_kv_string(struct json_writer *w, const char *key, const char *s);
 void json_kv_u64(struct json_writer *w, const char *key, uint64_t v);
 void json_kv_s64(struct json_writer *w, const char *key, int64_t v);
 void json_kv_double(struct json_writer *w, const char *key, double v);
+void json_kv_double_fixed(struct json_writer *w, const char *key, double v,
+			  int decimals);
 void json_kv_bool(struct json_writer *w, const char *key, bool v);
 
 /*
@@ -60,4 +71,4 @@ void json_kv_bool(struct json_writer *w, const char *key, bool v);
  */
 int json_finish(struct json_writer *w);
 
-#endif /* MMCTL_JSON_H */
+#endif /* TOOLS_JSON_H */

@@ -155,10 +155,9 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
 	return len;
 }
 
-static void json_write_string(FILE *fp, const char *str)
+static void json_write_string(FILE *fp, const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
-	size_t n = strlen(str);
 	size_t len;
 
 	fputc('"', fp);
@@ -219,7 +218,7 @@ void json_key(struct json_writer *w, const char *key)
 		fputc(',', w->fp);
 	w->has_member[w->depth - 1] = true;
 	json_indent(w);
-	json_write_string(w->fp, key);
+	json_write_string(w->fp, key, strlen(key));
 	fputs(w->pretty ? ": " : ":", w->fp);
 	w->after_key = true;
 }
@@ -229,9 +228,17 @@ void json_string(struct json_writer *w, const char *s)
 	if (!json_pre_value(w))
 		return;
 	if (s)
-		json_write_string(w->fp, s);
+		json_write_string(w->fp, s, strlen(s));
 	else
 		fputs("null", w->fp);
+	json_post_value(w);
+}
+
+void json_string_len(struct json_writer *w, const char *s, size_t len)
+{
+	if (!json_pre_value(w))
+		return;
+	json_write_string(w->fp, s, len);
 	json_post_value(w);
 }
 
@@ -251,9 +258,23 @@ void json_s64(struct json_writer *w, int64_t v)
 	json_post_value(w);
 }
 
+/* A formatted finite number, with a '.' whatever the locale. */
+static void json_write_number(struct json_writer *w, const char *buf)
+{
+	const char *c = strchr(buf, ',');
+
+	if (!c) {
+		fputs(buf, w->fp);
+		return;
+	}
+	fwrite(buf, 1, (size_t)(c - buf), w->fp);
+	fputc('.', w->fp);
+	fputs(c + 1, w->fp);
+}
+
 void json_double(struct json_writer *w, double v)
 {
-	char buf[32], *c;
+	char buf[32];
 
 	if (!isfinite(v)) {
 		json_null(w);
@@ -261,12 +282,29 @@ void json_double(struct json_writer *w, double v)
 	}
 	if (!json_pre_value(w))
 		return;
-	/* Enough digits for a ratio or a rate; never locale-dependent. */
+	/* Enough digits for a ratio or a rate. */
 	snprintf(buf, sizeof(buf), "%.6g", v);
-	c = strchr(buf, ',');
-	if (c)
-		*c = '.';
-	fputs(buf, w->fp);
+	json_write_number(w, buf);
+	json_post_value(w);
+}
+
+void json_double_fixed(struct json_writer *w, double v, int decimals)
+{
+	/* DBL_MAX has 309 digits before the point: room for all of them. */
+	char buf[400];
+
+	if (decimals < 0 || decimals > 20) {
+		json_misuse(w);
+		return;
+	}
+	if (!isfinite(v)) {
+		json_null(w);
+		return;
+	}
+	if (!json_pre_value(w))
+		return;
+	snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+	json_write_number(w, buf);
 	json_post_value(w);
 }
 
@@ -308,6 +346,13 @@ void json_kv_double(struct json_writer *w, const char *key, double v)
 {
 	json_key(w, key);
 	json_double(w, v);
+}
+
+void json_kv_double_fixed(struct json_writer *w, const char *key, double v,
+			  int decimals)
+{
+	json_key(w, key);
+	json_double_fixed(w, v, decimals);
 }
 
 void json_kv_bool(struct json_writer *w, const char *key, bool v)
