@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
  * A small streaming JSON writer (RFC 8259): the caller opens and closes
  * objects and arrays and writes keys and values; the writer places commas,
