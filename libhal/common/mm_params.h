@@ -53,6 +53,17 @@ static inline int mm_params_in(void *dst, size_t ours, const void *src,
 	return 0;
 }
 
+/* 1 if the @n bytes at @p (a struct's reserved words) are all zero. */
+static inline int mm_params_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return 0;
+	return 1;
+}
+
 /* Returns 0, or -EINVAL when the caller's size cannot hold the size. */
 static inline int mm_params_out(void *dst, const void *full, size_t ours)
 {

@@ -595,10 +595,11 @@ int mmhal_chan_dequeue(struct mmhal_chan *chan, int timeout_ms,
 
 	memset(&d, 0, sizeof(d));
 	d.chan = chan->id;
-	if (timeout_ms < 0)
+	if (timeout_ms == MMHAL_NONBLOCK)
 		d.flags = MMEDGE_DQBUF_NONBLOCK;
-	else
+	else if (timeout_ms > 0)
 		d.timeout_ms = (uint32_t)timeout_ms;
+	/* else forever: the ioctl's timeout 0 */
 	/* mmhal_ioctl() returns EAGAIN as it is: no spinning here. */
 	ret = mmhal_ioctl(mmhal_dev_fd(chan->dev), MMEDGE_IOC_DQBUF, &d);
 	if (ret < 0)

@@ -62,10 +62,10 @@ extern "C" {
 #endif
 
 /* Version of this header; mmhal_version() gives the library's at run time. */
-#define MMHAL_VERSION_MAJOR	0
-#define MMHAL_VERSION_MINOR	1
+#define MMHAL_VERSION_MAJOR	1
+#define MMHAL_VERSION_MINOR	0
 #define MMHAL_VERSION_PATCH	0
-#define MMHAL_VERSION_STRING	"0.1.0"
+#define MMHAL_VERSION_STRING	"1.0.0"
 
 /* Device opened when mmhal_dev_open() is given a NULL path. */
 #define MMHAL_DEFAULT_DEV	"/dev/mmedge0"
@@ -784,15 +784,15 @@ struct mmhal_frame {
 	uint64_t reserved[1];
 };
 
-/* mmhal_chan_dequeue() timeouts */
-#define MMHAL_NONBLOCK		(-1)	/* return -EAGAIN at once */
-#define MMHAL_FOREVER		0	/* wait until a buffer is filled */
+/* Timeouts in milliseconds, as poll(2) and libsync take them. */
+#define MMHAL_NONBLOCK		0	/* do not wait: -EAGAIN at once */
+#define MMHAL_FOREVER		(-1)	/* wait until it happens */
 
 /**
  * mmhal_chan_dequeue() - take the oldest filled buffer
  * @chan: channel handle.
- * @timeout_ms: < 0 (MMHAL_NONBLOCK): do not wait; 0 (MMHAL_FOREVER):
- *	wait as long as it takes; > 0: wait at most that long.
+ * @timeout_ms: as poll(2): 0 (MMHAL_NONBLOCK) do not wait; < 0
+ *	(MMHAL_FOREVER) wait as long as it takes; > 0 wait at most that long.
  * @out: filled in on success, zeroed on failure.
  *
  * Return: 0, or -EINVAL (NULL argument), -EAGAIN (non-blocking and

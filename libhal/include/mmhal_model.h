@@ -77,7 +77,15 @@ enum mmhal_kv_type {
 	MMHAL_KV_Q8_0 = 8,	/* needs a head dimension multiple of 32 */
 };
 
+/*
+ * Size-versioned (as every params struct of libmmhal: common/mm_params.h's
+ * rule): take mmhal_model_default_params(), which sets @size, and change
+ * fields. A smaller (older) @size gets the defaults for the rest; a
+ * larger one is accepted only if the bytes this library does not know are
+ * zero. @reserved must be zero.
+ */
 struct mmhal_model_params {
+	uint32_t size;	/* sizeof(struct mmhal_model_params) */
 	int n_ctx;	/* KV cache positions; <= 0: min(context_length, 4096) */
 	int n_batch;	/* tokens per prefill step; <= 0: 512 */
 	int n_threads;	/* <= 0: online CPUs */
@@ -107,6 +115,7 @@ struct mmhal_model_params {
 	 * run (Documentation/cuda.rst); mmhal_model_info() says which runs
 	 * and why the CUDA one does not */
 	int backend;
+	uint32_t reserved[8];
 };
 
 enum mmhal_backend {
@@ -276,13 +285,17 @@ MMHAL_API void mmhal_model_reset(struct mmhal_model *model);
 MMHAL_API int mmhal_model_truncate(struct mmhal_model *model, int n_keep);
 
 /* Sampler. */
+/* Size-versioned like mmhal_model_params: start from
+ * mmhal_sampler_default_params(); @reserved must be zero. */
 struct mmhal_sampler_params {
+	uint32_t size;		/* sizeof(struct mmhal_sampler_params) */
 	float temperature;	/* <= 0: greedy (argmax after penalties) */
 	int top_k;		/* <= 0: whole vocabulary */
 	float top_p;		/* >= 1: off */
 	float repeat_penalty;	/* 1: off; > 1 lowers repeated tokens */
 	int repeat_last_n;	/* history window for the penalty */
 	uint64_t seed;
+	uint32_t reserved[6];
 };
 
 /* temperature 0.8, top_k 40, top_p 0.95, repeat_penalty 1.0,

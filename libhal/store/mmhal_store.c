@@ -1159,12 +1159,18 @@ static int load_slot(struct mmhal_store *s, int i,
 		     const struct mmhal_model_params *params,
 		     struct mmhal_model **out, char *err, size_t errlen)
 {
-	struct mmhal_model_params p = params ? *params :
-		mmhal_model_default_params();
+	struct mmhal_model_params p = mmhal_model_default_params();
 	struct mm_manifest man;
 	char path[4096];
 	int ret;
 
+	if (params) {
+		ret = mm_params_in(&p, sizeof(p), params,
+				   offsetof(struct mmhal_model_params, reserved),
+				   "model params", err, errlen);
+		if (ret)
+			return ret;
+	}
 	ret = slot_paths(s, i, path, sizeof(path), err, errlen);
 	if (ret)
 		return ret;

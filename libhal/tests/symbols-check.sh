@@ -28,8 +28,10 @@ if ! "$NM" -D --defined-only --format=bsd "$lib" >"$tmp/nm"; then
 fi
 
 # Symbols the toolchain adds to every shared object on some platforms.
-awk '{ print $NF }' "$tmp/nm" |
-	grep -Ev '^(__bss_start|__bss_start__|__bss_end__|__end__|_bss_end__|_edata|_end|_fini|_init)$' |
+# Versioned names (NAME@@NODE) count as NAME; the version nodes themselves
+# (absolute symbols named MMHAL_*) are not functions.
+awk '{ print $NF }' "$tmp/nm" | sed 's/@.*//' |
+	grep -Ev '^(__bss_start|__bss_start__|__bss_end__|__end__|_bss_end__|_edata|_end|_fini|_init|MMHAL_[A-Z_0-9.]*)$' |
 	sort -u >"$tmp/exported" || true
 grep -Ev '^[[:space:]]*(#|$)' "$symfile" | sort -u >"$tmp/expected" || true
 

@@ -10,11 +10,13 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/mm_params.h"
 #include "cuda_llama.h"
 #include "llama_int.h"
 #include "sign.h"
@@ -22,6 +24,7 @@
 MMHAL_API struct mmhal_model_params mmhal_model_default_params(void)
 {
 	struct mmhal_model_params p = {
+		.size = sizeof(p),
 		.n_ctx = 0,
 		.n_batch = 512,
 		.n_threads = 0,
@@ -626,8 +629,7 @@ MMHAL_API int mmhal_model_load(const char *path,
 			       struct mmhal_model **out, char *err,
 			       size_t errlen)
 {
-	struct mmhal_model_params p = params ? *params :
-		mmhal_model_default_params();
+	struct mmhal_model_params p = mmhal_model_default_params();
 	struct mmhal_ctx_params cp = mmhal_ctx_default_params();
 	double t0 = mm_now_ms();
 	struct mmhal_model *m;
@@ -636,6 +638,16 @@ MMHAL_API int mmhal_model_load(const char *path,
 
 	if (err && errlen)
 		err[0] = 0;
+	if (params) {
+		ret = mm_params_in(&p, sizeof(p), params,
+				   offsetof(struct mmhal_model_params, reserved),
+				   "model params", err, errlen);
+		if (!ret && !mm_params_zero(p.reserved, sizeof(p.reserved)))
+			ret = mm_errf(-EINVAL, err, errlen,
+				      "model params.reserved must be zero");
+		if (ret)
+			return ret;
+	}
 	if (!out || !path) {
 		mm_errf(0, err, errlen, "path and out must not be NULL");
 		return -EINVAL;

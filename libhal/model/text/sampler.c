@@ -7,8 +7,10 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
+#include "common/mm_params.h"
 #include "sampler.h"
 
 #define MM_ARGMAX_BLOCK 64	/* logits per block of mm_sampler_argmax() */
@@ -31,6 +33,7 @@ struct mmhal_sampler {
 MMHAL_API struct mmhal_sampler_params mmhal_sampler_default_params(void)
 {
 	struct mmhal_sampler_params p = {
+		.size = sizeof(p),
 		.temperature = 0.8f,
 		.top_k = 40,
 		.top_p = 0.95f,
@@ -83,20 +86,25 @@ MMHAL_API void mmhal_sampler_reseed(struct mmhal_sampler *s, uint64_t seed)
 MMHAL_API int mmhal_sampler_create(const struct mmhal_sampler_params *params,
 				   struct mmhal_sampler **out)
 {
+	struct mmhal_sampler_params p = mmhal_sampler_default_params();
 	struct mmhal_sampler *s;
 
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (params && (!isfinite(params->temperature) ||
-		       !(params->top_p > 0.0f) ||
-		       !(params->repeat_penalty > 0.0f) ||
-		       !isfinite(params->repeat_penalty)))
+	if (params && (mm_params_in(&p, sizeof(p), params,
+				    offsetof(struct mmhal_sampler_params,
+					     reserved), "sampler params",
+				    NULL, 0) ||
+		       !mm_params_zero(p.reserved, sizeof(p.reserved))))
+		return -EINVAL;
+	if (!isfinite(p.temperature) || !(p.top_p > 0.0f) ||
+	    !(p.repeat_penalty > 0.0f) || !isfinite(p.repeat_penalty))
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->p = params ? *params : mmhal_sampler_default_params();
+	s->p = p;
 	mmhal_sampler_reseed(s, s->p.seed);
 	*out = s;
 	return 0;

@@ -1071,6 +1071,30 @@ static void test_threads(void)
 	mmhal_model_free(m);
 }
 
+/* mmhal_model_load()'s params follow the one size-versioning rule */
+static void test_model_params_size(void)
+{
+	struct mmhal_model_params p = mmhal_model_default_params();
+	struct mmhal_model *m = NULL;
+	char e0[256] = "", e1[256] = "";
+	int r0, r1, r2;
+
+	p.size = 2;
+	r0 = mmhal_model_load(path[0], &p, &m, e0, sizeof(e0));
+	p = mmhal_model_default_params();
+	p.reserved[3] = 1;
+	r1 = mmhal_model_load(path[0], &p, &m, e1, sizeof(e1));
+	p = mmhal_model_default_params();
+	p.size = offsetof(struct mmhal_model_params, reserved);
+	p.n_threads = load_threads;
+	r2 = mmhal_model_load(path[0], &p, &m, NULL, 0);
+	mmhal_model_free(m);
+	tap_ok(r0 == -EINVAL && strstr(e0, "model params.size 2") &&
+	       r1 == -EINVAL && strstr(e1, "reserved") && !r2,
+	       "model params by size: size 2 (%s), a reserved word (%s) refused; the struct without its reserved words loads (%d)",
+	       e0, e1, r2);
+}
+
 static void test_sampler(void)
 {
 	struct mmhal_sampler_params p = mmhal_sampler_default_params();
@@ -1216,8 +1240,41 @@ static void test_sampler(void)
 		mmhal_sampler_free(s);
 	}
 	tap_ok(mmhal_sampler_create(&(struct mmhal_sampler_params){
+		.size = sizeof(struct mmhal_sampler_params),
 		.temperature = NAN, .top_p = 1, .repeat_penalty = 1 }, &s) ==
 	   -EINVAL && !s, "bad sampler params: -EINVAL");
+	{
+		/* the size-versioning rule: no size, a reserved word, a
+		 * larger struct with a set tail: -EINVAL; a larger one with
+		 * a zero tail and an older one (defaults after it): accepted */
+		struct {
+			struct mmhal_sampler_params p;
+			uint32_t tail;
+		} big = { .p = mmhal_sampler_default_params() };
+		struct mmhal_sampler_params p = mmhal_sampler_default_params();
+		int r0, r1, r2, r3, r4;
+
+		p.size = 0;
+		r0 = mmhal_sampler_create(&p, &s);
+		p = mmhal_sampler_default_params();
+		p.reserved[0] = 1;
+		r1 = mmhal_sampler_create(&p, &s);
+		big.p.size = sizeof(big);
+		big.tail = 7;
+		r2 = mmhal_sampler_create(&big.p, &s);
+		big.tail = 0;
+		r3 = mmhal_sampler_create(&big.p, &s);
+		mmhal_sampler_free(s);
+		p = mmhal_sampler_default_params();
+		p.size = offsetof(struct mmhal_sampler_params, reserved);
+		r4 = mmhal_sampler_create(&p, &s);
+		mmhal_sampler_free(s);
+		s = NULL;
+		tap_ok(r0 == -EINVAL && r1 == -EINVAL && r2 == -EINVAL &&
+		       !r3 && !r4,
+		       "sampler params by size: none %d, reserved %d, set tail %d -EINVAL; zero tail %d, older %d accepted",
+		       r0, r1, r2, r3, r4);
+	}
 }
 
 struct gen_cb {
@@ -2121,6 +2178,7 @@ int main(void)
 	test_repack(Q5);
 	test_repack(3);
 	test_load_misc();
+	test_model_params_size();
 	test_sampler();
 	test_chat();
 	test_sessions();
