@@ -160,8 +160,26 @@ gguf-fuzz: $(GGUF_FUZZ) $(GGUF_O)/fuzz/seeds.stamp
 
 # mmgguf quantize --type q4_k falls back as llama.cpp does where a row
 # does not hold whole super-blocks
+# and, on an F32 vision + audio mmproj, keeps what the converter and
+# llama-quantize keep by role: biases (the convolutions' [1, n] too),
+# norms, embeddings and the patch embedding F32, the convolutions F16,
+# every block and projector matrix Q8_0
 gguf-quantize-check: $(GGUF_TOOL) $(GGUF_O)/fuzz/seeds.stamp
-	@echo "1..1"; \
+	@echo "1..2"; \
+	p=$(GGUF_O)/fuzz/mmproj-f32.gguf; \
+	$(GGUF_TOOL) gen --vision tiny --audio tiny --type f32 -o $$p && \
+	$(GGUF_TOOL) quantize $$p $$p.q8_0 --type q8_0 > $$p.log 2>&1; \
+	if awk '$$(NF - 1) != "->" { next } { t = $$(NF - 3) } \
+		t ~ /(attn_[qkvo][a-z]*|ffn_(up|down|gate)|mm\..*)\.weight$$/ { w = "q8_0" } \
+		t ~ /^a\.conv1d\..\.weight$$/ { w = "f16" } \
+		t ~ /\.bias$$|_ln|ln[12]\.|norm|position_embd|class_embd|patch_embd/ { w = "f32" } \
+		{ n++; if ($$NF != w) { print "# " t " -> " $$NF ", want " w; bad++ } w = "?" } \
+		END { exit !(n == 79 && !bad) }' $$p.log; then \
+		echo "ok 1 - mmgguf quantize q8_0 of an mmproj: biases, norms, embeddings and the patch embedding f32, convolutions f16, matrices q8_0 (as the converter and llama-quantize)"; \
+	else \
+		sed 's/^/# /' $$p.log; \
+		echo "not ok 1 - mmgguf quantize of an mmproj: types by role, see $$p.log"; \
+	fi; \
 	q=$(GGUF_O)/fuzz/micro-q4_k.gguf; \
 	$(GGUF_TOOL) quantize $(GGUF_O)/fuzz/corpus/seed-micro-gpt2.gguf $$q \
 		--type q4_k > $$q.log 2>&1; \
@@ -169,10 +187,10 @@ gguf-quantize-check: $(GGUF_TOOL) $(GGUF_O)/fuzz/seeds.stamp
 	   grep -Eq 'token_embd.weight +f16 +-> q8_0' $$q.log && \
 	   grep -Eq 'ffn_down.weight +f16 +-> q8_0' $$q.log && \
 	   ! grep -q 'q4_0' $$q.log; then \
-		echo "ok 1 - mmgguf quantize q4_k, 32/64 columns: q5_0, q8_0 for token_embd and bumped ffn_down (as llama.cpp)"; \
+		echo "ok 2 - mmgguf quantize q4_k, 32/64 columns: q5_0, q8_0 for token_embd and bumped ffn_down (as llama.cpp)"; \
 	else \
 		sed 's/^/# /' $$q.log; \
-		echo "not ok 1 - mmgguf quantize q4_k fallback types, see $$q.log"; \
+		echo "not ok 2 - mmgguf quantize q4_k fallback types, see $$q.log"; \
 		exit 1; \
 	fi
 
