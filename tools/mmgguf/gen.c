@@ -553,7 +553,7 @@ struct mm_gen_vshape {
 	uint32_t n_out;
 	int clip;		/* CLIP: class embedding, pre_ln, no post_ln,
 				 * quick GELU, CLIP mean/std */
-	uint32_t preproc;	/* clip.vision.preproc_image_size; 0: none */
+	uint32_t preproc;	/* clip.vision.preproc_image_size; 0: image */
 };
 
 struct mm_gen_ashape {
@@ -569,7 +569,7 @@ static const struct mm_gen_vshape mm_gen_vshapes[] = {
 	{ "smolvlm-224", "idefics3", 224, 16, 768, 3072, 12, 12, 2, 0, 576, 0, 0 },
 	{ "llava-mlp", "mlp", 224, 16, 768, 3072, 12, 12, 1, 576, 576, 1, 0 },
 	{ "tiny", "idefics3", 32, 8, 256, 512, 2, 4, 2, 0, 256, 0, 0 },
-	{ "tiny-mlp", "mlp", 32, 8, 256, 512, 1, 4, 1, 256, 256, 1, 0 },
+	{ "tiny-mlp", "mlp", 32, 8, 256, 512, 2, 4, 1, 256, 256, 1, 0 },
 	/* fuzz seeds: into the 32-wide "micro" decoder */
 	{ "micro", "idefics3", 16, 8, 32, 64, 1, 2, 2, 0, 32, 0, 0 },
 };
@@ -831,10 +831,12 @@ static void mm_gen_vision(struct mm_gen_mw *m, const struct mm_gen_vshape *v,
 	if (!strcmp(v->proj, "idefics3"))
 		W(mm_gguf_w_u32(w, "clip.vision.projector.scale_factor",
 				v->scale));
-	/* SmolVLM's processor size.longest_edge: mtmd's tile grid */
-	if (v->preproc)
+	/* SmolVLM's processor size.longest_edge, mtmd's tile grid: the
+	 * converter (smolvlm.py) writes it in every idefics3 file,
+	 * image_size when the processor config has none */
+	if (!strcmp(v->proj, "idefics3"))
 		W(mm_gguf_w_u32(w, "clip.vision.preproc_image_size",
-				v->preproc));
+				v->preproc ? v->preproc : v->image));
 #undef W
 	m->ret = ret;
 	mm_gen_mt_add(m, v->clip ? MM_GEN_PATCH : MM_GEN_PATCH_F32,

@@ -274,7 +274,7 @@ int mm_cal_create(const struct mm_mmproj *p, int hist, struct mm_calib **out,
 	if (v) {
 		ret = cal_add_w(c, &cap, &v->patch_w, hist);
 		if (!ret)
-			ret = cal_add_blocks(c, &cap, v->blk, v->n_layer,
+			ret = cal_add_blocks(c, &cap, v->blk, v->n_run,
 					     v->n_embd, v->n_head, hist);
 		if (!ret && v->proj == MM_MMPROJ_IDEFICS3)
 			ret = cal_add_w(c, &cap, &v->fc, hist);

@@ -155,7 +155,7 @@ static int mm_ce_upload(struct mm_cuda_enc *ce, const struct mm_mmproj *p,
 
 		for (size_t i = 0; i < sizeof(ws) / sizeof(ws[0]) && !ret; i++)
 			ret = mm_ce_add(ce, ws[i], err, errlen);
-		for (uint32_t l = 0; l < v->n_layer && !ret; l++)
+		for (uint32_t l = 0; l < v->n_run && !ret; l++)
 			ret = mm_ce_block(ce, &v->blk[l], err, errlen);
 	}
 	if (a) {

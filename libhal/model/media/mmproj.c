@@ -486,8 +486,22 @@ static int mmp_vision(struct mm_mmproj *p, char *err, size_t errlen)
 			"key clip.vision.image_grid_pinpoints: LLaVA-1.6 anyres tiling not supported (mlp projector without pinpoints only)");
 		ret = -ENOTSUP;
 	}
+	/* with feature layers clip.cpp stacks several blocks' outputs
+	 * (granite): not here */
+	if (!ret && mm_gguf_find(g, "clip.vision.feature_layer")) {
+		mm_errf(0, err, errlen,
+			"key clip.vision.feature_layer: stacked feature layers not supported");
+		ret = -ENOTSUP;
+	}
+	if (!ret && v->proj == MM_MMPROJ_MLP && v->n_layer < 2) {
+		mm_errf(0, err, errlen,
+			"key clip.vision.block_count: %u, an mlp projector takes the second-to-last block's output",
+			v->n_layer);
+		ret = -EINVAL;
+	}
 	if (ret)
 		return ret;
+	v->n_run = v->proj == MM_MMPROJ_MLP ? v->n_layer - 1 : v->n_layer;
 	v->n_patches = side * side;
 	e = v->n_embd;
 

@@ -79,6 +79,11 @@ struct mm_mmproj_vision {
 	enum mm_mmproj_act act;
 	uint32_t image_size, patch_size;
 	uint32_t n_embd, n_ff, n_layer, n_head;
+	/* blocks the encoder runs: n_layer, but n_layer - 1 for mlp
+	 * (clip.cpp's llava graph takes the second-to-last block's output,
+	 * LLaVA's vision_feature_layer -2; the last block is loaded and
+	 * not run) */
+	uint32_t n_run;
 	uint32_t proj_dim;		/* clip.vision.projection_dim */
 	uint32_t scale_factor;		/* idefics3 pixel shuffle; else 1 */
 	float eps;

@@ -161,7 +161,9 @@ static int vision_encode(const struct mm_mmproj *p, struct mm_calib *cal,
 	}
 
 	/* patch embedding: unfold each patch as the conv weight's row
-	 * (c, ky, kx), then one GEMM; patch t (row-major) is token cls + t */
+	 * (c, ky, kx), then one GEMM; patch t (row-major) is token t, the
+	 * class embedding (CLIP) token np after them: clip.cpp's llava
+	 * graph concatenates it last and adds position rows in that order */
 	for (int64_t py = 0; py < side && !pe; py++)
 		for (int64_t px = 0; px < side; px++) {
 			float *u = big + (py * side + px) * kp;
@@ -174,12 +176,12 @@ static int vision_encode(const struct mm_mmproj *p, struct mm_calib *cal,
 					       (size_t)P * sizeof(float));
 		}
 	if (pe)
-		memcpy(x + cls * e, pe, (size_t)np * e * sizeof(float));
+		memcpy(x, pe, (size_t)np * e * sizeof(float));
 	else
-		mm_enc_matmul_w(&s, &v->patch_w, big, x + cls * e, e, kp, np);
-	mm_enc_bias(&s, &v->patch_b, x + cls * e, np, e);
+		mm_enc_matmul_w(&s, &v->patch_w, big, x, e, kp, np);
+	mm_enc_bias(&s, &v->patch_b, x, np, e);
 	if (cls)
-		mm_enc_vec(&v->class_embd, x, e);
+		mm_enc_vec(&v->class_embd, x + np * e, e);
 	for (int64_t t = 0; t < n; t++) {
 		mm_enc_row(&v->pos, t, s.tmp, e);
 		for (int64_t j = 0; j < e; j++)
@@ -189,7 +191,7 @@ static int vision_encode(const struct mm_mmproj *p, struct mm_calib *cal,
 		mm_enc_layernorm(&s, &v->pre_ln_w, &v->pre_ln_b, x, x, n, e,
 				 v->eps);
 
-	for (uint32_t l = 0; l < v->n_layer && !ret; l++)
+	for (uint32_t l = 0; l < v->n_run && !ret; l++)
 		ret = mm_enc_block(&s, &v->blk[l], x, n, e, f, nh, v->act, v->eps,
 				   &bufs);
 	if (ret) {
@@ -215,13 +217,14 @@ static int vision_encode(const struct mm_mmproj *p, struct mm_calib *cal,
 					for (int64_t dx = 0; dx < sf; dx++)
 						memcpy(big + (yb * ms + xb) * ke +
 						       (dy * sf + dx) * e,
-						       x + (cls + (yb * sf + dy) *
+						       x + ((yb * sf + dy) *
 							    side + xb * sf + dx) * e,
 						       (size_t)e * sizeof(float));
 		mm_enc_linear(&s, &v->fc, NULL, big, out, ms * ms);
 	} else if (v->proj == MM_MMPROJ_MLP) {
-		/* the class token is dropped (clip.cpp: get_rows of the
-		 * patches); GELU is ggml_gelu (tanh form) */
+		/* clip.cpp's get_rows of "patches" i + 1 with a class
+		 * embedding: tokens 1..np, the first patch dropped and the
+		 * class token (last) kept; GELU is ggml_gelu (tanh form) */
 		mm_enc_linear(&s, &v->mm0_w, &v->mm0_b, x + cls * e, big, np);
 		mm_enc_act(&s, MM_MMPROJ_ACT_GELU, big, np * v->n_mm_hidden);
 		mm_enc_linear(&s, &v->mm2_w, &v->mm2_b, big, out, np);

@@ -218,9 +218,9 @@ static int list_gemms(const struct mm_mmproj_vision *v, struct gemm *g)
 	int k = 0;
 
 	g[k++] = (struct gemm){ "patch embedding", &v->patch_w, v->n_patches, 1 };
-	g[k++] = (struct gemm){ "attn q/k/v/o", &b->q_w, n, 4.0 * v->n_layer };
-	g[k++] = (struct gemm){ "ffn up", &b->up_w, n, v->n_layer };
-	g[k++] = (struct gemm){ "ffn down", &b->down_w, n, v->n_layer };
+	g[k++] = (struct gemm){ "attn q/k/v/o", &b->q_w, n, 4.0 * v->n_run };
+	g[k++] = (struct gemm){ "ffn up", &b->up_w, n, v->n_run };
+	g[k++] = (struct gemm){ "ffn down", &b->down_w, n, v->n_run };
 	if (v->proj == MM_MMPROJ_IDEFICS3) {
 		g[k++] = (struct gemm){ "projector fc", &v->fc, v->n_tokens, 1 };
 	} else {
@@ -392,7 +392,7 @@ static int bench(const char *path, struct mm_ctx *ctx, int nth, int rounds,
 	for (int i = 0; i < ng; i++)
 		macs += macs_of(&g[i]);
 	/* Q.K^T and P.V over all heads: 2 x n^2 x E per layer */
-	att = 2.0 * (double)v->n_pos * v->n_pos * v->n_embd * v->n_layer;
+	att = 2.0 * (double)v->n_pos * v->n_pos * v->n_embd * v->n_run;
 	printf("\n%s: %s %ux%u px, patch %u, %u wide, %u blocks, %u positions, %u tokens out, weights %s\n",
 	       path, mm_mmproj_type_name(v->proj), v->image_size,
 	       v->image_size, v->patch_size, v->n_embd, v->n_layer, v->n_pos,

@@ -177,13 +177,16 @@ double *ref_mm_vision(const struct mm_mmproj_vision *v, const float *px)
 							acc += W[((o * 3 + c) * P + ky) * P + kx] *
 							       px[(c * S + py * P + ky) * S +
 								  pxx * P + kx];
-				x[(cls + py * side + pxx) * e + o] = acc;
+				x[(py * side + pxx) * e + o] = acc;
 			}
 	free(W);
 	free(B);
+	/* clip.cpp's llava graph: the class embedding after the patches,
+	 * position rows in that order; the projector takes rows 1..np (the
+	 * first patch dropped, the class token kept) */
 	if (cls) {
 		W = ref_w(&v->class_embd);
-		memcpy(x, W, (size_t)e * sizeof(double));
+		memcpy(x + (n - 1) * e, W, (size_t)e * sizeof(double));
 		free(W);
 	}
 	W = ref_w(&v->pos);
@@ -192,7 +195,7 @@ double *ref_mm_vision(const struct mm_mmproj_vision *v, const float *px)
 	free(W);
 	if (v->pre_ln_w.name)
 		ref_ln(&v->pre_ln_w, &v->pre_ln_b, x, n, e, v->eps);
-	ref_blocks(v->blk, v->n_layer, v->act, v->eps, x, n, e, f, nh);
+	ref_blocks(v->blk, v->n_run, v->act, v->eps, x, n, e, f, nh);
 	if (v->post_ln_w.name)
 		ref_ln(&v->post_ln_w, &v->post_ln_b, x, n, e, v->eps);
 

@@ -461,7 +461,9 @@ static void run_shape(const char *shape)
 
 /* ---- tiles -------------------------------------------------------------- */
 
-/* buf with clip.vision.preproc_image_size = l added (l 0: as is) */
+/* buf with clip.vision.preproc_image_size = l (l 0: as is, the
+ * generator's: image_size, the converter's default; NO_PREPROC: none) */
+#define NO_PREPROC	UINT32_MAX
 static void *with_preproc(const void *src, size_t n, uint32_t l,
 			  size_t *size)
 {
@@ -471,9 +473,13 @@ static void *with_preproc(const void *src, size_t n, uint32_t l,
 	char err[256];
 	int ret = !w ? -ENOMEM : mm_gguf_open_mem(src, n, &g, err, sizeof(err));
 
-	for (uint64_t i = 0; !ret && i < mm_gguf_n_kv(g); i++)
-		ret = mm_gguf_w_kv(w, mm_gguf_kv_at(g, i));
-	if (!ret && l)
+	for (uint64_t i = 0; !ret && i < mm_gguf_n_kv(g); i++) {
+		const struct mm_gguf_kv *kv = mm_gguf_kv_at(g, i);
+
+		if (!l || strcmp(kv->key, "clip.vision.preproc_image_size"))
+			ret = mm_gguf_w_kv(w, kv);
+	}
+	if (!ret && l && l != NO_PREPROC)
 		ret = mm_gguf_w_u32(w, "clip.vision.preproc_image_size", l);
 	for (uint64_t i = 0; !ret && i < mm_gguf_n_tensors(g); i++) {
 		const struct mm_gguf_tensor *t = mm_gguf_tensor_at(g, i);
@@ -838,10 +844,20 @@ static void run_tiles(void)
 	}
 	mm_mmproj_free(p);
 	free(buf);
-	p = load_shape("tiny", 0, &buf);
+	p = load_shape("tiny", NO_PREPROC, &buf);
 	tap_ok(p && !mm_image_plan(p, 300, 100, 1, &pl, NULL, 0) &&
 	       pl.n_images == 1 && pl.n_rows == 0,
 	       "idefics3 without preproc_image_size: overview only");
+	mm_mmproj_free(p);
+	free(buf);
+	/* the generator's file, as the converter's: preproc_image_size =
+	 * image_size, so mtmd's grid is one tile whatever the frame */
+	p = load_shape("tiny", 0, &buf);
+	tap_ok(p && mm_mmproj_vision(p)->preproc_image_size == 32 &&
+	       !mm_image_plan(p, 300, 100, 1, &pl, NULL, 0) &&
+	       pl.n_images == 2 && pl.n_rows == 1 && pl.n_cols == 1 &&
+	       pl.refined_w == 32 && pl.refined_h == 32,
+	       "idefics3 as generated (preproc_image_size = image_size): one tile + overview");
 	mm_mmproj_free(p);
 	free(buf);
 out:

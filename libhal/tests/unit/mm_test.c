@@ -158,7 +158,7 @@ static int16_t *make_pcm(size_t n)
 	return s;
 }
 
-/* Copy of src with one more u32 key. */
+/* Copy of src with the u32 key set (added or replaced). */
 static int gguf_copy_add_u32(const char *src, const char *dst,
 			     const char *key, uint32_t val, char *err,
 			     size_t errlen);
@@ -969,7 +969,8 @@ static int gguf_copy_add_u32(const char *src, const char *dst,
 	for (uint64_t i = 0; !ret && i < mm_gguf_n_kv(cs.g); i++) {
 		const struct mm_gguf_kv *kv = mm_gguf_kv_at(cs.g, i);
 
-		if (strcmp(kv->key, "general.alignment"))
+		if (strcmp(kv->key, "general.alignment") &&
+		    strcmp(kv->key, key))
 			ret = mm_gguf_w_kv(w, kv);
 	}
 	if (!ret)

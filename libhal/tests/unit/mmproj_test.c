@@ -52,7 +52,7 @@ static const struct vcase vcases[] = {
 	{ "smolvlm-224", MM_MMPROJ_IDEFICS3, 224, 768, 12, 2, 49, 576, 0 },
 	{ "llava-mlp", MM_MMPROJ_MLP, 224, 768, 12, 1, 196, 576, 1 },
 	{ "tiny", MM_MMPROJ_IDEFICS3, 32, 256, 2, 2, 4, 256, 0 },
-	{ "tiny-mlp", MM_MMPROJ_MLP, 32, 256, 1, 1, 16, 256, 1 },
+	{ "tiny-mlp", MM_MMPROJ_MLP, 32, 256, 2, 1, 16, 256, 1 },
 	{ "micro", MM_MMPROJ_IDEFICS3, 16, 32, 1, 2, 1, 32, 0 },
 };
 
@@ -100,6 +100,7 @@ static void check_vision(const struct vcase *c, uint32_t type)
 	tap_ok(!ret && v && !mm_mmproj_audio(p) && v->proj == c->proj &&
 	       v->image_size == c->image && v->n_embd == c->n_embd &&
 	       v->n_layer == c->n_layer && v->scale_factor == c->scale &&
+	       v->n_run == c->n_layer - (uint32_t)c->clip &&
 	       v->n_tokens == c->n_tokens && v->n_out == c->n_out &&
 	       v->proj_dim == c->n_out && !!v->class_embd.name == c->clip &&
 	       !!v->pre_ln_w.name == c->clip && (!v->post_ln_w.name) == c->clip &&
@@ -484,6 +485,16 @@ static void test_flags(void)
 		{ .what = "no projector_type at all",
 		  .drop_key = "clip.projector_type",
 		  .expect = "key clip.projector_type: missing", .err = -ENOENT },
+		{ .what = "stacked feature layers (granite)",
+		  .add_key = "clip.vision.feature_layer",
+		  .add_type = MM_GGUF_I32, .key_u = 1,
+		  .expect = "key clip.vision.feature_layer: stacked feature layers not supported",
+		  .err = -ENOTSUP },
+		{ .what = "mlp with one block (it runs all but the last)",
+		  .key = "clip.vision.block_count", .key_type = MM_GGUF_U32,
+		  .key_u = 1,
+		  .expect = "key clip.vision.block_count: 1, an mlp projector takes the second-to-last block's output",
+		  .err = -EINVAL },
 	};
 	size_t n;
 	void *base = gen_mem("tiny-mlp", NULL, MM_TYPE_F32, &n);
@@ -509,21 +520,21 @@ static void test_preproc(void)
 {
 	static const struct mut m[] = {
 		{ .what = "preproc_image_size read",
-		  .add_key = "clip.vision.preproc_image_size",
-		  .add_type = MM_GGUF_U32, .key_u = 2048 },
+		  .key = "clip.vision.preproc_image_size",
+		  .key_type = MM_GGUF_U32, .key_u = 2048 },
 		{ .what = "preproc_image_size as i32",
-		  .add_key = "clip.vision.preproc_image_size",
-		  .add_type = MM_GGUF_I32, .key_u = 2048,
+		  .key = "clip.vision.preproc_image_size",
+		  .key_type = MM_GGUF_I32, .key_u = 2048,
 		  .expect = "key clip.vision.preproc_image_size: type i32, expected u32",
 		  .err = -EPROTO },
 		{ .what = "preproc_image_size 0",
-		  .add_key = "clip.vision.preproc_image_size",
-		  .add_type = MM_GGUF_U32, .key_u = 0,
+		  .key = "clip.vision.preproc_image_size",
+		  .key_type = MM_GGUF_U32, .key_u = 0,
 		  .expect = "key clip.vision.preproc_image_size: 0 out of range",
 		  .err = -EINVAL },
 		{ .what = "preproc_image_size 65537",
-		  .add_key = "clip.vision.preproc_image_size",
-		  .add_type = MM_GGUF_U32, .key_u = 65537,
+		  .key = "clip.vision.preproc_image_size",
+		  .key_type = MM_GGUF_U32, .key_u = 65537,
 		  .expect = "key clip.vision.preproc_image_size: 65537 out of range",
 		  .err = -EINVAL },
 		{ .what = "LLaVA-1.6 pinpoints",
@@ -556,16 +567,22 @@ static void test_preproc(void)
 		free(buf);
 		free(base);
 	}
-	/* without the key: 0 (overview only) */
+	/* without the key (not a converter's file): 0 */
 	{
+		static const struct mut drop = {
+			.what = "no preproc_image_size",
+			.drop_key = "clip.vision.preproc_image_size",
+		};
 		struct mm_mmproj *p = NULL;
-		size_t n;
+		size_t n, size;
 		void *base = gen_mem("tiny", NULL, MM_TYPE_F16, &n);
+		void *buf = base ? mutate(base, n, &drop, &size) : NULL;
 
-		tap_ok(base && !mm_mmproj_load_mem(base, n, &p, NULL, 0) &&
+		tap_ok(buf && !mm_mmproj_load_mem(buf, size, &p, NULL, 0) &&
 		       mm_mmproj_vision(p)->preproc_image_size == 0,
 		       "no preproc_image_size: 0");
 		mm_mmproj_free(p);
+		free(buf);
 		free(base);
 	}
 }
@@ -687,6 +704,23 @@ static void test_converter_types(void)
 					 ftypes[k]);
 				bad++;
 			}
+			/* smolvlm.py writes the processor's longest edge in
+			 * every idefics3 file, image_size without one (mtmd
+			 * tiles by it); the LLaVA converter never */
+			if (v) {
+				int idefics3 = strcmp(v, "tiny-mlp") != 0;
+				uint32_t pre = 0, img = 1;
+				int has = !mm_gguf_get_u32(g,
+					"clip.vision.preproc_image_size", &pre);
+
+				mm_gguf_get_u32(g, "clip.vision.image_size", &img);
+				if (has != idefics3 || (has && pre != img)) {
+					tap_diag("%s: clip.vision.preproc_image_size %s%u, the converter writes %s",
+						 v, has ? "" : "absent ", pre,
+						 idefics3 ? "image_size" : "none");
+					bad++;
+				}
+			}
 			for (uint64_t j = 0; j < mm_gguf_n_tensors(g); j++) {
 				const struct mm_gguf_tensor *t =
 					mm_gguf_tensor_at(g, j);
@@ -707,7 +741,7 @@ static void test_converter_types(void)
 			free(buf);
 		}
 	tap_ok(files == 12 && !bad,
-	       "mmproj files (%d): every tensor's type is the converter's for its role, general.file_type its ftype",
+	       "mmproj files (%d): every tensor's type is the converter's for its role, general.file_type its ftype, idefics3's preproc_image_size",
 	       files);
 }
 
