@@ -27,6 +27,7 @@
 #include <linux/sync_file.h>
 
 #include "mmedge_chan.h"
+#include "mmedge_clock.h"
 #include "mmedge_compat.h"
 #include "mmedge_drv.h"
 #include "mmedge_fence.h"
@@ -116,7 +117,8 @@ void mmedge_chan_cancel_jobs(struct mmedge_chan *ch, struct list_head *out)
 	ch->nr_jobs = 0;
 }
 
-static struct mmedge_chan *mmedge_chan_find(struct mmedge_engine *eng, u32 id)
+/* The channel of the instance with id @id, or NULL. */
+struct mmedge_chan *mmedge_chan_find(struct mmedge_engine *eng, u32 id)
 {
 	struct mmedge_chan *ch;
 
@@ -127,8 +129,9 @@ static struct mmedge_chan *mmedge_chan_find(struct mmedge_engine *eng, u32 id)
 	return NULL;
 }
 
-static struct mmedge_chan *mmedge_chan_find_name(struct mmedge_engine *eng,
-						 const char *name)
+/* The channel of the instance named @name, or NULL. */
+struct mmedge_chan *mmedge_chan_find_name(struct mmedge_engine *eng,
+					  const char *name)
 {
 	struct mmedge_chan *ch;
 
@@ -169,6 +172,17 @@ void mmedge_chan_enqueue(struct mmedge_chan *ch, struct mmedge_qb *qb)
 		ch->progress_ns = ktime_get_ns();
 	list_add_tail(&qb->node, &ch->queued);
 	trace_mmedge_qbuf(ch, qb);
+}
+
+/* @n more of @ch's frames were lost (no buffer, overrun, injected). */
+void mmedge_chan_drop(struct mmedge_chan *ch, u64 n)
+{
+	lockdep_assert_held(&ch->eng->lock);
+
+	if (!n)
+		return;
+	ch->dropped += n;
+	trace_mmedge_drop(ch, n);
 }
 
 /* Take @ch off the instance (first half of a destroy, under the lock). */
@@ -429,177 +443,6 @@ err_user:
 err_free:
 	mutex_destroy(&ch->qbuf_lock);
 	kfree(ch);
-	return ret;
-}
-
-/**
- * mmedge_engine_chan_info() - snapshot a channel's config and stats
- * @eng: the engine
- * @pos: take the @pos-th channel (for dumps) if @id is 0 and @name NULL
- * @id: channel id, or 0
- * @name: channel name, or NULL
- * @ci: filled in
- *
- * The one source of channel config and stats for ioctl and netlink.
- *
- * Return: 0, or -ENOENT.
- */
-int mmedge_engine_chan_info(struct mmedge_engine *eng, unsigned int pos,
-			    u32 id, const char *name,
-			    struct mmedge_chan_info *ci)
-{
-	struct mmedge_chan *ch, *found = NULL;
-	unsigned int i = 0;
-
-	mutex_lock(&eng->lock);
-	list_for_each_entry(ch, &eng->chans, node) {
-		if (id ? ch->id == id : name ? !strcmp(ch->name, name) :
-		    i++ == pos) {
-			found = ch;
-			break;
-		}
-	}
-	if (found)
-		mmedge_chan_info_fill(found, ci);
-	mutex_unlock(&eng->lock);
-	return found ? 0 : -ENOENT;
-}
-
-unsigned int mmedge_engine_nr_chans(struct mmedge_engine *eng)
-{
-	struct mmedge_chan *ch;
-	unsigned int n = 0;
-
-	mutex_lock(&eng->lock);
-	list_for_each_entry(ch, &eng->chans, node)
-		n++;
-	mutex_unlock(&eng->lock);
-	return n;
-}
-
-static int mmedge_setting_check(struct mmedge_engine *eng,
-				struct mmedge_chan_setting *st,
-				const struct mmedge_chan_perm *perm,
-				struct mmedge_chan **out, const char **why)
-{
-	struct mmedge_chan *ch;
-	u32 weight, class;
-	u64 cap;
-
-	lockdep_assert_held(&eng->lock);
-
-	ch = st->id ? mmedge_chan_find(eng, st->id) :
-		      mmedge_chan_find_name(eng, st->name);
-	if (!ch) {
-		*why = "no such channel";
-		return -ENOENT;
-	}
-	if (st->set & ~MMEDGE_CHAN_SET_VALID) {
-		*why = "unknown settings";
-		return -EINVAL;
-	}
-	weight = st->set & MMEDGE_CHAN_SET_WEIGHT ? st->weight : ch->arb.weight;
-	class = st->set & MMEDGE_CHAN_SET_CLASS ? st->class : ch->arb.class;
-	cap = st->set & MMEDGE_CHAN_SET_CAP ? st->cap : ch->arb.cap;
-	/* The same check as CHAN_CREATE's; the message says which part. */
-	if (mmedge_arb_check_config(weight, class, cap)) {
-		if (weight < MMEDGE_WEIGHT_MIN || weight > MMEDGE_WEIGHT_MAX)
-			*why = "weight out of range 1..10000";
-		else if (class != MMEDGE_CLASS_BEST_EFFORT &&
-			 class != MMEDGE_CLASS_LATENCY)
-			*why = "unknown class";
-		else if (class == MMEDGE_CLASS_LATENCY && !cap)
-			*why = "the latency class needs a rate cap";
-		else
-			*why = "rate cap above 100 GB/s";
-		return -EINVAL;
-	}
-	if (st->set && perm->owner && ch->mf != perm->owner &&
-	    !perm->can_other) {
-		*why = "need CAP_NET_ADMIN or CAP_SYS_NICE to change another file's channel";
-		return -EPERM;
-	}
-	/* Only raising needs the privilege, not keeping a raise. */
-	if (!perm->can_nice && weight > MMEDGE_WEIGHT_DEFAULT &&
-	    weight > ch->arb.weight) {
-		*why = "need CAP_SYS_NICE to raise a weight above 100";
-		return -EPERM;
-	}
-	if (!perm->can_nice && class == MMEDGE_CLASS_LATENCY &&
-	    (ch->arb.class != MMEDGE_CLASS_LATENCY || cap > ch->arb.cap)) {
-		*why = "need CAP_SYS_NICE for the latency class or to raise its cap";
-		return -EPERM;
-	}
-	st->weight = weight;
-	st->class = class;
-	st->cap = cap;
-	*out = ch;
-	return 0;
-}
-
-/**
- * mmedge_engine_apply() - change several channels' settings atomically
- * @eng: the engine
- * @st: the settings; on success each holds the channel's new values
- * @n: entries in @st
- * @perm: what the caller may do
- * @bad: on failure, the index of the entry at fault
- * @why: on failure, a message for the operator
- *
- * All entries are checked before any is applied: all or nothing. Changes
- * apply from the next segment and are announced on the "events" group.
- *
- * Return: 0, -ENOENT (no such channel), -EINVAL, -EPERM, -ENOMEM.
- */
-int mmedge_engine_apply(struct mmedge_engine *eng,
-			struct mmedge_chan_setting *st, unsigned int n,
-			const struct mmedge_chan_perm *perm, unsigned int *bad,
-			const char **why)
-{
-	struct mmedge_chan **chs;
-	struct mmedge_chan_info *ci;
-	u32 *old;
-	unsigned int i;
-	int ret = 0;
-
-	chs = kcalloc(n, sizeof(*chs), GFP_KERNEL);
-	ci = kcalloc(n, sizeof(*ci), GFP_KERNEL);
-	old = kcalloc(n, sizeof(*old), GFP_KERNEL);
-	if (!chs || !ci || !old) {
-		ret = -ENOMEM;
-		*why = "out of memory";
-		goto out;
-	}
-	mutex_lock(&eng->lock);
-	for (i = 0; i < n; i++) {
-		ret = mmedge_setting_check(eng, &st[i], perm, &chs[i], why);
-		if (ret) {
-			*bad = i;
-			break;
-		}
-	}
-	for (i = 0; !ret && i < n; i++) {
-		struct mmedge_chan *ch = chs[i];
-
-		old[i] = ch->arb.weight;
-		if (!st[i].set)
-			continue;
-		if (st[i].cap != ch->arb.cap)
-			ch->arb.budget = min_t(s64, ch->arb.budget, 0);
-		ch->arb.weight = st[i].weight;
-		ch->arb.class = st[i].class;
-		ch->arb.cap = st[i].cap;
-		mmedge_chan_info_fill(ch, &ci[i]);
-	}
-	mutex_unlock(&eng->lock);
-	/* The events allocate: after the engine's lock. */
-	for (i = 0; !ret && i < n; i++)
-		if (st[i].set)
-			mmedge_nl_chan_changed(eng->mdev, &ci[i], old[i], false);
-out:
-	kfree(old);
-	kfree(ci);
-	kfree(chs);
 	return ret;
 }
 

@@ -14,7 +14,7 @@
 #include <linux/rwsem.h>
 #include <linux/xarray.h>
 
-#include "mmedge_chan.h"
+#include "mmedge_engine.h"
 
 #define MMEDGE_DRV_NAME		"mmedge"
 #define MMEDGE_MAX_DEVS		16
@@ -151,7 +151,7 @@ int mmedge_ioctl_buf_release(struct mmedge_file *mf, void *data,
 void mmedge_file_release_imports(struct mmedge_file *mf);
 bool mmedge_buf_usable(struct mmedge_file *mf, struct dma_buf *dmabuf);
 
-/* mmedge_chan.c, mmedge_engine.c */
+/* mmedge_chan.c */
 int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 			     struct mmedge_ioctl_ctx *ctx);
 int mmedge_ioctl_chan_config(struct mmedge_file *mf, void *data,
@@ -164,10 +164,9 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 		       struct mmedge_ioctl_ctx *ctx);
 int mmedge_ioctl_chan_stats(struct mmedge_file *mf, void *data,
 			    struct mmedge_ioctl_ctx *ctx);
-int mmedge_ioctl_bus_config(struct mmedge_file *mf, void *data,
-			    struct mmedge_ioctl_ctx *ctx);
+
+/* mmedge_clock.c */
 int mmedge_ioctl_xts(struct mmedge_file *mf, void *data,
 		     struct mmedge_ioctl_ctx *ctx);
-void mmedge_engine_wake_waiters(struct mmedge_engine *eng);
 
 #endif /* _MMEDGE_DRV_H */

@@ -7,6 +7,7 @@
  * handler on the kernel copy and copies back at most the caller's size.
  */
 
+#include <linux/capability.h>
 #include <linux/dma-buf.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -54,6 +55,34 @@ static int mmedge_ioctl_query_caps(struct mmedge_file *mf, void *data,
 	strscpy(caps->driver, MMEDGE_DRV_NAME, sizeof(caps->driver));
 	snprintf(caps->bus_info, sizeof(caps->bus_info), "platform:%s",
 		 dev_name(&mdev->pdev->dev));
+	return 0;
+}
+
+/*
+ * MMEDGE_IOC_BUS_CONFIG: read or set the soft engine's modelled bus
+ * bandwidth.
+ *
+ * Errors:
+ *  -EINVAL: set not 0/1, bandwidth out of range, flags/reserved set.
+ *  -EPERM:  setting without CAP_SYS_ADMIN.
+ */
+static int mmedge_ioctl_bus_config(struct mmedge_file *mf, void *data,
+				   struct mmedge_ioctl_ctx *ctx)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_bus_config *b = data;
+
+	if (b->set > 1 || b->flags || b->reserved[0] || b->reserved[1])
+		return -EINVAL;
+	if (b->set) {
+		if (b->bandwidth < MMEDGE_BUS_MIN_BW || b->bandwidth > MMEDGE_BUS_MAX_BW)
+			return -EINVAL;
+		if (!capable(CAP_SYS_ADMIN))
+			return -EPERM;
+	}
+	if (b->set)
+		mmedge_engine_set_bus(eng, b->bandwidth);
+	b->bandwidth = mmedge_engine_get_bus(eng);
 	return 0;
 }
 

@@ -24,6 +24,7 @@
 #include <linux/mmedge.h>
 
 #include "mmedge_buf.h"
+#include "mmedge_chan.h"
 #include "mmedge_compat.h"
 #include "mmedge_drv.h"
 #include "mmedge_nl.h"

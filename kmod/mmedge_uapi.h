@@ -8,8 +8,17 @@
 #define _MMEDGE_UAPI_H
 
 #include <linux/atomic.h>
+#include <linux/sizes.h>
 #include <linux/types.h>
 #include <linux/mmedge.h>
+
+/* A channel's arbitration segment, bytes (MMEDGE_IOC_CHAN_CREATE). */
+#define MMEDGE_SEGMENT_DEFAULT		4096
+#define MMEDGE_SEGMENT_MIN		64
+#define MMEDGE_SEGMENT_MAX		SZ_1M
+/* The soft engine's modelled bus bandwidth, bytes/s (MMEDGE_IOC_BUS_CONFIG). */
+#define MMEDGE_BUS_MIN_BW		(1000ULL * 1000)
+#define MMEDGE_BUS_MAX_BW		(100ULL * 1000 * 1000 * 1000)
 
 /**
  * struct mmedge_ioctl_info - static description of one ioctl
