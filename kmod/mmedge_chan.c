@@ -267,6 +267,77 @@ __poll_t mmedge_chan_poll(struct mmedge_file *mf, struct file *file,
 	return mask;
 }
 
+/**
+ * mmedge_chan_rearm_work() - MMEDGE_OVERRUN_DROP_OLDEST: refill a done buffer
+ * @work: mmedge_chan.rearm_work
+ *
+ * A frame is due and no buffer is queued: the engine took the oldest
+ * filled buffer off the done list (mmedge_chan.rearm). Here, outside the
+ * engine's signalling path, it gets a new fence, added to its reservation
+ * object as a write fence, and goes back to the queue; the frame it held
+ * counts as dropped. If someone still reads the buffer (an unsignalled
+ * fence in its reservation object), it is not overwritten: it goes back
+ * to the head of the done list and the new frame is dropped instead.
+ */
+static void mmedge_chan_rearm_work(struct work_struct *work)
+{
+	struct mmedge_chan *ch = container_of(work, struct mmedge_chan,
+					      rearm_work);
+	struct mmedge_engine *eng = ch->eng;
+	struct dma_fence *fence = NULL;
+	struct mmedge_qb *qb, *gone = NULL;
+	struct mmedge_fence *f;
+	int ret, error = -ECANCELED;
+
+	f = mmedge_fence_alloc(GFP_KERNEL);
+	mutex_lock(&ch->qbuf_lock);
+	mutex_lock(&eng->lock);
+	qb = ch->rearm;
+	ret = ch->dead ? -ENOENT : f ? 0 : -ENOMEM;
+	mutex_unlock(&eng->lock);
+	if (!qb)
+		goto out;
+
+	if (!ret) {
+		fence = mmedge_fence_rearm(qb->dmabuf, ch->fence_ctx,
+					   &ch->fence_seqno, &f);
+		if (IS_ERR(fence))
+			fence = NULL;
+	}
+
+	mutex_lock(&eng->lock);
+	ch->rearm = NULL;
+	if (fence) {
+		dma_fence_put(qb->fence);
+		qb->fence = fence;
+	}
+	if (ch->dead) {
+		gone = qb;
+		if (eng->dead)
+			error = -ENODEV;
+	} else if (fence) {
+		/* The frame it held was never dequeued: it is dropped. */
+		mmedge_chan_drop(ch, 1);
+		ch->drop_mark = true;
+		mmedge_chan_enqueue(ch, qb);
+	} else {
+		list_add(&qb->node, &ch->done);
+		if (ch->frame_pending && !ch->cur) {
+			mmedge_chan_drop(ch, 1);
+			ch->drop_mark = true;
+			ch->frame_pending = false;
+		}
+	}
+	mutex_unlock(&eng->lock);
+out:
+	mutex_unlock(&ch->qbuf_lock);
+	kfree(f);
+	if (gone)
+		mmedge_qb_free(gone, error);
+	else
+		mmedge_engine_kick(eng);
+}
+
 /* Weight above the default and the latency class need CAP_SYS_NICE. */
 static int mmedge_chan_check_perm(u32 weight, u32 class)
 {
@@ -780,7 +851,8 @@ static int mmedge_qbuf_commit(struct mmedge_chan *ch, struct mmedge_qb *qb,
 	ret = mutex_lock_interruptible(&ch->qbuf_lock);
 	if (ret)
 		goto err_unmap;
-	ret = mmedge_fence_publish(ch, qb, written, fp, sync);
+	ret = mmedge_fence_publish(qb->dmabuf, written, qb->src, ch->fence_ctx,
+				   &ch->fence_seqno, fp, &qb->fence, sync);
 	if (!ret) {
 		mutex_lock(&eng->lock);
 		/* A fence published on a channel destroyed meanwhile signals. */

@@ -404,7 +404,7 @@ static void mmedge_chan_give_buffer(struct mmedge_chan *ch, u64 now)
 		/* The oldest done buffer is getting its new fence. */
 	} else if (ch->overrun == MMEDGE_OVERRUN_DROP_OLDEST &&
 		   !list_empty(&ch->done)) {
-		/* Its new fence allocates: not here (mmedge_fence.c). */
+		/* Its new fence allocates: not here (mmedge_chan.c). */
 		qb = list_first_entry(&ch->done, struct mmedge_qb, node);
 		list_del(&qb->node);
 		ch->rearm = qb;
