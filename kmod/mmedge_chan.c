@@ -427,9 +427,7 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	}
 	ch->segment = segment;
 	ch->overrun = c->overrun;
-	ch->arb.weight = weight;
-	ch->arb.class = c->class;
-	ch->arb.cap = c->cap;
+	mmedge_arb_set(&ch->arb, weight, c->class, c->cap);
 	INIT_LIST_HEAD(&ch->staging);
 	INIT_LIST_HEAD(&ch->queued);
 	INIT_LIST_HEAD(&ch->done);

@@ -546,9 +546,10 @@ static void mmedge_engine_adapt(struct mmedge_engine *eng)
 			continue;
 		u32 old = ch->arb.weight;
 
-		ch->arb.weight = clamp_t(u64, div64_u64(ch->arb.weight * w_new,
-							w_img),
-					 MMEDGE_WEIGHT_MIN, MMEDGE_WEIGHT_MAX);
+		mmedge_arb_set(&ch->arb,
+			       clamp_t(u64, div64_u64(old * w_new, w_img),
+				       MMEDGE_WEIGHT_MIN, MMEDGE_WEIGHT_MAX),
+			       ch->arb.class, ch->arb.cap);
 		if (ch->arb.weight == old || ev->n_changed >= MMEDGE_MAX_CHANS)
 			continue;
 		mmedge_chan_info_fill(ch, &ev->changed[ev->n_changed]);
@@ -1292,11 +1293,7 @@ int mmedge_engine_apply(struct mmedge_engine *eng,
 		old[i] = ch->arb.weight;
 		if (!st[i].set)
 			continue;
-		if (st[i].cap != ch->arb.cap)
-			ch->arb.budget = min_t(s64, ch->arb.budget, 0);
-		ch->arb.weight = st[i].weight;
-		ch->arb.class = st[i].class;
-		ch->arb.cap = st[i].cap;
+		mmedge_arb_set(&ch->arb, st[i].weight, st[i].class, st[i].cap);
 		mmedge_chan_info_fill(ch, &ci[i]);
 	}
 	mutex_unlock(&eng->lock);
