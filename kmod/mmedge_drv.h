@@ -144,12 +144,13 @@ int mmedge_ioctl_buf_info(struct mmedge_file *mf, void *data,
 			  struct mmedge_ioctl_ctx *ctx);
 int mmedge_ioctl_buf_sync(struct mmedge_file *mf, void *data,
 			  struct mmedge_ioctl_ctx *ctx);
+bool mmedge_buf_usable(struct mmedge_file *mf, struct dma_buf *dmabuf);
+
+/* mmedge_import.c */
 int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
 			    struct mmedge_ioctl_ctx *ctx);
 int mmedge_ioctl_buf_release(struct mmedge_file *mf, void *data,
 			     struct mmedge_ioctl_ctx *ctx);
-void mmedge_file_release_imports(struct mmedge_file *mf);
-bool mmedge_buf_usable(struct mmedge_file *mf, struct dma_buf *dmabuf);
 
 /* mmedge_chan.c */
 int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,

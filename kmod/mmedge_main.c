@@ -27,6 +27,7 @@
 #include "mmedge_chan.h"
 #include "mmedge_compat.h"
 #include "mmedge_drv.h"
+#include "mmedge_import.h"
 #include "mmedge_nl.h"
 
 #define MMEDGE_MAX_VIRTUAL	4
