@@ -380,32 +380,9 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	u64 id_mask = 0;
 	int ret;
 
-	if (c->dir > MMEDGE_CHAN_COPY || c->flags || c->pad ||
-	    c->reserved[0] || c->reserved[1] || c->sensor_pad)
-		return -EINVAL;
-	ret = mmedge_sclk_check(c->sensor_offset_ns, c->sensor_drift_ppb);
+	ret = mmedge_chan_create_check(c);
 	if (ret)
 		return ret;
-	if (c->dir != MMEDGE_CHAN_CAPTURE &&
-	    (c->sensor_offset_ns || c->sensor_drift_ppb))
-		return -EINVAL;
-	ret = mmedge_name_check(c->name, sizeof(c->name));
-	if (ret)
-		return ret;
-	if (c->dir == MMEDGE_CHAN_CAPTURE)
-		ret = mmedge_src_check(&c->src);
-	else if (memchr_inv(&c->src, 0, sizeof(c->src)) || c->overrun)
-		ret = -EINVAL;
-	if (ret)
-		return ret;
-	ret = mmedge_arb_check_config(weight, c->class, c->cap);
-	if (ret)
-		return ret;
-	if (segment < MMEDGE_SEGMENT_MIN || segment > MMEDGE_SEGMENT_MAX ||
-	    segment % 64)
-		return -EINVAL;
-	if (c->overrun > MMEDGE_OVERRUN_DROP_OLDEST)
-		return -EINVAL;
 	ret = mmedge_chan_check_perm(weight, c->class);
 	if (ret)
 		return ret;
@@ -546,8 +523,9 @@ int mmedge_ioctl_chan_config(struct mmedge_file *mf, void *data,
 	unsigned int bad;
 	int ret;
 
-	if (c->reserved[0] || c->reserved[1] || !c->id)
-		return c->id ? -EINVAL : -ENOENT;
+	ret = mmedge_chan_config_check(c);
+	if (ret)
+		return ret;
 	if (c->set) {
 		perm.can_nice = capable(CAP_SYS_NICE);
 		perm.can_other = perm.can_nice || capable(CAP_NET_ADMIN);
@@ -575,9 +553,11 @@ int mmedge_ioctl_chan_destroy(struct mmedge_file *mf, void *data,
 	struct mmedge_engine *eng = &mf->mdev->eng;
 	struct mmedge_chan_destroy *d = data;
 	struct mmedge_chan *ch;
+	int ret;
 
-	if (d->flags || d->reserved)
-		return -EINVAL;
+	ret = mmedge_chan_destroy_check(d);
+	if (ret)
+		return ret;
 	mutex_lock(&eng->lock);
 	ch = mmedge_chan_find_own(mf, d->id);
 	if (ch)
@@ -760,8 +740,7 @@ static int mmedge_qbuf_prepare(struct mmedge_file *mf, struct mmedge_qbuf *q,
 		return -ENOENT;
 	}
 	/* Copy needs a source; capture takes no length, the others need one. */
-	ret = has_src != (ch->dir == MMEDGE_CHAN_COPY) ||
-	      !q->bytesused != (ch->dir == MMEDGE_CHAN_CAPTURE) ? -EINVAL : 0;
+	ret = mmedge_qbuf_check_dir(q, ch->dir);
 	/* The channel writes a capture buffer or a copy's destination. */
 	written = ch->dir != MMEDGE_CHAN_FEED;
 	if (!ret && !(dmabuf->file->f_mode & (written ? FMODE_WRITE : FMODE_READ)))
@@ -946,9 +925,9 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 	long left;
 
 	q->fence_fd = -1;
-	if (q->flags & ~MMEDGE_QBUF_FLAGS_VALID || q->reserved ||
-	    (!(q->flags & MMEDGE_QBUF_SRC) && q->src_fd))
-		return -EINVAL;
+	ret = mmedge_qbuf_check(q);
+	if (ret)
+		return ret;
 
 	f = mmedge_fence_alloc(GFP_KERNEL);
 	if (!f)
@@ -1109,8 +1088,9 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 	long left;
 	int err = 0;
 
-	if (d->flags & ~MMEDGE_DQBUF_FLAGS_VALID || d->pad || d->reserved)
-		return -EINVAL;
+	err = mmedge_dqbuf_check(d);
+	if (err)
+		return err;
 
 	left = d->timeout_ms ? msecs_to_jiffies(d->timeout_ms) :
 			       MAX_SCHEDULE_TIMEOUT;
@@ -1166,10 +1146,9 @@ int mmedge_ioctl_chan_stats(struct mmedge_file *mf, void *data,
 	struct mmedge_chan_info *ci;
 	int ret;
 
-	if (st->flags || st->reserved[0])
-		return -EINVAL;
-	if (!st->id)
-		return -ENOENT;
+	ret = mmedge_chan_stats_check(st);
+	if (ret)
+		return ret;
 	ci = kzalloc(sizeof(*ci), GFP_KERNEL);
 	if (!ci)
 		return -ENOMEM;

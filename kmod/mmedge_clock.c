@@ -24,6 +24,7 @@
 #include "mmedge_chan.h"
 #include "mmedge_clock.h"
 #include "mmedge_drv.h"
+#include "mmedge_uapi.h"
 
 /* The free-running counter: the cycle counter, or the raw monotonic clock. */
 u64 mmedge_counter_read(const struct mmedge_engine *eng)
@@ -157,20 +158,15 @@ int mmedge_ioctl_xts(struct mmedge_file *mf, void *data,
 	unsigned int i;
 	int ret;
 
-	if (!x->n_samples || x->n_samples > MMEDGE_XTS_MAX_SAMPLES ||
-	    x->flags & ~MMEDGE_XTS_FLAGS_VALID || x->pad ||
-	    x->reserved[0] || x->reserved[1])
-		return -EINVAL;
-	if (sensor ? !x->chan : !!x->chan)
-		return -EINVAL;
+	ret = mmedge_xts_check(x, ctx->usize);
+	if (ret)
+		return ret;
 	/* Out fields: whatever the caller left there goes. */
 	x->sensor_drift_ppb = 0;
 	x->sensor_offset_ns = 0;
 	x->sensor_epoch = 0;
 	memset(x->sensor, 0, sizeof(x->sensor));
 	if (sensor) {
-		if (ctx->usize < MMEDGE_XTS_SIZE_VER1)
-			return -EINVAL;
 		ret = mmedge_clock_sclk(eng, x->chan, &sc);
 		if (ret)
 			return ret;

@@ -265,8 +265,6 @@ int mmedge_ioctl_buf_release(struct mmedge_file *mf, void *data,
 	ret = mmedge_buf_release_check(rel);
 	if (ret)
 		return ret;
-	if (!rel->id || rel->id > MMEDGE_MAX_IMPORTS)
-		return -ENOENT;
 
 	mutex_lock(&mf->imports_lock);
 	imp = xa_erase(&mf->imports, rel->id);

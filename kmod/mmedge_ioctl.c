@@ -71,17 +71,16 @@ static int mmedge_ioctl_bus_config(struct mmedge_file *mf, void *data,
 {
 	struct mmedge_engine *eng = &mf->mdev->eng;
 	struct mmedge_bus_config *b = data;
+	int ret;
 
-	if (b->set > 1 || b->flags || b->reserved[0] || b->reserved[1])
-		return -EINVAL;
+	ret = mmedge_bus_config_check(b);
+	if (ret)
+		return ret;
 	if (b->set) {
-		if (b->bandwidth < MMEDGE_BUS_MIN_BW || b->bandwidth > MMEDGE_BUS_MAX_BW)
-			return -EINVAL;
 		if (!capable(CAP_SYS_ADMIN))
 			return -EPERM;
-	}
-	if (b->set)
 		mmedge_engine_set_bus(eng, b->bandwidth);
+	}
 	b->bandwidth = mmedge_engine_get_bus(eng);
 	return 0;
 }

@@ -47,6 +47,15 @@ int mmedge_buf_info_check(const struct mmedge_buf_info *info);
 int mmedge_buf_sync_check(const struct mmedge_buf_sync *s, u64 buf_size);
 int mmedge_buf_import_check(const struct mmedge_buf_import *imp);
 int mmedge_buf_release_check(const struct mmedge_buf_release *rel);
+int mmedge_chan_create_check(const struct mmedge_chan_create *c);
+int mmedge_chan_config_check(const struct mmedge_chan_config *c);
+int mmedge_chan_destroy_check(const struct mmedge_chan_destroy *d);
+int mmedge_qbuf_check(const struct mmedge_qbuf *q);
+int mmedge_qbuf_check_dir(const struct mmedge_qbuf *q, u32 dir);
+int mmedge_dqbuf_check(const struct mmedge_dqbuf *d);
+int mmedge_chan_stats_check(const struct mmedge_chan_stats *st);
+int mmedge_bus_config_check(const struct mmedge_bus_config *b);
+int mmedge_xts_check(const struct mmedge_xts *x, unsigned int usize);
 
 /**
  * struct mmedge_range - a byte range clipped to a segment
