@@ -128,6 +128,7 @@ static inline struct mmedge_dev *to_mmedge_dev(struct device *dev)
 void mmedge_file_get(struct mmedge_file *mf);
 void mmedge_file_put(struct mmedge_file *mf);
 
+int mmedge_ioctl_init(void);
 long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
 /* Limits, from module parameters (mmedge_main.c). */

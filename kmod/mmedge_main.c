@@ -645,6 +645,12 @@ static int __init mmedge_init(void)
 		return -EINVAL;
 	}
 
+	ret = mmedge_ioctl_init();
+	if (ret) {
+		pr_err("the ioctl table is inconsistent\n");
+		return ret;
+	}
+
 	ret = alloc_chrdev_region(&mmedge_devt, 0, MMEDGE_MAX_DEVS,
 				  MMEDGE_DRV_NAME);
 	if (ret) {

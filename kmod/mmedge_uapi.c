@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * mmedge: ioctl table and argument validation.
+ * mmedge: ioctl lookup and argument validation.
  *
- * Everything here works on kernel copies of the arguments and has no side
- * effects, so the rules of uapi/linux/mmedge.h can be tested by KUnit.
+ * Everything here works on kernel copies of the arguments (and on the
+ * ioctl table, which mmedge_ioctl.c holds) and has no side effects, so
+ * the rules of uapi/linux/mmedge.h can be tested by KUnit.
  */
 
 #include <linux/errno.h>
@@ -18,79 +19,6 @@
 #include "mmedge_ts.h"
 #include "mmedge_uapi.h"
 
-const struct mmedge_ioctl_info mmedge_ioctls[MMEDGE_IOCTL_NR_MAX] = {
-	[_IOC_NR(MMEDGE_IOC_QUERY_CAPS)] = {
-		.cmd = MMEDGE_IOC_QUERY_CAPS,
-		.min_size = MMEDGE_CAPS_SIZE_VER0,
-		.name = "QUERY_CAPS",
-	},
-	[_IOC_NR(MMEDGE_IOC_BUF_ALLOC)] = {
-		.cmd = MMEDGE_IOC_BUF_ALLOC,
-		.min_size = MMEDGE_BUF_ALLOC_SIZE_VER0,
-		.name = "BUF_ALLOC",
-	},
-	[_IOC_NR(MMEDGE_IOC_BUF_INFO)] = {
-		.cmd = MMEDGE_IOC_BUF_INFO,
-		.min_size = MMEDGE_BUF_INFO_SIZE_VER0,
-		.name = "BUF_INFO",
-	},
-	[_IOC_NR(MMEDGE_IOC_BUF_SYNC)] = {
-		.cmd = MMEDGE_IOC_BUF_SYNC,
-		.min_size = MMEDGE_BUF_SYNC_SIZE_VER0,
-		.name = "BUF_SYNC",
-	},
-	[_IOC_NR(MMEDGE_IOC_BUF_IMPORT)] = {
-		.cmd = MMEDGE_IOC_BUF_IMPORT,
-		.min_size = MMEDGE_BUF_IMPORT_SIZE_VER0,
-		.name = "BUF_IMPORT",
-	},
-	[_IOC_NR(MMEDGE_IOC_BUF_RELEASE)] = {
-		.cmd = MMEDGE_IOC_BUF_RELEASE,
-		.min_size = MMEDGE_BUF_RELEASE_SIZE_VER0,
-		.name = "BUF_RELEASE",
-	},
-	[_IOC_NR(MMEDGE_IOC_CHAN_CREATE)] = {
-		.cmd = MMEDGE_IOC_CHAN_CREATE,
-		.min_size = MMEDGE_CHAN_CREATE_SIZE_VER0,
-		.name = "CHAN_CREATE",
-	},
-	[_IOC_NR(MMEDGE_IOC_CHAN_CONFIG)] = {
-		.cmd = MMEDGE_IOC_CHAN_CONFIG,
-		.min_size = MMEDGE_CHAN_CONFIG_SIZE_VER0,
-		.name = "CHAN_CONFIG",
-	},
-	[_IOC_NR(MMEDGE_IOC_CHAN_DESTROY)] = {
-		.cmd = MMEDGE_IOC_CHAN_DESTROY,
-		.min_size = MMEDGE_CHAN_DESTROY_SIZE_VER0,
-		.name = "CHAN_DESTROY",
-	},
-	[_IOC_NR(MMEDGE_IOC_QBUF)] = {
-		.cmd = MMEDGE_IOC_QBUF,
-		.min_size = MMEDGE_QBUF_SIZE_VER0,
-		.name = "QBUF",
-	},
-	[_IOC_NR(MMEDGE_IOC_DQBUF)] = {
-		.cmd = MMEDGE_IOC_DQBUF,
-		.min_size = MMEDGE_DQBUF_SIZE_VER0,
-		.name = "DQBUF",
-	},
-	[_IOC_NR(MMEDGE_IOC_CHAN_STATS)] = {
-		.cmd = MMEDGE_IOC_CHAN_STATS,
-		.min_size = MMEDGE_CHAN_STATS_SIZE_VER0,
-		.name = "CHAN_STATS",
-	},
-	[_IOC_NR(MMEDGE_IOC_BUS_CONFIG)] = {
-		.cmd = MMEDGE_IOC_BUS_CONFIG,
-		.min_size = MMEDGE_BUS_CONFIG_SIZE_VER0,
-		.name = "BUS_CONFIG",
-	},
-	[_IOC_NR(MMEDGE_IOC_XTS)] = {
-		.cmd = MMEDGE_IOC_XTS,
-		.min_size = MMEDGE_XTS_SIZE_VER0,
-		.name = "XTS",
-	},
-};
-
 static bool mmedge_all_zero(const u64 *v, unsigned int n)
 {
 	unsigned int i;
@@ -103,6 +31,8 @@ static bool mmedge_all_zero(const u64 *v, unsigned int n)
 
 /**
  * mmedge_ioctl_lookup() - find the table entry for an ioctl command
+ * @table: the ioctl table, indexed by _IOC_NR()
+ * @n: its number of slots
  * @cmd: command as passed to unlocked_ioctl
  * @info: set to the entry on success
  *
@@ -112,14 +42,15 @@ static bool mmedge_all_zero(const u64 *v, unsigned int n)
  * Return: 0 on success; -ENOTTY for a foreign type, an unknown number or
  * a wrong direction; -EINVAL for a size below the first published one.
  */
-int mmedge_ioctl_lookup(unsigned int cmd, const struct mmedge_ioctl_info **info)
+int mmedge_ioctl_lookup(const struct mmedge_ioctl_info *table, unsigned int n,
+			unsigned int cmd, const struct mmedge_ioctl_info **info)
 {
 	const struct mmedge_ioctl_info *e;
 	unsigned int nr = _IOC_NR(cmd);
 
-	if (_IOC_TYPE(cmd) != MMEDGE_IOC_MAGIC || nr >= ARRAY_SIZE(mmedge_ioctls))
+	if (_IOC_TYPE(cmd) != MMEDGE_IOC_MAGIC || nr >= n)
 		return -ENOTTY;
-	e = &mmedge_ioctls[nr];
+	e = &table[nr];
 	if (!e->cmd || _IOC_DIR(cmd) != _IOC_DIR(e->cmd))
 		return -ENOTTY;
 	if (_IOC_SIZE(cmd) < e->min_size)
@@ -130,18 +61,49 @@ int mmedge_ioctl_lookup(unsigned int cmd, const struct mmedge_ioctl_info **info)
 
 /**
  * mmedge_ioctl_mask() - bit N set for every implemented ioctl number N
+ * @table: the ioctl table, indexed by _IOC_NR()
+ * @n: its number of slots
  *
  * Return: the mask reported in mmedge_caps.ioctls.
  */
-u64 mmedge_ioctl_mask(void)
+u64 mmedge_ioctl_mask(const struct mmedge_ioctl_info *table, unsigned int n)
 {
 	u64 mask = 0;
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(mmedge_ioctls); i++)
-		if (mmedge_ioctls[i].cmd)
+	for (i = 0; i < n && i < 64; i++)
+		if (table[i].cmd)
 			mask |= BIT_ULL(i);
 	return mask;
+}
+
+/**
+ * mmedge_ioctl_table_check() - is an ioctl table self-consistent?
+ * @table: the table, indexed by _IOC_NR()
+ * @n: its number of slots
+ *
+ * Every used slot holds a command of mmedge's type numbered where it
+ * sits, whose kernel size is at least its first published size and a
+ * multiple of 8 bytes, with a handler, a name and known flags.
+ *
+ * Return: 0, or -EINVAL at the first slot that is not.
+ */
+int mmedge_ioctl_table_check(const struct mmedge_ioctl_info *table,
+			     unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		const struct mmedge_ioctl_info *e = &table[i];
+
+		if (!e->cmd)
+			continue;
+		if (_IOC_NR(e->cmd) != i || _IOC_TYPE(e->cmd) != MMEDGE_IOC_MAGIC ||
+		    _IOC_SIZE(e->cmd) < e->min_size || _IOC_SIZE(e->cmd) % 8 ||
+		    !e->fn || !e->name || e->flags & ~MMEDGE_IOCTL_FLAGS_VALID)
+			return -EINVAL;
+	}
+	return 0;
 }
 
 /**

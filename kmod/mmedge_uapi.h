@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * mmedge: ioctl table and argument validation.
+ * mmedge: ioctl lookup and argument validation.
  *
  * Pure logic: no device, user-memory or DMA calls, so KUnit can test it.
  */
@@ -8,6 +8,7 @@
 #define _MMEDGE_UAPI_H
 
 #include <linux/atomic.h>
+#include <linux/bits.h>
 #include <linux/sizes.h>
 #include <linux/types.h>
 #include <linux/mmedge.h>
@@ -20,26 +21,41 @@
 #define MMEDGE_BUS_MIN_BW		(1000ULL * 1000)
 #define MMEDGE_BUS_MAX_BW		(100ULL * 1000 * 1000 * 1000)
 
+struct mmedge_file;
+struct mmedge_ioctl_ctx;
+
+typedef int (*mmedge_ioctl_fn)(struct mmedge_file *mf, void *data,
+			       struct mmedge_ioctl_ctx *ctx);
+
+/* The handler runs without mmedge_dev.lock (see mmedge_ioctl.c). */
+#define MMEDGE_IOCTL_UNLOCKED		BIT(0)
+#define MMEDGE_IOCTL_FLAGS_VALID	MMEDGE_IOCTL_UNLOCKED
+
 /**
- * struct mmedge_ioctl_info - static description of one ioctl
+ * struct mmedge_ioctl_info - one ioctl: an entry of the ioctl table
  * @cmd: the command as the current header defines it (its size is the
  *	kernel's structure size).
  * @min_size: smallest argument size accepted (the first published size).
+ * @fn: the handler, called on the kernel copy of the argument.
+ * @flags: MMEDGE_IOCTL_*.
  * @name: name for logs and for MMEDGE_IOC_QUERY_CAPS users.
  */
 struct mmedge_ioctl_info {
 	unsigned int cmd;
 	unsigned int min_size;
+	mmedge_ioctl_fn fn;
+	unsigned int flags;
 	const char *name;
 };
 
 /* Number of slots in the ioctl table, indexed by _IOC_NR(). */
 #define MMEDGE_IOCTL_NR_MAX	14
 
-extern const struct mmedge_ioctl_info mmedge_ioctls[MMEDGE_IOCTL_NR_MAX];
-
-int mmedge_ioctl_lookup(unsigned int cmd, const struct mmedge_ioctl_info **info);
-u64 mmedge_ioctl_mask(void);
+int mmedge_ioctl_lookup(const struct mmedge_ioctl_info *table, unsigned int n,
+			unsigned int cmd, const struct mmedge_ioctl_info **info);
+u64 mmedge_ioctl_mask(const struct mmedge_ioctl_info *table, unsigned int n);
+int mmedge_ioctl_table_check(const struct mmedge_ioctl_info *table,
+			     unsigned int n);
 int mmedge_caps_check(const struct mmedge_caps *caps);
 int mmedge_buf_alloc_check(const struct mmedge_buf_alloc *a, u64 max_size,
 			   unsigned int page_shift, u64 *alloc_size);

@@ -10,6 +10,40 @@
 #include "mmedge_arb.h"
 #include "mmedge_uapi.h"
 
+/*
+ * The driver's table (mmedge_ioctl.c) points at its handlers, which this
+ * module does not link: the lookup is tested on a table of the same
+ * shape, and mmedge_ioctl_table_check() is what checks the driver's at
+ * load.
+ */
+static int mmedge_test_handler(struct mmedge_file *mf, void *data,
+			       struct mmedge_ioctl_ctx *ctx)
+{
+	return 0;
+}
+
+static const struct mmedge_ioctl_info mmedge_test_ioctls[MMEDGE_IOCTL_NR_MAX] = {
+	[_IOC_NR(MMEDGE_IOC_QUERY_CAPS)] = {
+		.cmd = MMEDGE_IOC_QUERY_CAPS,
+		.min_size = MMEDGE_CAPS_SIZE_VER0,
+		.fn = mmedge_test_handler,
+		.name = "QUERY_CAPS",
+	},
+	[_IOC_NR(MMEDGE_IOC_QBUF)] = {
+		.cmd = MMEDGE_IOC_QBUF,
+		.min_size = MMEDGE_QBUF_SIZE_VER0,
+		.fn = mmedge_test_handler,
+		.flags = MMEDGE_IOCTL_UNLOCKED,
+		.name = "QBUF",
+	},
+	[_IOC_NR(MMEDGE_IOC_XTS)] = {
+		.cmd = MMEDGE_IOC_XTS,
+		.min_size = MMEDGE_XTS_SIZE_VER0,
+		.fn = mmedge_test_handler,
+		.name = "XTS",
+	},
+};
+
 struct mmedge_lookup_case {
 	const char *desc;
 	unsigned int cmd;
@@ -50,7 +84,8 @@ static void mmedge_test_ioctl_lookup(struct kunit *test)
 	const struct mmedge_ioctl_info *info = NULL;
 	int ret;
 
-	ret = mmedge_ioctl_lookup(c->cmd, &info);
+	ret = mmedge_ioctl_lookup(mmedge_test_ioctls,
+				  ARRAY_SIZE(mmedge_test_ioctls), c->cmd, &info);
 	KUNIT_EXPECT_EQ(test, ret, c->expect);
 	if (!ret) {
 		KUNIT_ASSERT_NOT_NULL(test, info);
@@ -58,31 +93,56 @@ static void mmedge_test_ioctl_lookup(struct kunit *test)
 	}
 }
 
-/* Every table entry is self-consistent: numbered where it sits, its
- * kernel size at least its minimum, and a multiple of 8 bytes.
+/*
+ * mmedge_ioctl_table_check(): a table is self-consistent when every entry
+ * is numbered where it sits, its kernel size is at least its minimum and
+ * a multiple of 8 bytes, and it has a handler, a name and known flags.
  */
 static void mmedge_test_ioctl_table(struct kunit *test)
 {
-	unsigned int i;
+	const unsigned int n = ARRAY_SIZE(mmedge_test_ioctls);
+	struct mmedge_ioctl_info *t;
+	const unsigned int caps = _IOC_NR(MMEDGE_IOC_QUERY_CAPS);
 
-	for (i = 0; i < MMEDGE_IOCTL_NR_MAX; i++) {
-		const struct mmedge_ioctl_info *e = &mmedge_ioctls[i];
+	t = kunit_kmalloc_array(test, n, sizeof(*t), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, t);
+	memcpy(t, mmedge_test_ioctls, n * sizeof(*t));
+	KUNIT_EXPECT_EQ(test, mmedge_ioctl_table_check(t, n), 0);
 
-		if (!e->cmd)
-			continue;
-		KUNIT_EXPECT_EQ(test, _IOC_NR(e->cmd), i);
-		KUNIT_EXPECT_EQ(test, _IOC_TYPE(e->cmd), MMEDGE_IOC_MAGIC);
-		KUNIT_EXPECT_GE(test, _IOC_SIZE(e->cmd), e->min_size);
-		KUNIT_EXPECT_EQ(test, _IOC_SIZE(e->cmd) % 8, 0);
-		KUNIT_EXPECT_NOT_NULL(test, e->name);
-	}
+	t[caps].min_size = _IOC_SIZE(t[caps].cmd) + 8;
+	KUNIT_EXPECT_EQ(test, mmedge_ioctl_table_check(t, n), -EINVAL);
+	t[caps] = mmedge_test_ioctls[caps];
+	t[caps].fn = NULL;
+	KUNIT_EXPECT_EQ(test, mmedge_ioctl_table_check(t, n), -EINVAL);
+	t[caps] = mmedge_test_ioctls[caps];
+	t[caps].name = NULL;
+	KUNIT_EXPECT_EQ(test, mmedge_ioctl_table_check(t, n), -EINVAL);
+	t[caps] = mmedge_test_ioctls[caps];
+	t[caps].flags = ~MMEDGE_IOCTL_FLAGS_VALID;
+	KUNIT_EXPECT_EQ(test, mmedge_ioctl_table_check(t, n), -EINVAL);
+	t[caps] = mmedge_test_ioctls[caps];
+	/* In the wrong slot. */
+	t[caps + 1] = mmedge_test_ioctls[caps];
+	KUNIT_EXPECT_EQ(test, mmedge_ioctl_table_check(t, n), -EINVAL);
+	t[caps + 1] = mmedge_test_ioctls[caps + 1];
+	/* A size that is not a multiple of 8. */
+	t[caps].cmd = _IOC(_IOC_READ | _IOC_WRITE, MMEDGE_IOC_MAGIC, caps, 124);
+	t[caps].min_size = 120;
+	KUNIT_EXPECT_EQ(test, mmedge_ioctl_table_check(t, n), -EINVAL);
+	t[caps] = mmedge_test_ioctls[caps];
+	/* A foreign type. */
+	t[caps].cmd = _IOWR('D', caps, struct mmedge_caps);
+	KUNIT_EXPECT_EQ(test, mmedge_ioctl_table_check(t, n), -EINVAL);
 }
 
 static void mmedge_test_ioctl_mask(struct kunit *test)
 {
-	u64 mask = mmedge_ioctl_mask();
+	u64 mask = mmedge_ioctl_mask(mmedge_test_ioctls,
+				     ARRAY_SIZE(mmedge_test_ioctls));
 
-	KUNIT_EXPECT_TRUE(test, mask & BIT_ULL(_IOC_NR(MMEDGE_IOC_QUERY_CAPS)));
+	KUNIT_EXPECT_EQ(test, mask, BIT_ULL(_IOC_NR(MMEDGE_IOC_QUERY_CAPS)) |
+			BIT_ULL(_IOC_NR(MMEDGE_IOC_QBUF)) |
+			BIT_ULL(_IOC_NR(MMEDGE_IOC_XTS)));
 	KUNIT_EXPECT_EQ(test, mask >> MMEDGE_IOCTL_NR_MAX, 0);
 }
 
