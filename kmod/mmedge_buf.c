@@ -55,6 +55,7 @@
 #include "mmedge_buf.h"
 #include "mmedge_compat.h"
 #include "mmedge_drv.h"
+#include "mmedge_limits.h"
 #include "mmedge_import.h"
 #include "mmedge_uapi.h"
 #include "mmedge_user.h"

@@ -125,18 +125,13 @@ static inline struct mmedge_dev *to_mmedge_dev(struct device *dev)
 	return container_of(dev, struct mmedge_dev, dev);
 }
 
+/* mmedge_file.c */
 void mmedge_file_get(struct mmedge_file *mf);
 void mmedge_file_put(struct mmedge_file *mf);
 
+/* mmedge_ioctl.c */
 int mmedge_ioctl_init(void);
 long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
-
-/* Limits, from module parameters (mmedge_main.c). */
-u64 mmedge_mem_limit(void);
-u64 mmedge_file_mem_limit(void);
-u64 mmedge_uid_mem_limit(void);
-unsigned int mmedge_uid_chan_limit(void);
-extern atomic64_t mmedge_mem_used;
 
 /* mmedge_buf.c */
 int mmedge_ioctl_buf_alloc(struct mmedge_file *mf, void *data,

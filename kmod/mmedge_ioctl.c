@@ -21,6 +21,7 @@
 #include <uapi/linux/dma-buf.h>
 
 #include "mmedge_drv.h"
+#include "mmedge_limits.h"
 #include "mmedge_uapi.h"
 
 /* The ioctl table, after the handlers of this file. */
