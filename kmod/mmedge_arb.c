@@ -99,9 +99,32 @@ static void mmedge_arb_refill(const struct mmedge_arb *arb,
 }
 
 /**
+ * mmedge_arb_set() - set a channel's weight, class and cap
+ * @ch: the channel
+ * @weight: its new weight
+ * @class: its new class, enum mmedge_arb_class
+ * @cap: its new rate cap, bytes per second; 0 for none
+ *
+ * The one writer of a channel's arbitration settings, at creation and at
+ * every change (ioctl, netlink, adaptive mode); the caller checked them
+ * with mmedge_arb_check_config() and holds the arbiter's lock. Changes
+ * apply from the next pick. A changed cap starts from an empty bucket:
+ * budget banked under the old cap is dropped, a debt is kept.
+ */
+void mmedge_arb_set(struct mmedge_arb_chan *ch, u32 weight, u32 class,
+		    u64 cap)
+{
+	if (cap != ch->cap)
+		ch->budget = min_t(s64, ch->budget, 0);
+	ch->weight = weight;
+	ch->class = class;
+	ch->cap = cap;
+}
+
+/**
  * mmedge_arb_add() - start arbitrating a channel
  * @arb: the arbiter
- * @ch: the channel, with weight, class and cap set
+ * @ch: the channel, with weight, class and cap set (mmedge_arb_set())
  * @now_ns: current time
  *
  * A capped channel starts with a full burst budget.

@@ -71,6 +71,8 @@ struct mmedge_arb {
 };
 
 void mmedge_arb_init(struct mmedge_arb *arb, u64 burst_ns);
+void mmedge_arb_set(struct mmedge_arb_chan *ch, u32 weight, u32 class,
+		    u64 cap);
 void mmedge_arb_add(struct mmedge_arb *arb, struct mmedge_arb_chan *ch,
 		    u64 now_ns);
 void mmedge_arb_remove(struct mmedge_arb *arb, struct mmedge_arb_chan *ch);

@@ -32,9 +32,7 @@ static void sim_init(struct sim *s, unsigned int n)
 static void sim_add(struct sim *s, unsigned int i, u32 weight, u32 class,
 		    u64 cap, u32 seg)
 {
-	s->ch[i].weight = weight;
-	s->ch[i].class = class;
-	s->ch[i].cap = cap;
+	mmedge_arb_set(&s->ch[i], weight, class, cap);
 	s->seg[i] = seg;
 	mmedge_arb_add(&s->arb, &s->ch[i], s->now);
 }
@@ -179,7 +177,7 @@ static void mmedge_arb_test_weight_change(struct kunit *test)
 	KUNIT_EXPECT_LE(test, abs((s64)share(s, 0) - 5000), 100);
 
 	/* 3:1 from the next segment on. */
-	s->ch[0].weight = 300;
+	mmedge_arb_set(&s->ch[0], 300, MMEDGE_ARB_BEST_EFFORT, 0);
 	b0 = s->ch[0].bytes;
 	b1 = s->ch[1].bytes;
 	for (k = 0; k < 10000; k++)
@@ -325,6 +323,35 @@ static void mmedge_arb_test_adapt_bounds(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mmedge_arb_adapt_step(500, 530, 25, 50), 530);
 }
 
+/*
+ * mmedge_arb_set(): a changed cap drops banked budget but keeps a debt;
+ * a change that keeps the cap keeps the budget.
+ */
+static void mmedge_arb_test_set(struct kunit *test)
+{
+	struct mmedge_arb_chan ch = { };
+
+	mmedge_arb_set(&ch, 200, MMEDGE_ARB_LATENCY, 1000000);
+	KUNIT_EXPECT_EQ(test, ch.weight, 200);
+	KUNIT_EXPECT_EQ(test, ch.class, MMEDGE_ARB_LATENCY);
+	KUNIT_EXPECT_EQ(test, ch.cap, 1000000);
+
+	ch.budget = 5000;
+	mmedge_arb_set(&ch, 50, MMEDGE_ARB_LATENCY, 1000000);
+	KUNIT_EXPECT_EQ(test, ch.weight, 50);
+	KUNIT_EXPECT_EQ(test, ch.budget, 5000);
+
+	mmedge_arb_set(&ch, 50, MMEDGE_ARB_LATENCY, 2000000);
+	KUNIT_EXPECT_EQ(test, ch.cap, 2000000);
+	KUNIT_EXPECT_EQ(test, ch.budget, 0);
+
+	ch.budget = -300;
+	mmedge_arb_set(&ch, 50, MMEDGE_ARB_BEST_EFFORT, 0);
+	KUNIT_EXPECT_EQ(test, ch.class, MMEDGE_ARB_BEST_EFFORT);
+	KUNIT_EXPECT_EQ(test, ch.cap, 0);
+	KUNIT_EXPECT_EQ(test, ch.budget, -300);
+}
+
 static struct kunit_case mmedge_arb_cases[] = {
 	KUNIT_CASE(mmedge_arb_test_weights_532),
 	KUNIT_CASE(mmedge_arb_test_segment_sizes),
@@ -337,6 +364,7 @@ static struct kunit_case mmedge_arb_cases[] = {
 	KUNIT_CASE(mmedge_arb_test_check_config),
 	KUNIT_CASE(mmedge_arb_test_cap_max_idle),
 	KUNIT_CASE(mmedge_arb_test_adapt_bounds),
+	KUNIT_CASE(mmedge_arb_test_set),
 	{}
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * mmedge: DMA buffers exported as dma-bufs, and imports of foreign ones.
+ * mmedge: DMA buffers exported as dma-bufs (imports of foreign ones are
+ * in mmedge_import.c).
  *
  * A buffer is backed by scatter-gather pages (high orders first, to keep
  * the segment count low) or, on request, by one physically contiguous
@@ -54,6 +55,8 @@
 #include "mmedge_buf.h"
 #include "mmedge_compat.h"
 #include "mmedge_drv.h"
+#include "mmedge_limits.h"
+#include "mmedge_import.h"
 #include "mmedge_uapi.h"
 #include "mmedge_user.h"
 
@@ -201,32 +204,10 @@ struct mmedge_attachment {
 	struct list_head node;
 };
 
-/**
- * struct mmedge_import - a foreign dma-buf registered with a file
- * @dmabuf: the buffer (referenced).
- * @owner: DMA owner of the device it is attached to (referenced).
- * @user: the user it is charged to (referenced).
- * @charged: bytes charged to the file's, the user's and the global cap
- *	(mmedge_import_cost()).
- * @attach: mmedge's attachment to it.
- * @sgt: its mapping for the mmedge device.
- * @id: the import id (xarray index).
- * @nr_segments: DMA segments of @sgt.
- */
-struct mmedge_import {
-	struct dma_buf *dmabuf;
-	struct mmedge_dma_owner *owner;
-	struct mmedge_user *user;
-	u64 charged;
-	struct dma_buf_attachment *attach;
-	struct sg_table *sgt;
-	u32 id;
-	u32 nr_segments;
-};
-
 static const struct dma_buf_ops mmedge_dmabuf_ops;
 
-static bool mmedge_is_ours(struct dma_buf *dmabuf)
+/* Is @dmabuf an mmedge buffer (of any instance)? */
+bool mmedge_buf_is_ours(struct dma_buf *dmabuf)
 {
 	return dmabuf->ops == &mmedge_dmabuf_ops;
 }
@@ -309,14 +290,20 @@ static void mmedge_dma_owner_release(struct kref *ref)
 	kfree(o);
 }
 
-static void mmedge_dma_owner_put(struct mmedge_dma_owner *o)
+void mmedge_dma_owner_put(struct mmedge_dma_owner *o)
 {
 	kref_put_mutex(&o->ref, mmedge_dma_owner_release,
 		       &mmedge_dma_owners_lock);
 }
 
+/* The device @o stands for. */
+struct device *mmedge_dma_owner_dev(const struct mmedge_dma_owner *o)
+{
+	return o->dev;
+}
+
 /* A reference for a buffer or an import; NULL if @dev is not bound. */
-static struct mmedge_dma_owner *mmedge_dma_owner_get(struct device *dev)
+struct mmedge_dma_owner *mmedge_dma_owner_get(struct device *dev)
 {
 	struct mmedge_dma_owner *o;
 
@@ -950,7 +937,7 @@ void mmedge_buf_written(struct dma_buf *dmabuf, u64 off, u64 len)
 {
 	struct mmedge_buf *buf;
 
-	if (!mmedge_is_ours(dmabuf))
+	if (!mmedge_buf_is_ours(dmabuf))
 		return;
 	buf = dmabuf->priv;
 	if (WARN_ON_ONCE(off >= buf->size))
@@ -1062,8 +1049,8 @@ static void mmedge_vunmap(struct dma_buf *dmabuf, struct iosys_map *map)
  * Charge @bytes to the file's cap, the user's and the global one, all or
  * nothing: -ENOMEM past any of them.
  */
-static int mmedge_mem_charge(struct mmedge_file *mf, struct mmedge_user *u,
-			     u64 bytes)
+int mmedge_mem_charge(struct mmedge_file *mf, struct mmedge_user *u,
+		      u64 bytes)
 {
 	int ret;
 
@@ -1085,8 +1072,9 @@ err_file:
 	return ret;
 }
 
-static void mmedge_mem_uncharge(struct mmedge_file *mf, struct mmedge_user *u,
-				u64 bytes)
+/* Give back what mmedge_mem_charge() took. */
+void mmedge_mem_uncharge(struct mmedge_file *mf, struct mmedge_user *u,
+			 u64 bytes)
 {
 	mmedge_uncharge(&mmedge_mem_used, bytes);
 	mmedge_user_uncharge_mem(u, bytes);
@@ -1264,20 +1252,6 @@ err_destroy:
 	return ret;
 }
 
-static struct mmedge_import *mmedge_find_import(struct mmedge_file *mf,
-						struct dma_buf *dmabuf)
-{
-	struct mmedge_import *imp;
-	unsigned long idx;
-
-	lockdep_assert_held(&mf->imports_lock);
-
-	xa_for_each(&mf->imports, idx, imp)
-		if (imp->dmabuf == dmabuf)
-			return imp;
-	return NULL;
-}
-
 /*
  * MMEDGE_IOC_BUF_INFO: describe an mmedge buffer, or a foreign buffer
  * imported into this file.
@@ -1292,7 +1266,9 @@ int mmedge_ioctl_buf_info(struct mmedge_file *mf, void *data,
 {
 	struct mmedge_buf_info *info = data;
 	struct dma_buf_attachment *att;
+	u32 imp_id, imp_segments;
 	struct dma_buf *dmabuf;
+	bool imported;
 	int ret;
 
 	ret = mmedge_buf_info_check(info);
@@ -1303,7 +1279,8 @@ int mmedge_ioctl_buf_info(struct mmedge_file *mf, void *data,
 		return PTR_ERR(dmabuf);
 
 	mutex_lock(&mf->imports_lock);
-	if (mmedge_is_ours(dmabuf)) {
+	imported = mmedge_import_lookup(mf, dmabuf, &imp_id, &imp_segments);
+	if (mmedge_buf_is_ours(dmabuf)) {
 		struct mmedge_buf *buf = dmabuf->priv;
 
 		info->size = buf->size;
@@ -1314,23 +1291,20 @@ int mmedge_ioctl_buf_info(struct mmedge_file *mf, void *data,
 		info->nr_segments = buf->sgt.orig_nents;
 		info->id = buf->id;
 		info->alloc_flags = buf->flags;
+	} else if (!imported) {
+		ret = -EINVAL;
+		goto out;
 	} else {
-		struct mmedge_import *imp = mmedge_find_import(mf, dmabuf);
-
-		if (!imp) {
-			ret = -EINVAL;
-			goto out;
-		}
 		info->size = dmabuf->size;
 		info->info_flags = 0;
-		if (imp->nr_segments == 1)
+		if (imp_segments == 1)
 			info->info_flags |= MMEDGE_BUF_INFO_CONTIG;
 		info->cache = 0;
-		info->nr_segments = imp->nr_segments;
-		info->id = imp->id;
+		info->nr_segments = imp_segments;
+		info->id = imp_id;
 		info->alloc_flags = 0;
 	}
-	if (mmedge_find_import(mf, dmabuf))
+	if (imported)
 		info->info_flags |= MMEDGE_BUF_INFO_IMPORTED;
 
 	info->nr_attachments = 0;
@@ -1369,7 +1343,7 @@ int mmedge_ioctl_buf_sync(struct mmedge_file *mf, void *data,
 	dmabuf = dma_buf_get(s->fd);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
-	if (!mmedge_is_ours(dmabuf)) {
+	if (!mmedge_buf_is_ours(dmabuf)) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -1401,200 +1375,6 @@ out:
 	return ret;
 }
 
-static void mmedge_import_free(struct mmedge_file *mf,
-			       struct mmedge_import *imp)
-{
-	dma_buf_unmap_attachment_unlocked(imp->attach, imp->sgt,
-					  DMA_BIDIRECTIONAL);
-	dma_buf_detach(imp->dmabuf, imp->attach);
-	dma_buf_put(imp->dmabuf);
-	mmedge_dma_owner_put(imp->owner);
-	mmedge_mem_uncharge(mf, imp->user, imp->charged);
-	mmedge_user_put(imp->user);
-	atomic_dec(&mf->mdev->nr_imports);
-	kfree(imp);
-}
-
-/*
- * What an import costs in kernel memory, charged like buffer memory: a
- * page for its bookkeeping (the import, the attachment, the mapping's
- * own records) and the pages of its scatter-gather table, one per
- * SG_MAX_SINGLE_ALLOC entries. The exporter allocates the table and the
- * DMA API the mapping; neither is charged to a memory cgroup.
- */
-static u64 mmedge_import_cost(const struct sg_table *sgt)
-{
-	return (1 + DIV_ROUND_UP(sgt->orig_nents, SG_MAX_SINGLE_ALLOC)) *
-	       PAGE_SIZE;
-}
-
-/*
- * Does the exporter's mapping respect the hub's DMA limits (set at probe,
- * see mmedge_dma_limits())? Exporters build their tables themselves; one
- * that ignores the importer's limits gets its import refused.
- */
-static int mmedge_import_check_limits(struct mmedge_dev *mdev,
-				      struct dma_buf *dmabuf,
-				      struct sg_table *sgt)
-{
-	struct scatterlist *sg;
-	unsigned int i;
-
-	for_each_sgtable_dma_sg(sgt, sg, i) {
-		if (mmedge_seg_fits(sg_dma_address(sg), sg_dma_len(sg),
-				    mdev->dma_max_seg, mdev->dma_boundary))
-			continue;
-		dev_warn_ratelimited(&mdev->dev,
-				     "import of a %s dma-buf refused: DMA segment %u (%u bytes at %pad) exceeds the hub's limits (max segment %u, boundary %#lx)\n",
-				     dmabuf->exp_name, i, sg_dma_len(sg),
-				     &sg_dma_address(sg), mdev->dma_max_seg,
-				     mdev->dma_boundary);
-		return -ERANGE;
-	}
-	return 0;
-}
-
-/*
- * MMEDGE_IOC_BUF_IMPORT: register a foreign dma-buf with this file:
- * attach it to the mmedge device and map it for DMA.
- *
- * Errors:
- *  -EBADF:  fd is not open.
- *  -EINVAL: fd is not a dma-buf, flags/pad/reserved set.
- *  -EEXIST: this file already imported that dma-buf.
- *  -ENOSPC: the file holds MMEDGE_MAX_IMPORTS imports.
- *  -ERANGE: the exporter's mapping has a DMA segment longer than the
- *	     hub's dma_max_segment or crossing its dma_segment_boundary.
- *  -ENOMEM: the import's cost (mmedge_import_cost()) is past the file's,
- *	     the user's or the global cap, or no memory.
- *  others:  the exporter's error from attach or map.
- */
-int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
-			    struct mmedge_ioctl_ctx *ctx)
-{
-	struct mmedge_dev *mdev = mf->mdev;
-	struct mmedge_buf_import *in = data;
-	struct mmedge_import *imp;
-	struct dma_buf *dmabuf;
-	u32 id;
-	int ret;
-
-	lockdep_assert_held(&mdev->lock);
-
-	ret = mmedge_buf_import_check(in);
-	if (ret)
-		return ret;
-	dmabuf = dma_buf_get(in->fd);
-	if (IS_ERR(dmabuf))
-		return PTR_ERR(dmabuf);
-
-	imp = kzalloc(sizeof(*imp), GFP_KERNEL_ACCOUNT);
-	if (!imp) {
-		ret = -ENOMEM;
-		goto err_put;
-	}
-	imp->dmabuf = dmabuf;
-	/* The attachment is for the device: keep it until the import ends. */
-	imp->owner = mmedge_dma_owner_get(mdev->dma_dev);
-	if (!imp->owner) {
-		ret = -ENODEV;
-		kfree(imp);
-		goto err_put;
-	}
-	imp->user = mmedge_user_get_current();
-	if (!imp->user) {
-		ret = -ENOMEM;
-		goto err_owner;
-	}
-
-	mutex_lock(&mf->imports_lock);
-	if (mmedge_find_import(mf, dmabuf)) {
-		ret = -EEXIST;
-		goto err_unlock;
-	}
-
-	imp->attach = dma_buf_attach(dmabuf, imp->owner->dev);
-	if (IS_ERR(imp->attach)) {
-		ret = PTR_ERR(imp->attach);
-		goto err_unlock;
-	}
-	imp->sgt = dma_buf_map_attachment_unlocked(imp->attach,
-						   DMA_BIDIRECTIONAL);
-	if (IS_ERR(imp->sgt)) {
-		ret = PTR_ERR(imp->sgt);
-		goto err_detach;
-	}
-	imp->nr_segments = imp->sgt->nents;
-	ret = mmedge_import_check_limits(mdev, dmabuf, imp->sgt);
-	if (ret)
-		goto err_unmap;
-	ret = mmedge_mem_charge(mf, imp->user, mmedge_import_cost(imp->sgt));
-	if (ret)
-		goto err_unmap;
-	imp->charged = mmedge_import_cost(imp->sgt);
-
-	ret = xa_alloc(&mf->imports, &id, imp, XA_LIMIT(1, MMEDGE_MAX_IMPORTS),
-		       GFP_KERNEL_ACCOUNT);
-	if (ret) {
-		ret = ret == -EBUSY ? -ENOSPC : ret;
-		goto err_uncharge;
-	}
-	imp->id = id;
-	atomic_inc(&mdev->nr_imports);
-	mutex_unlock(&mf->imports_lock);
-
-	in->id = id;
-	in->size = dmabuf->size;
-	in->nr_segments = imp->nr_segments;
-	return 0;
-
-err_uncharge:
-	mmedge_mem_uncharge(mf, imp->user, imp->charged);
-err_unmap:
-	dma_buf_unmap_attachment_unlocked(imp->attach, imp->sgt,
-					  DMA_BIDIRECTIONAL);
-err_detach:
-	dma_buf_detach(dmabuf, imp->attach);
-err_unlock:
-	mutex_unlock(&mf->imports_lock);
-	mmedge_user_put(imp->user);
-err_owner:
-	mmedge_dma_owner_put(imp->owner);
-	kfree(imp);
-err_put:
-	dma_buf_put(dmabuf);
-	return ret;
-}
-
-/*
- * MMEDGE_IOC_BUF_RELEASE: end an import of this file.
- *
- * Errors:
- *  -ENOENT: no import with that id in this file.
- *  -EINVAL: flags/pad/reserved set.
- */
-int mmedge_ioctl_buf_release(struct mmedge_file *mf, void *data,
-			     struct mmedge_ioctl_ctx *ctx)
-{
-	struct mmedge_buf_release *rel = data;
-	struct mmedge_import *imp;
-	int ret;
-
-	ret = mmedge_buf_release_check(rel);
-	if (ret)
-		return ret;
-	if (!rel->id || rel->id > MMEDGE_MAX_IMPORTS)
-		return -ENOENT;
-
-	mutex_lock(&mf->imports_lock);
-	imp = xa_erase(&mf->imports, rel->id);
-	mutex_unlock(&mf->imports_lock);
-	if (!imp)
-		return -ENOENT;
-	mmedge_import_free(mf, imp);
-	return 0;
-}
-
 /**
  * mmedge_buf_usable() - may this file target @dmabuf with a channel?
  * @mf: the file
@@ -1606,26 +1386,12 @@ bool mmedge_buf_usable(struct mmedge_file *mf, struct dma_buf *dmabuf)
 {
 	bool ret;
 
-	if (mmedge_is_ours(dmabuf))
+	if (mmedge_buf_is_ours(dmabuf))
 		return true;
 	mutex_lock(&mf->imports_lock);
-	ret = mmedge_find_import(mf, dmabuf);
+	ret = mmedge_import_lookup(mf, dmabuf, NULL, NULL);
 	mutex_unlock(&mf->imports_lock);
 	return ret;
-}
-
-/* The file is closing: end all its imports. */
-void mmedge_file_release_imports(struct mmedge_file *mf)
-{
-	struct mmedge_import *imp;
-	unsigned long idx;
-
-	mutex_lock(&mf->imports_lock);
-	xa_for_each(&mf->imports, idx, imp) {
-		xa_erase(&mf->imports, idx);
-		mmedge_import_free(mf, imp);
-	}
-	mutex_unlock(&mf->imports_lock);
 }
 
 MODULE_IMPORT_NS(DMA_BUF);

@@ -59,8 +59,21 @@ static inline bool mmedge_seg_fits(u64 addr, u64 len, u64 max_seg,
 	       (addr & ~boundary) == ((addr + len - 1) & ~boundary);
 }
 
+struct mmedge_dma_owner;
+struct mmedge_file;
+struct mmedge_user;
+
 int mmedge_dma_owner_bind(struct device *dev);
 void mmedge_dma_owner_unbind(struct device *dev);
+struct mmedge_dma_owner *mmedge_dma_owner_get(struct device *dev);
+void mmedge_dma_owner_put(struct mmedge_dma_owner *o);
+struct device *mmedge_dma_owner_dev(const struct mmedge_dma_owner *o);
+
+bool mmedge_buf_is_ours(struct dma_buf *dmabuf);
+int mmedge_mem_charge(struct mmedge_file *mf, struct mmedge_user *u,
+		      u64 bytes);
+void mmedge_mem_uncharge(struct mmedge_file *mf, struct mmedge_user *u,
+			 u64 bytes);
 
 void mmedge_buf_written(struct dma_buf *dmabuf, u64 off, u64 len);
 

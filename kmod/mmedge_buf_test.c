@@ -142,6 +142,13 @@ static void mmedge_test_import_release_check(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mmedge_buf_import_check(&imp), -EINVAL);
 
 	KUNIT_EXPECT_EQ(test, mmedge_buf_release_check(&rel), 0);
+	rel.id = MMEDGE_MAX_IMPORTS;
+	KUNIT_EXPECT_EQ(test, mmedge_buf_release_check(&rel), 0);
+	rel.id = MMEDGE_MAX_IMPORTS + 1;
+	KUNIT_EXPECT_EQ(test, mmedge_buf_release_check(&rel), -ENOENT);
+	rel.id = 0;
+	KUNIT_EXPECT_EQ(test, mmedge_buf_release_check(&rel), -ENOENT);
+	rel.id = 1;
 	rel.reserved[0] = 1;
 	KUNIT_EXPECT_EQ(test, mmedge_buf_release_check(&rel), -EINVAL);
 

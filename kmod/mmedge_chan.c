@@ -27,6 +27,7 @@
 #include <linux/sync_file.h>
 
 #include "mmedge_chan.h"
+#include "mmedge_clock.h"
 #include "mmedge_compat.h"
 #include "mmedge_drv.h"
 #include "mmedge_fence.h"
@@ -116,7 +117,8 @@ void mmedge_chan_cancel_jobs(struct mmedge_chan *ch, struct list_head *out)
 	ch->nr_jobs = 0;
 }
 
-static struct mmedge_chan *mmedge_chan_find(struct mmedge_engine *eng, u32 id)
+/* The channel of the instance with id @id, or NULL. */
+struct mmedge_chan *mmedge_chan_find(struct mmedge_engine *eng, u32 id)
 {
 	struct mmedge_chan *ch;
 
@@ -127,8 +129,9 @@ static struct mmedge_chan *mmedge_chan_find(struct mmedge_engine *eng, u32 id)
 	return NULL;
 }
 
-static struct mmedge_chan *mmedge_chan_find_name(struct mmedge_engine *eng,
-						 const char *name)
+/* The channel of the instance named @name, or NULL. */
+struct mmedge_chan *mmedge_chan_find_name(struct mmedge_engine *eng,
+					  const char *name)
 {
 	struct mmedge_chan *ch;
 
@@ -169,6 +172,17 @@ void mmedge_chan_enqueue(struct mmedge_chan *ch, struct mmedge_qb *qb)
 		ch->progress_ns = ktime_get_ns();
 	list_add_tail(&qb->node, &ch->queued);
 	trace_mmedge_qbuf(ch, qb);
+}
+
+/* @n more of @ch's frames were lost (no buffer, overrun, injected). */
+void mmedge_chan_drop(struct mmedge_chan *ch, u64 n)
+{
+	lockdep_assert_held(&ch->eng->lock);
+
+	if (!n)
+		return;
+	ch->dropped += n;
+	trace_mmedge_drop(ch, n);
 }
 
 /* Take @ch off the instance (first half of a destroy, under the lock). */
@@ -253,6 +267,77 @@ __poll_t mmedge_chan_poll(struct mmedge_file *mf, struct file *file,
 	return mask;
 }
 
+/**
+ * mmedge_chan_rearm_work() - MMEDGE_OVERRUN_DROP_OLDEST: refill a done buffer
+ * @work: mmedge_chan.rearm_work
+ *
+ * A frame is due and no buffer is queued: the engine took the oldest
+ * filled buffer off the done list (mmedge_chan.rearm). Here, outside the
+ * engine's signalling path, it gets a new fence, added to its reservation
+ * object as a write fence, and goes back to the queue; the frame it held
+ * counts as dropped. If someone still reads the buffer (an unsignalled
+ * fence in its reservation object), it is not overwritten: it goes back
+ * to the head of the done list and the new frame is dropped instead.
+ */
+static void mmedge_chan_rearm_work(struct work_struct *work)
+{
+	struct mmedge_chan *ch = container_of(work, struct mmedge_chan,
+					      rearm_work);
+	struct mmedge_engine *eng = ch->eng;
+	struct dma_fence *fence = NULL;
+	struct mmedge_qb *qb, *gone = NULL;
+	struct mmedge_fence *f;
+	int ret, error = -ECANCELED;
+
+	f = mmedge_fence_alloc(GFP_KERNEL);
+	mutex_lock(&ch->qbuf_lock);
+	mutex_lock(&eng->lock);
+	qb = ch->rearm;
+	ret = ch->dead ? -ENOENT : f ? 0 : -ENOMEM;
+	mutex_unlock(&eng->lock);
+	if (!qb)
+		goto out;
+
+	if (!ret) {
+		fence = mmedge_fence_rearm(qb->dmabuf, ch->fence_ctx,
+					   &ch->fence_seqno, &f);
+		if (IS_ERR(fence))
+			fence = NULL;
+	}
+
+	mutex_lock(&eng->lock);
+	ch->rearm = NULL;
+	if (fence) {
+		dma_fence_put(qb->fence);
+		qb->fence = fence;
+	}
+	if (ch->dead) {
+		gone = qb;
+		if (eng->dead)
+			error = -ENODEV;
+	} else if (fence) {
+		/* The frame it held was never dequeued: it is dropped. */
+		mmedge_chan_drop(ch, 1);
+		ch->drop_mark = true;
+		mmedge_chan_enqueue(ch, qb);
+	} else {
+		list_add(&qb->node, &ch->done);
+		if (ch->frame_pending && !ch->cur) {
+			mmedge_chan_drop(ch, 1);
+			ch->drop_mark = true;
+			ch->frame_pending = false;
+		}
+	}
+	mutex_unlock(&eng->lock);
+out:
+	mutex_unlock(&ch->qbuf_lock);
+	kfree(f);
+	if (gone)
+		mmedge_qb_free(gone, error);
+	else
+		mmedge_engine_kick(eng);
+}
+
 /* Weight above the default and the latency class need CAP_SYS_NICE. */
 static int mmedge_chan_check_perm(u32 weight, u32 class)
 {
@@ -295,32 +380,9 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	u64 id_mask = 0;
 	int ret;
 
-	if (c->dir > MMEDGE_CHAN_COPY || c->flags || c->pad ||
-	    c->reserved[0] || c->reserved[1] || c->sensor_pad)
-		return -EINVAL;
-	ret = mmedge_sclk_check(c->sensor_offset_ns, c->sensor_drift_ppb);
+	ret = mmedge_chan_create_check(c);
 	if (ret)
 		return ret;
-	if (c->dir != MMEDGE_CHAN_CAPTURE &&
-	    (c->sensor_offset_ns || c->sensor_drift_ppb))
-		return -EINVAL;
-	ret = mmedge_name_check(c->name, sizeof(c->name));
-	if (ret)
-		return ret;
-	if (c->dir == MMEDGE_CHAN_CAPTURE)
-		ret = mmedge_src_check(&c->src);
-	else if (memchr_inv(&c->src, 0, sizeof(c->src)) || c->overrun)
-		ret = -EINVAL;
-	if (ret)
-		return ret;
-	ret = mmedge_arb_check_config(weight, c->class, c->cap);
-	if (ret)
-		return ret;
-	if (segment < MMEDGE_SEGMENT_MIN || segment > MMEDGE_SEGMENT_MAX ||
-	    segment % 64)
-		return -EINVAL;
-	if (c->overrun > MMEDGE_OVERRUN_DROP_OLDEST)
-		return -EINVAL;
 	ret = mmedge_chan_check_perm(weight, c->class);
 	if (ret)
 		return ret;
@@ -342,9 +404,7 @@ int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 	}
 	ch->segment = segment;
 	ch->overrun = c->overrun;
-	ch->arb.weight = weight;
-	ch->arb.class = c->class;
-	ch->arb.cap = c->cap;
+	mmedge_arb_set(&ch->arb, weight, c->class, c->cap);
 	INIT_LIST_HEAD(&ch->staging);
 	INIT_LIST_HEAD(&ch->queued);
 	INIT_LIST_HEAD(&ch->done);
@@ -432,177 +492,6 @@ err_free:
 	return ret;
 }
 
-/**
- * mmedge_engine_chan_info() - snapshot a channel's config and stats
- * @eng: the engine
- * @pos: take the @pos-th channel (for dumps) if @id is 0 and @name NULL
- * @id: channel id, or 0
- * @name: channel name, or NULL
- * @ci: filled in
- *
- * The one source of channel config and stats for ioctl and netlink.
- *
- * Return: 0, or -ENOENT.
- */
-int mmedge_engine_chan_info(struct mmedge_engine *eng, unsigned int pos,
-			    u32 id, const char *name,
-			    struct mmedge_chan_info *ci)
-{
-	struct mmedge_chan *ch, *found = NULL;
-	unsigned int i = 0;
-
-	mutex_lock(&eng->lock);
-	list_for_each_entry(ch, &eng->chans, node) {
-		if (id ? ch->id == id : name ? !strcmp(ch->name, name) :
-		    i++ == pos) {
-			found = ch;
-			break;
-		}
-	}
-	if (found)
-		mmedge_chan_info_fill(found, ci);
-	mutex_unlock(&eng->lock);
-	return found ? 0 : -ENOENT;
-}
-
-unsigned int mmedge_engine_nr_chans(struct mmedge_engine *eng)
-{
-	struct mmedge_chan *ch;
-	unsigned int n = 0;
-
-	mutex_lock(&eng->lock);
-	list_for_each_entry(ch, &eng->chans, node)
-		n++;
-	mutex_unlock(&eng->lock);
-	return n;
-}
-
-static int mmedge_setting_check(struct mmedge_engine *eng,
-				struct mmedge_chan_setting *st,
-				const struct mmedge_chan_perm *perm,
-				struct mmedge_chan **out, const char **why)
-{
-	struct mmedge_chan *ch;
-	u32 weight, class;
-	u64 cap;
-
-	lockdep_assert_held(&eng->lock);
-
-	ch = st->id ? mmedge_chan_find(eng, st->id) :
-		      mmedge_chan_find_name(eng, st->name);
-	if (!ch) {
-		*why = "no such channel";
-		return -ENOENT;
-	}
-	if (st->set & ~MMEDGE_CHAN_SET_VALID) {
-		*why = "unknown settings";
-		return -EINVAL;
-	}
-	weight = st->set & MMEDGE_CHAN_SET_WEIGHT ? st->weight : ch->arb.weight;
-	class = st->set & MMEDGE_CHAN_SET_CLASS ? st->class : ch->arb.class;
-	cap = st->set & MMEDGE_CHAN_SET_CAP ? st->cap : ch->arb.cap;
-	/* The same check as CHAN_CREATE's; the message says which part. */
-	if (mmedge_arb_check_config(weight, class, cap)) {
-		if (weight < MMEDGE_WEIGHT_MIN || weight > MMEDGE_WEIGHT_MAX)
-			*why = "weight out of range 1..10000";
-		else if (class != MMEDGE_CLASS_BEST_EFFORT &&
-			 class != MMEDGE_CLASS_LATENCY)
-			*why = "unknown class";
-		else if (class == MMEDGE_CLASS_LATENCY && !cap)
-			*why = "the latency class needs a rate cap";
-		else
-			*why = "rate cap above 100 GB/s";
-		return -EINVAL;
-	}
-	if (st->set && perm->owner && ch->mf != perm->owner &&
-	    !perm->can_other) {
-		*why = "need CAP_NET_ADMIN or CAP_SYS_NICE to change another file's channel";
-		return -EPERM;
-	}
-	/* Only raising needs the privilege, not keeping a raise. */
-	if (!perm->can_nice && weight > MMEDGE_WEIGHT_DEFAULT &&
-	    weight > ch->arb.weight) {
-		*why = "need CAP_SYS_NICE to raise a weight above 100";
-		return -EPERM;
-	}
-	if (!perm->can_nice && class == MMEDGE_CLASS_LATENCY &&
-	    (ch->arb.class != MMEDGE_CLASS_LATENCY || cap > ch->arb.cap)) {
-		*why = "need CAP_SYS_NICE for the latency class or to raise its cap";
-		return -EPERM;
-	}
-	st->weight = weight;
-	st->class = class;
-	st->cap = cap;
-	*out = ch;
-	return 0;
-}
-
-/**
- * mmedge_engine_apply() - change several channels' settings atomically
- * @eng: the engine
- * @st: the settings; on success each holds the channel's new values
- * @n: entries in @st
- * @perm: what the caller may do
- * @bad: on failure, the index of the entry at fault
- * @why: on failure, a message for the operator
- *
- * All entries are checked before any is applied: all or nothing. Changes
- * apply from the next segment and are announced on the "events" group.
- *
- * Return: 0, -ENOENT (no such channel), -EINVAL, -EPERM, -ENOMEM.
- */
-int mmedge_engine_apply(struct mmedge_engine *eng,
-			struct mmedge_chan_setting *st, unsigned int n,
-			const struct mmedge_chan_perm *perm, unsigned int *bad,
-			const char **why)
-{
-	struct mmedge_chan **chs;
-	struct mmedge_chan_info *ci;
-	u32 *old;
-	unsigned int i;
-	int ret = 0;
-
-	chs = kcalloc(n, sizeof(*chs), GFP_KERNEL);
-	ci = kcalloc(n, sizeof(*ci), GFP_KERNEL);
-	old = kcalloc(n, sizeof(*old), GFP_KERNEL);
-	if (!chs || !ci || !old) {
-		ret = -ENOMEM;
-		*why = "out of memory";
-		goto out;
-	}
-	mutex_lock(&eng->lock);
-	for (i = 0; i < n; i++) {
-		ret = mmedge_setting_check(eng, &st[i], perm, &chs[i], why);
-		if (ret) {
-			*bad = i;
-			break;
-		}
-	}
-	for (i = 0; !ret && i < n; i++) {
-		struct mmedge_chan *ch = chs[i];
-
-		old[i] = ch->arb.weight;
-		if (!st[i].set)
-			continue;
-		if (st[i].cap != ch->arb.cap)
-			ch->arb.budget = min_t(s64, ch->arb.budget, 0);
-		ch->arb.weight = st[i].weight;
-		ch->arb.class = st[i].class;
-		ch->arb.cap = st[i].cap;
-		mmedge_chan_info_fill(ch, &ci[i]);
-	}
-	mutex_unlock(&eng->lock);
-	/* The events allocate: after the engine's lock. */
-	for (i = 0; !ret && i < n; i++)
-		if (st[i].set)
-			mmedge_nl_chan_changed(eng->mdev, &ci[i], old[i], false);
-out:
-	kfree(old);
-	kfree(ci);
-	kfree(chs);
-	return ret;
-}
-
 /*
  * MMEDGE_IOC_CHAN_CONFIG: read or change a channel's weight, class and
  * cap. Any file of the instance may read any channel's; changing a
@@ -634,8 +523,9 @@ int mmedge_ioctl_chan_config(struct mmedge_file *mf, void *data,
 	unsigned int bad;
 	int ret;
 
-	if (c->reserved[0] || c->reserved[1] || !c->id)
-		return c->id ? -EINVAL : -ENOENT;
+	ret = mmedge_chan_config_check(c);
+	if (ret)
+		return ret;
 	if (c->set) {
 		perm.can_nice = capable(CAP_SYS_NICE);
 		perm.can_other = perm.can_nice || capable(CAP_NET_ADMIN);
@@ -663,9 +553,11 @@ int mmedge_ioctl_chan_destroy(struct mmedge_file *mf, void *data,
 	struct mmedge_engine *eng = &mf->mdev->eng;
 	struct mmedge_chan_destroy *d = data;
 	struct mmedge_chan *ch;
+	int ret;
 
-	if (d->flags || d->reserved)
-		return -EINVAL;
+	ret = mmedge_chan_destroy_check(d);
+	if (ret)
+		return ret;
 	mutex_lock(&eng->lock);
 	ch = mmedge_chan_find_own(mf, d->id);
 	if (ch)
@@ -848,8 +740,7 @@ static int mmedge_qbuf_prepare(struct mmedge_file *mf, struct mmedge_qbuf *q,
 		return -ENOENT;
 	}
 	/* Copy needs a source; capture takes no length, the others need one. */
-	ret = has_src != (ch->dir == MMEDGE_CHAN_COPY) ||
-	      !q->bytesused != (ch->dir == MMEDGE_CHAN_CAPTURE) ? -EINVAL : 0;
+	ret = mmedge_qbuf_check_dir(q, ch->dir);
 	/* The channel writes a capture buffer or a copy's destination. */
 	written = ch->dir != MMEDGE_CHAN_FEED;
 	if (!ret && !(dmabuf->file->f_mode & (written ? FMODE_WRITE : FMODE_READ)))
@@ -937,7 +828,8 @@ static int mmedge_qbuf_commit(struct mmedge_chan *ch, struct mmedge_qb *qb,
 	ret = mutex_lock_interruptible(&ch->qbuf_lock);
 	if (ret)
 		goto err_unmap;
-	ret = mmedge_fence_publish(ch, qb, written, fp, sync);
+	ret = mmedge_fence_publish(qb->dmabuf, written, qb->src, ch->fence_ctx,
+				   &ch->fence_seqno, fp, &qb->fence, sync);
 	if (!ret) {
 		mutex_lock(&eng->lock);
 		/* A fence published on a channel destroyed meanwhile signals. */
@@ -1033,9 +925,9 @@ int mmedge_ioctl_qbuf(struct mmedge_file *mf, void *data,
 	long left;
 
 	q->fence_fd = -1;
-	if (q->flags & ~MMEDGE_QBUF_FLAGS_VALID || q->reserved ||
-	    (!(q->flags & MMEDGE_QBUF_SRC) && q->src_fd))
-		return -EINVAL;
+	ret = mmedge_qbuf_check(q);
+	if (ret)
+		return ret;
 
 	f = mmedge_fence_alloc(GFP_KERNEL);
 	if (!f)
@@ -1196,8 +1088,9 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 	long left;
 	int err = 0;
 
-	if (d->flags & ~MMEDGE_DQBUF_FLAGS_VALID || d->pad || d->reserved)
-		return -EINVAL;
+	err = mmedge_dqbuf_check(d);
+	if (err)
+		return err;
 
 	left = d->timeout_ms ? msecs_to_jiffies(d->timeout_ms) :
 			       MAX_SCHEDULE_TIMEOUT;
@@ -1253,10 +1146,9 @@ int mmedge_ioctl_chan_stats(struct mmedge_file *mf, void *data,
 	struct mmedge_chan_info *ci;
 	int ret;
 
-	if (st->flags || st->reserved[0])
-		return -EINVAL;
-	if (!st->id)
-		return -ENOENT;
+	ret = mmedge_chan_stats_check(st);
+	if (ret)
+		return ret;
 	ci = kzalloc(sizeof(*ci), GFP_KERNEL);
 	if (!ci)
 		return -ENOMEM;

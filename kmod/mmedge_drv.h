@@ -14,7 +14,7 @@
 #include <linux/rwsem.h>
 #include <linux/xarray.h>
 
-#include "mmedge_chan.h"
+#include "mmedge_engine.h"
 
 #define MMEDGE_DRV_NAME		"mmedge"
 #define MMEDGE_MAX_DEVS		16
@@ -125,17 +125,13 @@ static inline struct mmedge_dev *to_mmedge_dev(struct device *dev)
 	return container_of(dev, struct mmedge_dev, dev);
 }
 
+/* mmedge_file.c */
 void mmedge_file_get(struct mmedge_file *mf);
 void mmedge_file_put(struct mmedge_file *mf);
 
+/* mmedge_ioctl.c */
+int mmedge_ioctl_init(void);
 long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
-
-/* Limits, from module parameters (mmedge_main.c). */
-u64 mmedge_mem_limit(void);
-u64 mmedge_file_mem_limit(void);
-u64 mmedge_uid_mem_limit(void);
-unsigned int mmedge_uid_chan_limit(void);
-extern atomic64_t mmedge_mem_used;
 
 /* mmedge_buf.c */
 int mmedge_ioctl_buf_alloc(struct mmedge_file *mf, void *data,
@@ -144,14 +140,15 @@ int mmedge_ioctl_buf_info(struct mmedge_file *mf, void *data,
 			  struct mmedge_ioctl_ctx *ctx);
 int mmedge_ioctl_buf_sync(struct mmedge_file *mf, void *data,
 			  struct mmedge_ioctl_ctx *ctx);
+bool mmedge_buf_usable(struct mmedge_file *mf, struct dma_buf *dmabuf);
+
+/* mmedge_import.c */
 int mmedge_ioctl_buf_import(struct mmedge_file *mf, void *data,
 			    struct mmedge_ioctl_ctx *ctx);
 int mmedge_ioctl_buf_release(struct mmedge_file *mf, void *data,
 			     struct mmedge_ioctl_ctx *ctx);
-void mmedge_file_release_imports(struct mmedge_file *mf);
-bool mmedge_buf_usable(struct mmedge_file *mf, struct dma_buf *dmabuf);
 
-/* mmedge_chan.c, mmedge_engine.c */
+/* mmedge_chan.c */
 int mmedge_ioctl_chan_create(struct mmedge_file *mf, void *data,
 			     struct mmedge_ioctl_ctx *ctx);
 int mmedge_ioctl_chan_config(struct mmedge_file *mf, void *data,
@@ -164,10 +161,9 @@ int mmedge_ioctl_dqbuf(struct mmedge_file *mf, void *data,
 		       struct mmedge_ioctl_ctx *ctx);
 int mmedge_ioctl_chan_stats(struct mmedge_file *mf, void *data,
 			    struct mmedge_ioctl_ctx *ctx);
-int mmedge_ioctl_bus_config(struct mmedge_file *mf, void *data,
-			    struct mmedge_ioctl_ctx *ctx);
+
+/* mmedge_clock.c */
 int mmedge_ioctl_xts(struct mmedge_file *mf, void *data,
 		     struct mmedge_ioctl_ctx *ctx);
-void mmedge_engine_wake_waiters(struct mmedge_engine *eng);
 
 #endif /* _MMEDGE_DRV_H */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * mmedge: the DMA engine: its thread, the bus model, the adaptive
- * policy, the counter's calibration and cross-timestamps.
+ * policy, and what ioctl and netlink ask of it: channel snapshots,
+ * settings (mmedge_engine_apply()) and the bus bandwidth. The counter
+ * that stamps frames is in mmedge_clock.c.
  *
  * A capture channel turns frames of a source into filled buffers. On a
  * virtual instance each source is paced by an hrtimer: at every period a
@@ -44,14 +46,10 @@
 #include <linux/log2.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
-#include <linux/timekeeping.h>
-#include <linux/timex.h>
-#ifdef CONFIG_X86_TSC
-#include <asm/tsc.h>
-#endif
 
 #include "mmedge_buf.h"
 #include "mmedge_chan.h"
+#include "mmedge_clock.h"
 #include "mmedge_drv.h"
 #include "mmedge_nl.h"
 #include "mmedge_src.h"
@@ -122,8 +120,8 @@ static bool mmedge_inject(unsigned int every, u64 seq)
 	return every && (seq + 1) % every == 0;
 }
 
-void mmedge_chan_info_fill(const struct mmedge_chan *ch,
-			   struct mmedge_chan_info *ci)
+static void mmedge_chan_info_fill(const struct mmedge_chan *ch,
+				  struct mmedge_chan_info *ci)
 {
 	ci->id = ch->id;
 	strscpy(ci->name, ch->name, sizeof(ci->name));
@@ -139,88 +137,6 @@ void mmedge_chan_info_fill(const struct mmedge_chan *ch,
 	ci->errors = ch->errors;
 	ci->bw = ch->bw_ewma;
 	memcpy(ci->wait_hist, ch->wait_hist, sizeof(ci->wait_hist));
-}
-
-u64 mmedge_counter_read(const struct mmedge_engine *eng)
-{
-	if (!eng->counter_hz || eng->counter_hz == NSEC_PER_SEC)
-		return ktime_get_raw_ns();
-	return get_cycles();
-}
-
-/* Counter value @raw on sensor clock @sc (mult and shift never change). */
-static u64 mmedge_sensor_at(const struct mmedge_engine *eng,
-			    const struct mmedge_sclk *sc, u64 raw)
-{
-	return mmedge_sclk_from_soc(sc, mmedge_ts_soc_ns(&eng->tc_mono, raw));
-}
-
-/* Anchor the counter conversion on a (mono, counter, mono) sandwich. */
-static void mmedge_engine_anchor(struct mmedge_engine *eng)
-{
-	u64 before, raw, after;
-
-	lockdep_assert_held(&eng->lock);
-	before = ktime_get_ns();
-	raw = mmedge_counter_read(eng);
-	after = ktime_get_ns();
-	mmedge_ts_anchor(&eng->tc_mono, raw, before + (after - before) / 2);
-	eng->boot_offset = ktime_to_ns(ktime_mono_to_any(0, TK_OFFS_BOOT));
-}
-
-/*
- * The cycle counter is only a timestamp source if it is one clock for all
- * CPUs. On x86 the kernel finds out at boot (and from its clocksource
- * watchdog) whether the TSCs are synchronised; a guest whose vCPUs' TSCs
- * drift apart gets "Marking TSC unstable" and so does this driver.
- */
-static bool mmedge_cycles_usable(void)
-{
-#ifdef CONFIG_X86_TSC
-	return !check_tsc_unstable();
-#else
-	return true;
-#endif
-}
-
-/*
- * A cycle counter value and the raw monotonic clock at the same moment.
- * Where the timekeeping clocksource is the cycle counter itself (the arch
- * counter on arm64), ktime_get_snapshot() gives both from one read.
- * Elsewhere the clock is read right after the counter, and a pause in
- * between (a vCPU descheduled) goes into the calibration.
- */
-static void mmedge_counter_pair(u64 *raw, u64 *ns)
-{
-	struct system_time_snapshot snap;
-
-	ktime_get_snapshot(&snap);
-	if (snap.cs_id == CSID_ARM_ARCH_COUNTER) {
-		*raw = snap.cycles;
-		*ns = ktime_to_ns(snap.raw);
-		return;
-	}
-	*raw = get_cycles();
-	*ns = ktime_get_raw_ns();
-}
-
-static void mmedge_engine_calibrate(struct mmedge_engine *eng)
-{
-	u64 t0, r0, t1, r1, hz = 0;
-
-	eng->counter_hz = 0;
-	if (mmedge_cycles_usable()) {
-		mmedge_counter_pair(&r0, &t0);
-		usleep_range(20000, 21000);
-		mmedge_counter_pair(&r1, &t1);
-		hz = r1 > r0 ? mmedge_ts_hz(r1 - r0, t1 - t0) : 0;
-	}
-	if (!hz || mmedge_ts_calc(&eng->tc_mono, hz, 64)) {
-		/* No usable cycle counter: use the raw monotonic clock. */
-		hz = NSEC_PER_SEC;
-		mmedge_ts_calc(&eng->tc_mono, hz, 64);
-	}
-	eng->counter_hz = hz;
 }
 
 /* Work may be available: wake the engine thread. */
@@ -254,17 +170,6 @@ enum hrtimer_restart mmedge_chan_timer(struct hrtimer *t)
 	spin_unlock_irqrestore(&eng->irq_lock, flags);
 	wake_up(&eng->wq);
 	return HRTIMER_RESTART;
-}
-
-/* @n more of @ch's frames were lost (no buffer, overrun, injected). */
-void mmedge_chan_drop(struct mmedge_chan *ch, u64 n)
-{
-	lockdep_assert_held(&ch->eng->lock);
-
-	if (!n)
-		return;
-	ch->dropped += n;
-	trace_mmedge_drop(ch, n);
 }
 
 static void mmedge_chan_stats_segment(struct mmedge_chan *ch, u64 len,
@@ -371,8 +276,8 @@ static void mmedge_chan_complete_at(struct mmedge_chan *ch, u32 flags,
 	qb->ts.eof_boot = qb->ts.eof_mono + eng->boot_offset;
 	if (ch->dir == MMEDGE_CHAN_CAPTURE) {
 		qb->flags |= MMEDGE_FRAME_TS_SENSOR;
-		qb->sensor_sof = mmedge_sensor_at(eng, &ch->sclk, qb->ts.sof_raw);
-		qb->sensor_eof = mmedge_sensor_at(eng, &ch->sclk, qb->ts.eof_raw);
+		qb->sensor_sof = mmedge_clock_sensor_at(eng, &ch->sclk, qb->ts.sof_raw);
+		qb->sensor_eof = mmedge_clock_sensor_at(eng, &ch->sclk, qb->ts.eof_raw);
 	}
 	qb->dropped = ch->dropped;
 	if (ch->dir == MMEDGE_CHAN_FEED) {
@@ -499,7 +404,7 @@ static void mmedge_chan_give_buffer(struct mmedge_chan *ch, u64 now)
 		/* The oldest done buffer is getting its new fence. */
 	} else if (ch->overrun == MMEDGE_OVERRUN_DROP_OLDEST &&
 		   !list_empty(&ch->done)) {
-		/* Its new fence allocates: not here (mmedge_fence.c). */
+		/* Its new fence allocates: not here (mmedge_chan.c). */
 		qb = list_first_entry(&ch->done, struct mmedge_qb, node);
 		list_del(&qb->node);
 		ch->rearm = qb;
@@ -641,9 +546,10 @@ static void mmedge_engine_adapt(struct mmedge_engine *eng)
 			continue;
 		u32 old = ch->arb.weight;
 
-		ch->arb.weight = clamp_t(u64, div64_u64(ch->arb.weight * w_new,
-							w_img),
-					 MMEDGE_WEIGHT_MIN, MMEDGE_WEIGHT_MAX);
+		mmedge_arb_set(&ch->arb,
+			       clamp_t(u64, div64_u64(old * w_new, w_img),
+				       MMEDGE_WEIGHT_MIN, MMEDGE_WEIGHT_MAX),
+			       ch->arb.class, ch->arb.cap);
 		if (ch->arb.weight == old || ev->n_changed >= MMEDGE_MAX_CHANS)
 			continue;
 		mmedge_chan_info_fill(ch, &ev->changed[ev->n_changed]);
@@ -1010,7 +916,7 @@ static int mmedge_engine_thread(void *data)
 		mutex_lock(&eng->lock);
 		now = ktime_get_ns();
 		if (now - last_anchor >= MMEDGE_ANCHOR_NS) {
-			mmedge_engine_anchor(eng);
+			mmedge_clock_anchor(eng);
 			last_anchor = now;
 		}
 		if (READ_ONCE(adaptive) &&
@@ -1103,9 +1009,9 @@ int mmedge_engine_init(struct mmedge_engine *eng, struct mmedge_dev *mdev)
 	eng->ev = kzalloc(sizeof(*eng->ev), GFP_KERNEL);
 	if (!eng->ev)
 		return -ENOMEM;
-	mmedge_engine_calibrate(eng);
+	mmedge_clock_calibrate(eng);
 	mutex_lock(&eng->lock);
-	mmedge_engine_anchor(eng);
+	mmedge_clock_anchor(eng);
 	mutex_unlock(&eng->lock);
 
 	ret = mmedge_dmaeng_init(&eng->dmaeng, mdev->dma_dev,
@@ -1206,34 +1112,6 @@ void mmedge_engine_wake_waiters(struct mmedge_engine *eng)
 	wake_up_all(&eng->done_wq);
 }
 
-/*
- * MMEDGE_IOC_BUS_CONFIG: read or set the soft engine's modelled bus
- * bandwidth.
- *
- * Errors:
- *  -EINVAL: set not 0/1, bandwidth out of range, flags/reserved set.
- *  -EPERM:  setting without CAP_SYS_ADMIN.
- */
-int mmedge_ioctl_bus_config(struct mmedge_file *mf, void *data,
-			    struct mmedge_ioctl_ctx *ctx)
-{
-	struct mmedge_engine *eng = &mf->mdev->eng;
-	struct mmedge_bus_config *b = data;
-
-	if (b->set > 1 || b->flags || b->reserved[0] || b->reserved[1])
-		return -EINVAL;
-	if (b->set) {
-		if (b->bandwidth < MMEDGE_BUS_MIN_BW || b->bandwidth > MMEDGE_BUS_MAX_BW)
-			return -EINVAL;
-		if (!capable(CAP_SYS_ADMIN))
-			return -EPERM;
-	}
-	if (b->set)
-		mmedge_engine_set_bus(eng, b->bandwidth);
-	b->bandwidth = mmedge_engine_get_bus(eng);
-	return 0;
-}
-
 u64 mmedge_engine_get_bus(struct mmedge_engine *eng)
 {
 	u64 bw;
@@ -1252,93 +1130,6 @@ void mmedge_engine_set_bus(struct mmedge_engine *eng, u64 bandwidth)
 	mutex_unlock(&eng->lock);
 }
 
-/*
- * The sensor clock of capture channel @id, for MMEDGE_XTS_SENSOR: it never
- * changes once the channel exists, so a copy serves the whole call.
- */
-static int mmedge_engine_sclk(struct mmedge_engine *eng, u32 id,
-			      struct mmedge_sclk *sc)
-{
-	struct mmedge_chan *ch;
-	int ret = -ENOENT;
-
-	mutex_lock(&eng->lock);
-	list_for_each_entry(ch, &eng->chans, node) {
-		if (ch->id != id)
-			continue;
-		ret = ch->dir == MMEDGE_CHAN_CAPTURE ? 0 : -EINVAL;
-		*sc = ch->sclk;
-		break;
-	}
-	mutex_unlock(&eng->lock);
-	return ret;
-}
-
-/*
- * MMEDGE_IOC_XTS: cross-timestamp the hardware counter against
- * CLOCK_MONOTONIC (and BOOTTIME through boot_offset); with
- * MMEDGE_XTS_SENSOR also give each sample's counter on a channel's sensor
- * clock: (sensor, SoC counter, CLOCK_MONOTONIC) triples.
- *
- * Errors:
- *  -EINVAL: n_samples 0 or above MMEDGE_XTS_MAX_SAMPLES, unknown flags,
- *	     pad/reserved set, chan set without MMEDGE_XTS_SENSOR or 0
- *	     with it,
- *	     MMEDGE_XTS_SENSOR with a structure smaller than
- *	     MMEDGE_XTS_SIZE_VER1 or on a feed or copy channel.
- *  -ENOENT: MMEDGE_XTS_SENSOR and no channel chan in the instance.
- */
-int mmedge_ioctl_xts(struct mmedge_file *mf, void *data,
-		     struct mmedge_ioctl_ctx *ctx)
-{
-	struct mmedge_engine *eng = &mf->mdev->eng;
-	struct mmedge_xts *x = data;
-	bool sensor = x->flags & MMEDGE_XTS_SENSOR;
-	struct mmedge_sclk sc = { 0 };
-	unsigned int i;
-	int ret;
-
-	if (!x->n_samples || x->n_samples > MMEDGE_XTS_MAX_SAMPLES ||
-	    x->flags & ~MMEDGE_XTS_FLAGS_VALID || x->pad ||
-	    x->reserved[0] || x->reserved[1])
-		return -EINVAL;
-	if (sensor ? !x->chan : !!x->chan)
-		return -EINVAL;
-	/* Out fields: whatever the caller left there goes. */
-	x->sensor_drift_ppb = 0;
-	x->sensor_offset_ns = 0;
-	x->sensor_epoch = 0;
-	memset(x->sensor, 0, sizeof(x->sensor));
-	if (sensor) {
-		if (ctx->usize < MMEDGE_XTS_SIZE_VER1)
-			return -EINVAL;
-		ret = mmedge_engine_sclk(eng, x->chan, &sc);
-		if (ret)
-			return ret;
-		x->sensor_drift_ppb = sc.drift_ppb;
-		x->sensor_offset_ns = sc.offset_ns;
-		x->sensor_epoch = sc.epoch_ns;
-	}
-	x->counter_hz = eng->counter_hz;
-	x->mult = eng->tc_mono.mult;
-	x->shift = eng->tc_mono.shift;
-	x->counter_bits = 64;
-	for (i = 0; i < x->n_samples; i++) {
-		struct mmedge_xts_sample *s = &x->samples[i];
-		unsigned long flags;
-
-		local_irq_save(flags);
-		s->sys_before = ktime_get_ns();
-		s->raw = mmedge_counter_read(eng);
-		s->sys_after = ktime_get_ns();
-		local_irq_restore(flags);
-		s->boot_offset = ktime_to_ns(ktime_mono_to_any(0, TK_OFFS_BOOT));
-		if (sensor)
-			x->sensor[i] = mmedge_sensor_at(eng, &sc, s->raw);
-	}
-	return 0;
-}
-
 /* Mean time the arbiter takes per segment (pick + charge), ns. */
 u64 mmedge_engine_arb_ns(struct mmedge_engine *eng)
 {
@@ -1348,4 +1139,171 @@ u64 mmedge_engine_arb_ns(struct mmedge_engine *eng)
 	ns = eng->arb_picks ? div64_u64(eng->arb_ns, eng->arb_picks) : 0;
 	mutex_unlock(&eng->lock);
 	return ns;
+}
+
+/**
+ * mmedge_engine_chan_info() - snapshot a channel's config and stats
+ * @eng: the engine
+ * @pos: take the @pos-th channel (for dumps) if @id is 0 and @name NULL
+ * @id: channel id, or 0
+ * @name: channel name, or NULL
+ * @ci: filled in
+ *
+ * The one source of channel config and stats for ioctl and netlink.
+ *
+ * Return: 0, or -ENOENT.
+ */
+int mmedge_engine_chan_info(struct mmedge_engine *eng, unsigned int pos,
+			    u32 id, const char *name,
+			    struct mmedge_chan_info *ci)
+{
+	struct mmedge_chan *ch, *found = NULL;
+	unsigned int i = 0;
+
+	mutex_lock(&eng->lock);
+	list_for_each_entry(ch, &eng->chans, node) {
+		if (id ? ch->id == id : name ? !strcmp(ch->name, name) :
+		    i++ == pos) {
+			found = ch;
+			break;
+		}
+	}
+	if (found)
+		mmedge_chan_info_fill(found, ci);
+	mutex_unlock(&eng->lock);
+	return found ? 0 : -ENOENT;
+}
+
+unsigned int mmedge_engine_nr_chans(struct mmedge_engine *eng)
+{
+	struct mmedge_chan *ch;
+	unsigned int n = 0;
+
+	mutex_lock(&eng->lock);
+	list_for_each_entry(ch, &eng->chans, node)
+		n++;
+	mutex_unlock(&eng->lock);
+	return n;
+}
+
+static int mmedge_setting_check(struct mmedge_engine *eng,
+				struct mmedge_chan_setting *st,
+				const struct mmedge_chan_perm *perm,
+				struct mmedge_chan **out, const char **why)
+{
+	struct mmedge_chan *ch;
+	u32 weight, class;
+	u64 cap;
+
+	lockdep_assert_held(&eng->lock);
+
+	ch = st->id ? mmedge_chan_find(eng, st->id) :
+		      mmedge_chan_find_name(eng, st->name);
+	if (!ch) {
+		*why = "no such channel";
+		return -ENOENT;
+	}
+	if (st->set & ~MMEDGE_CHAN_SET_VALID) {
+		*why = "unknown settings";
+		return -EINVAL;
+	}
+	weight = st->set & MMEDGE_CHAN_SET_WEIGHT ? st->weight : ch->arb.weight;
+	class = st->set & MMEDGE_CHAN_SET_CLASS ? st->class : ch->arb.class;
+	cap = st->set & MMEDGE_CHAN_SET_CAP ? st->cap : ch->arb.cap;
+	/* The same check as CHAN_CREATE's; the message says which part. */
+	if (mmedge_arb_check_config(weight, class, cap)) {
+		if (weight < MMEDGE_WEIGHT_MIN || weight > MMEDGE_WEIGHT_MAX)
+			*why = "weight out of range 1..10000";
+		else if (class != MMEDGE_CLASS_BEST_EFFORT &&
+			 class != MMEDGE_CLASS_LATENCY)
+			*why = "unknown class";
+		else if (class == MMEDGE_CLASS_LATENCY && !cap)
+			*why = "the latency class needs a rate cap";
+		else
+			*why = "rate cap above 100 GB/s";
+		return -EINVAL;
+	}
+	if (st->set && perm->owner && ch->mf != perm->owner &&
+	    !perm->can_other) {
+		*why = "need CAP_NET_ADMIN or CAP_SYS_NICE to change another file's channel";
+		return -EPERM;
+	}
+	/* Only raising needs the privilege, not keeping a raise. */
+	if (!perm->can_nice && weight > MMEDGE_WEIGHT_DEFAULT &&
+	    weight > ch->arb.weight) {
+		*why = "need CAP_SYS_NICE to raise a weight above 100";
+		return -EPERM;
+	}
+	if (!perm->can_nice && class == MMEDGE_CLASS_LATENCY &&
+	    (ch->arb.class != MMEDGE_CLASS_LATENCY || cap > ch->arb.cap)) {
+		*why = "need CAP_SYS_NICE for the latency class or to raise its cap";
+		return -EPERM;
+	}
+	st->weight = weight;
+	st->class = class;
+	st->cap = cap;
+	*out = ch;
+	return 0;
+}
+
+/**
+ * mmedge_engine_apply() - change several channels' settings atomically
+ * @eng: the engine
+ * @st: the settings; on success each holds the channel's new values
+ * @n: entries in @st
+ * @perm: what the caller may do
+ * @bad: on failure, the index of the entry at fault
+ * @why: on failure, a message for the operator
+ *
+ * All entries are checked before any is applied: all or nothing. Changes
+ * apply from the next segment and are announced on the "events" group.
+ *
+ * Return: 0, -ENOENT (no such channel), -EINVAL, -EPERM, -ENOMEM.
+ */
+int mmedge_engine_apply(struct mmedge_engine *eng,
+			struct mmedge_chan_setting *st, unsigned int n,
+			const struct mmedge_chan_perm *perm, unsigned int *bad,
+			const char **why)
+{
+	struct mmedge_chan **chs;
+	struct mmedge_chan_info *ci;
+	u32 *old;
+	unsigned int i;
+	int ret = 0;
+
+	chs = kcalloc(n, sizeof(*chs), GFP_KERNEL);
+	ci = kcalloc(n, sizeof(*ci), GFP_KERNEL);
+	old = kcalloc(n, sizeof(*old), GFP_KERNEL);
+	if (!chs || !ci || !old) {
+		ret = -ENOMEM;
+		*why = "out of memory";
+		goto out;
+	}
+	mutex_lock(&eng->lock);
+	for (i = 0; i < n; i++) {
+		ret = mmedge_setting_check(eng, &st[i], perm, &chs[i], why);
+		if (ret) {
+			*bad = i;
+			break;
+		}
+	}
+	for (i = 0; !ret && i < n; i++) {
+		struct mmedge_chan *ch = chs[i];
+
+		old[i] = ch->arb.weight;
+		if (!st[i].set)
+			continue;
+		mmedge_arb_set(&ch->arb, st[i].weight, st[i].class, st[i].cap);
+		mmedge_chan_info_fill(ch, &ci[i]);
+	}
+	mutex_unlock(&eng->lock);
+	/* The events allocate: after the engine's lock. */
+	for (i = 0; !ret && i < n; i++)
+		if (st[i].set)
+			mmedge_nl_chan_changed(eng->mdev, &ci[i], old[i], false);
+out:
+	kfree(old);
+	kfree(ci);
+	kfree(chs);
+	return ret;
 }

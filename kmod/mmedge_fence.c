@@ -4,7 +4,9 @@
  *
  * Every job (a buffer queued on a channel) gets a fence of its channel's
  * timeline, which the engine thread signals when the job completes (see
- * mmedge_engine.c). A fence is its own object with its own lock, like
+ * mmedge_engine.c). This file knows buffers, reservation objects and
+ * timelines (a context and the last seqno), not channels: the channel
+ * code calls it with its qbuf_lock held. A fence is its own object with its own lock, like
  * vgem's: sync_files and reservation objects keep it after the channel,
  * the file and the instance are gone, and it keeps the module, whose
  * text its ops are, loaded until the last reference is dropped.
@@ -22,9 +24,7 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/sync_file.h>
-#include <linux/workqueue.h>
 
-#include "mmedge_chan.h"
 #include "mmedge_fence.h"
 
 static_assert(offsetof(struct mmedge_fence, base) == 0);
@@ -155,19 +155,22 @@ long mmedge_fence_wait(struct dma_buf *dst, bool dst_written,
 
 /**
  * mmedge_fence_publish() - give a job its fence if its buffers are idle
- * @ch: the job's channel; the caller holds its qbuf_lock
- * @qb: the job: its buffers (@qb->dmabuf and, for a copy, @qb->src); on
- *	success and on -ENOMEM from the sync_file, @qb->fence is its fence
- * @dst_written: the engine writes @qb->dmabuf (capture, copy)
+ * @dst: the job's buffer (copy: the destination)
+ * @dst_written: the engine writes @dst (capture, copy)
+ * @src: copy: the source, which the engine only reads; else NULL
+ * @context: the channel's fence context
+ * @seqno: the channel's last seqno; the fence takes the next one. The
+ *	caller serialises publications on the channel (its qbuf_lock).
  * @fp: the fence from mmedge_fence_alloc(); taken (*@fp = NULL) when
- *	it becomes @qb->fence
+ *	it becomes *@fence
+ * @fence: on success and on -ENOMEM from the sync_file, the job's fence
  * @sync: if not NULL, a sync_file of the fence is created here
  *
  * With the reservation objects of both buffers locked, checks that what
  * the job conflicts with (see mmedge_fence_wait()) has signalled, then
- * gives the fence the channel's next seqno and adds it to both buffers,
- * as a write fence to a written buffer and as a read fence to a read one:
- * to both or to neither. Never waits for a fence.
+ * gives the fence the next seqno and adds it to both buffers, as a write
+ * fence to a written buffer and as a read fence to a read one: to both
+ * or to neither. Never waits for a fence.
  *
  * Must not be called with mmedge_engine.lock held (it allocates and locks
  * reservation objects).
@@ -176,16 +179,16 @@ long mmedge_fence_wait(struct dma_buf *dst, bool dst_written,
  * (added since the caller's wait): nothing was done; -ERESTARTSYS or
  * -EINTR if a signal arrived while locking; -ENOMEM (nothing added).
  */
-int mmedge_fence_publish(struct mmedge_chan *ch, struct mmedge_qb *qb,
-			 bool dst_written, struct mmedge_fence **fp,
+int mmedge_fence_publish(struct dma_buf *dst, bool dst_written,
+			 struct dma_buf *src, u64 context, u64 *seqno,
+			 struct mmedge_fence **fp, struct dma_fence **fence,
 			 struct sync_file **sync)
 {
-	struct dma_resv *a = qb->dmabuf->resv;
-	struct dma_resv *b = qb->src ? qb->src->resv : NULL;
+	struct dma_resv *a = dst->resv;
+	struct dma_resv *b = src ? src->resv : NULL;
 	struct ww_acquire_ctx ctx;
 	int ret;
 
-	lockdep_assert_held(&ch->qbuf_lock);
 	if (b == a)
 		b = NULL;
 	ret = mmedge_resv_lock2(a, b, &ctx);
@@ -202,19 +205,19 @@ int mmedge_fence_publish(struct mmedge_chan *ch, struct mmedge_qb *qb,
 		ret = dma_resv_reserve_fences(b, 1);
 	if (ret)
 		goto unlock;
-	qb->fence = mmedge_fence_init(*fp, ch->fence_ctx, ++ch->fence_seqno);
+	*fence = mmedge_fence_init(*fp, context, ++*seqno);
 	*fp = NULL;
 	if (sync) {
-		*sync = sync_file_create(qb->fence);
+		*sync = sync_file_create(*fence);
 		if (!*sync) {
 			ret = -ENOMEM;
 			goto unlock;
 		}
 	}
-	dma_resv_add_fence(a, qb->fence, dst_written ? DMA_RESV_USAGE_WRITE :
-						       DMA_RESV_USAGE_READ);
+	dma_resv_add_fence(a, *fence, dst_written ? DMA_RESV_USAGE_WRITE :
+						    DMA_RESV_USAGE_READ);
 	if (b)
-		dma_resv_add_fence(b, qb->fence, DMA_RESV_USAGE_READ);
+		dma_resv_add_fence(b, *fence, DMA_RESV_USAGE_READ);
 unlock:
 	if (b)
 		dma_resv_unlock(b);
@@ -224,82 +227,38 @@ unlock:
 }
 
 /**
- * mmedge_chan_rearm_work() - MMEDGE_OVERRUN_DROP_OLDEST: refill a done buffer
- * @work: mmedge_chan.rearm_work
+ * mmedge_fence_rearm() - give an idle buffer a new write fence
+ * @buf: the buffer
+ * @context: its channel's fence context
+ * @seqno: the channel's last seqno; the fence takes the next one. The
+ *	caller serialises publications on the channel (its qbuf_lock).
+ * @fp: the fence from mmedge_fence_alloc(); taken (*@fp = NULL) when
+ *	it is returned
  *
- * A frame is due and no buffer is queued: the engine took the oldest
- * filled buffer off the done list (mmedge_chan.rearm). Here, outside the
- * engine's signalling path, it gets a new fence, added to its reservation
- * object as a write fence, and goes back to the queue; the frame it held
- * counts as dropped. If someone still reads the buffer (an unsignalled
- * fence in its reservation object), it is not overwritten: it goes back
- * to the head of the done list and the new frame is dropped instead.
+ * For MMEDGE_OVERRUN_DROP_OLDEST: a filled buffer goes back to the
+ * engine to be overwritten. It is not if anyone still reads it (an
+ * unsignalled fence in its reservation object). Never waits for a fence.
+ *
+ * Return: the fence, added to @buf's reservation object as a write
+ * fence; ERR_PTR(-EBUSY) if the buffer is not idle, ERR_PTR(-ENOMEM).
  */
-void mmedge_chan_rearm_work(struct work_struct *work)
+struct dma_fence *mmedge_fence_rearm(struct dma_buf *buf, u64 context,
+				     u64 *seqno, struct mmedge_fence **fp)
 {
-	struct mmedge_chan *ch = container_of(work, struct mmedge_chan,
-					      rearm_work);
-	struct mmedge_engine *eng = ch->eng;
+	struct dma_resv *resv = buf->resv;
 	struct dma_fence *fence = NULL;
-	struct mmedge_qb *qb, *gone = NULL;
-	struct mmedge_fence *f;
-	int ret, error = -ECANCELED;
+	int ret;
 
-	f = mmedge_fence_alloc(GFP_KERNEL);
-	mutex_lock(&ch->qbuf_lock);
-	mutex_lock(&eng->lock);
-	qb = ch->rearm;
-	ret = ch->dead ? -ENOENT : f ? 0 : -ENOMEM;
-	mutex_unlock(&eng->lock);
-	if (!qb)
-		goto out;
-
-	if (!ret) {
-		struct dma_resv *resv = qb->dmabuf->resv;
-
-		dma_resv_lock(resv, NULL);
-		if (!dma_resv_test_signaled(resv, DMA_RESV_USAGE_READ))
-			ret = -EBUSY;
-		else
-			ret = dma_resv_reserve_fences(resv, 1);
-		if (!ret) {
-			fence = mmedge_fence_init(f, ch->fence_ctx,
-						  ++ch->fence_seqno);
-			f = NULL;
-			dma_resv_add_fence(resv, fence, DMA_RESV_USAGE_WRITE);
-		}
-		dma_resv_unlock(resv);
-	}
-
-	mutex_lock(&eng->lock);
-	ch->rearm = NULL;
-	if (fence) {
-		dma_fence_put(qb->fence);
-		qb->fence = fence;
-	}
-	if (ch->dead) {
-		gone = qb;
-		if (eng->dead)
-			error = -ENODEV;
-	} else if (fence) {
-		/* The frame it held was never dequeued: it is dropped. */
-		mmedge_chan_drop(ch, 1);
-		ch->drop_mark = true;
-		mmedge_chan_enqueue(ch, qb);
-	} else {
-		list_add(&qb->node, &ch->done);
-		if (ch->frame_pending && !ch->cur) {
-			mmedge_chan_drop(ch, 1);
-			ch->drop_mark = true;
-			ch->frame_pending = false;
-		}
-	}
-	mutex_unlock(&eng->lock);
-out:
-	mutex_unlock(&ch->qbuf_lock);
-	kfree(f);
-	if (gone)
-		mmedge_qb_free(gone, error);
+	dma_resv_lock(resv, NULL);
+	if (!dma_resv_test_signaled(resv, DMA_RESV_USAGE_READ))
+		ret = -EBUSY;
 	else
-		mmedge_engine_kick(eng);
+		ret = dma_resv_reserve_fences(resv, 1);
+	if (!ret) {
+		fence = mmedge_fence_init(*fp, context, ++*seqno);
+		*fp = NULL;
+		dma_resv_add_fence(resv, fence, DMA_RESV_USAGE_WRITE);
+	}
+	dma_resv_unlock(resv);
+	return ret ? ERR_PTR(ret) : fence;
 }

@@ -9,10 +9,7 @@
 #include <linux/dma-fence.h>
 #include <linux/spinlock.h>
 
-struct mmedge_chan;
-struct mmedge_qb;
 struct sync_file;
-struct work_struct;
 
 /**
  * struct mmedge_fence - a fence of a channel's timeline
@@ -34,9 +31,11 @@ struct dma_fence *mmedge_fence_init(struct mmedge_fence *f, u64 context,
 				    u64 seqno);
 long mmedge_fence_wait(struct dma_buf *dst, bool dst_written,
 		       struct dma_buf *src, long timeout);
-int mmedge_fence_publish(struct mmedge_chan *ch, struct mmedge_qb *qb,
-			 bool dst_written, struct mmedge_fence **fp,
+int mmedge_fence_publish(struct dma_buf *dst, bool dst_written,
+			 struct dma_buf *src, u64 context, u64 *seqno,
+			 struct mmedge_fence **fp, struct dma_fence **fence,
 			 struct sync_file **sync);
-void mmedge_chan_rearm_work(struct work_struct *work);
+struct dma_fence *mmedge_fence_rearm(struct dma_buf *buf, u64 context,
+				     u64 *seqno, struct mmedge_fence **fp);
 
 #endif /* _MMEDGE_FENCE_H */

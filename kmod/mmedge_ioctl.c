@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * mmedge: ioctl dispatch.
+ * mmedge: the ioctl table and dispatch.
  *
- * The dispatcher copies the caller's structure in with
+ * One table (mmedge_ioctls[]) says, for each ioctl number, the command,
+ * its first published size, its handler and whether the handler runs
+ * under mmedge_dev.lock. The dispatcher looks the command up there
+ * (mmedge_ioctl_lookup()), copies the caller's structure in with
  * copy_struct_from_user() (size-tolerant in both directions), calls the
  * handler on the kernel copy and copies back at most the caller's size.
  */
 
+#include <linux/capability.h>
 #include <linux/dma-buf.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -17,10 +21,11 @@
 #include <uapi/linux/dma-buf.h>
 
 #include "mmedge_drv.h"
+#include "mmedge_limits.h"
 #include "mmedge_uapi.h"
 
-typedef int (*mmedge_ioctl_fn)(struct mmedge_file *mf, void *data,
-			       struct mmedge_ioctl_ctx *ctx);
+/* The ioctl table, after the handlers of this file. */
+static const struct mmedge_ioctl_info mmedge_ioctls[MMEDGE_IOCTL_NR_MAX];
 
 /*
  * MMEDGE_IOC_QUERY_CAPS: report the API version, the implemented ioctls,
@@ -46,7 +51,7 @@ static int mmedge_ioctl_query_caps(struct mmedge_file *mf, void *data,
 	caps->caps = MMEDGE_CAP_BUFFERS | MMEDGE_CAP_CONTIG | MMEDGE_CAP_CHANNELS;
 	if (mdev->virtual)
 		caps->caps |= MMEDGE_CAP_VIRTUAL;
-	caps->ioctls = mmedge_ioctl_mask();
+	caps->ioctls = mmedge_ioctl_mask(mmedge_ioctls, ARRAY_SIZE(mmedge_ioctls));
 	caps->instance = mdev->id;
 	caps->max_channels = MMEDGE_MAX_CHANS;
 	caps->max_buffer_size = mmedge_file_mem_limit();
@@ -57,38 +62,139 @@ static int mmedge_ioctl_query_caps(struct mmedge_file *mf, void *data,
 	return 0;
 }
 
-static const mmedge_ioctl_fn mmedge_ioctl_fns[MMEDGE_IOCTL_NR_MAX] = {
-	[_IOC_NR(MMEDGE_IOC_QUERY_CAPS)] = mmedge_ioctl_query_caps,
-	[_IOC_NR(MMEDGE_IOC_BUF_ALLOC)] = mmedge_ioctl_buf_alloc,
-	[_IOC_NR(MMEDGE_IOC_BUF_INFO)] = mmedge_ioctl_buf_info,
-	[_IOC_NR(MMEDGE_IOC_BUF_SYNC)] = mmedge_ioctl_buf_sync,
-	[_IOC_NR(MMEDGE_IOC_BUF_IMPORT)] = mmedge_ioctl_buf_import,
-	[_IOC_NR(MMEDGE_IOC_BUF_RELEASE)] = mmedge_ioctl_buf_release,
-	[_IOC_NR(MMEDGE_IOC_CHAN_CREATE)] = mmedge_ioctl_chan_create,
-	[_IOC_NR(MMEDGE_IOC_CHAN_CONFIG)] = mmedge_ioctl_chan_config,
-	[_IOC_NR(MMEDGE_IOC_CHAN_DESTROY)] = mmedge_ioctl_chan_destroy,
-	[_IOC_NR(MMEDGE_IOC_QBUF)] = mmedge_ioctl_qbuf,
-	[_IOC_NR(MMEDGE_IOC_DQBUF)] = mmedge_ioctl_dqbuf,
-	[_IOC_NR(MMEDGE_IOC_CHAN_STATS)] = mmedge_ioctl_chan_stats,
-	[_IOC_NR(MMEDGE_IOC_BUS_CONFIG)] = mmedge_ioctl_bus_config,
-	[_IOC_NR(MMEDGE_IOC_XTS)] = mmedge_ioctl_xts,
-};
+/*
+ * MMEDGE_IOC_BUS_CONFIG: read or set the soft engine's modelled bus
+ * bandwidth.
+ *
+ * Errors:
+ *  -EINVAL: set not 0/1, bandwidth out of range, flags/reserved set.
+ *  -EPERM:  setting without CAP_SYS_ADMIN.
+ */
+static int mmedge_ioctl_bus_config(struct mmedge_file *mf, void *data,
+				   struct mmedge_ioctl_ctx *ctx)
+{
+	struct mmedge_engine *eng = &mf->mdev->eng;
+	struct mmedge_bus_config *b = data;
+	int ret;
+
+	ret = mmedge_bus_config_check(b);
+	if (ret)
+		return ret;
+	if (b->set) {
+		if (!capable(CAP_SYS_ADMIN))
+			return -EPERM;
+		mmedge_engine_set_bus(eng, b->bandwidth);
+	}
+	b->bandwidth = mmedge_engine_get_bus(eng);
+	return 0;
+}
 
 /*
- * Handlers that run without mmedge_dev.lock (after the dispatcher saw the
- * instance alive) because they may sleep for what other files or devices
- * do: a START of MMEDGE_IOC_BUF_SYNC waits for the buffer's fences without
- * a bound and touches nothing of the instance, only the buffer, which
- * outlives an unbind; MMEDGE_IOC_QBUF waits for the buffers' earlier
- * fences (up to 2 s) and takes the lock itself, checking that the
- * instance is still alive, for its parts before and after that wait.
- * Under the lock, such a wait would hold off unbind and, once unbind
- * waits for the lock, every other file's ioctls.
+ * The ioctl table: command, first published size, handler, flags.
+ *
+ * MMEDGE_IOCTL_UNLOCKED: the handler runs without mmedge_dev.lock (after
+ * the dispatcher saw the instance alive) because it may sleep for what
+ * other files or devices do: a START of MMEDGE_IOC_BUF_SYNC waits for the
+ * buffer's fences without a bound and touches nothing of the instance,
+ * only the buffer, which outlives an unbind; MMEDGE_IOC_QBUF waits for
+ * the buffers' earlier fences (up to 2 s) and takes the lock itself,
+ * checking that the instance is still alive, for its parts before and
+ * after that wait. Under the lock, such a wait would hold off unbind
+ * and, once unbind waits for the lock, every other file's ioctls.
  */
-static bool mmedge_ioctl_unlocked(unsigned int nr)
+static const struct mmedge_ioctl_info mmedge_ioctls[MMEDGE_IOCTL_NR_MAX] = {
+	[_IOC_NR(MMEDGE_IOC_QUERY_CAPS)] = {
+		.cmd = MMEDGE_IOC_QUERY_CAPS,
+		.min_size = MMEDGE_CAPS_SIZE_VER0,
+		.name = "QUERY_CAPS",
+		.fn = mmedge_ioctl_query_caps,
+	},
+	[_IOC_NR(MMEDGE_IOC_BUF_ALLOC)] = {
+		.cmd = MMEDGE_IOC_BUF_ALLOC,
+		.min_size = MMEDGE_BUF_ALLOC_SIZE_VER0,
+		.name = "BUF_ALLOC",
+		.fn = mmedge_ioctl_buf_alloc,
+	},
+	[_IOC_NR(MMEDGE_IOC_BUF_INFO)] = {
+		.cmd = MMEDGE_IOC_BUF_INFO,
+		.min_size = MMEDGE_BUF_INFO_SIZE_VER0,
+		.name = "BUF_INFO",
+		.fn = mmedge_ioctl_buf_info,
+	},
+	[_IOC_NR(MMEDGE_IOC_BUF_SYNC)] = {
+		.cmd = MMEDGE_IOC_BUF_SYNC,
+		.min_size = MMEDGE_BUF_SYNC_SIZE_VER0,
+		.name = "BUF_SYNC",
+		.fn = mmedge_ioctl_buf_sync,
+		.flags = MMEDGE_IOCTL_UNLOCKED,
+	},
+	[_IOC_NR(MMEDGE_IOC_BUF_IMPORT)] = {
+		.cmd = MMEDGE_IOC_BUF_IMPORT,
+		.min_size = MMEDGE_BUF_IMPORT_SIZE_VER0,
+		.name = "BUF_IMPORT",
+		.fn = mmedge_ioctl_buf_import,
+	},
+	[_IOC_NR(MMEDGE_IOC_BUF_RELEASE)] = {
+		.cmd = MMEDGE_IOC_BUF_RELEASE,
+		.min_size = MMEDGE_BUF_RELEASE_SIZE_VER0,
+		.name = "BUF_RELEASE",
+		.fn = mmedge_ioctl_buf_release,
+	},
+	[_IOC_NR(MMEDGE_IOC_CHAN_CREATE)] = {
+		.cmd = MMEDGE_IOC_CHAN_CREATE,
+		.min_size = MMEDGE_CHAN_CREATE_SIZE_VER0,
+		.name = "CHAN_CREATE",
+		.fn = mmedge_ioctl_chan_create,
+	},
+	[_IOC_NR(MMEDGE_IOC_CHAN_CONFIG)] = {
+		.cmd = MMEDGE_IOC_CHAN_CONFIG,
+		.min_size = MMEDGE_CHAN_CONFIG_SIZE_VER0,
+		.name = "CHAN_CONFIG",
+		.fn = mmedge_ioctl_chan_config,
+	},
+	[_IOC_NR(MMEDGE_IOC_CHAN_DESTROY)] = {
+		.cmd = MMEDGE_IOC_CHAN_DESTROY,
+		.min_size = MMEDGE_CHAN_DESTROY_SIZE_VER0,
+		.name = "CHAN_DESTROY",
+		.fn = mmedge_ioctl_chan_destroy,
+	},
+	[_IOC_NR(MMEDGE_IOC_QBUF)] = {
+		.cmd = MMEDGE_IOC_QBUF,
+		.min_size = MMEDGE_QBUF_SIZE_VER0,
+		.name = "QBUF",
+		.fn = mmedge_ioctl_qbuf,
+		.flags = MMEDGE_IOCTL_UNLOCKED,
+	},
+	[_IOC_NR(MMEDGE_IOC_DQBUF)] = {
+		.cmd = MMEDGE_IOC_DQBUF,
+		.min_size = MMEDGE_DQBUF_SIZE_VER0,
+		.name = "DQBUF",
+		.fn = mmedge_ioctl_dqbuf,
+	},
+	[_IOC_NR(MMEDGE_IOC_CHAN_STATS)] = {
+		.cmd = MMEDGE_IOC_CHAN_STATS,
+		.min_size = MMEDGE_CHAN_STATS_SIZE_VER0,
+		.name = "CHAN_STATS",
+		.fn = mmedge_ioctl_chan_stats,
+	},
+	[_IOC_NR(MMEDGE_IOC_BUS_CONFIG)] = {
+		.cmd = MMEDGE_IOC_BUS_CONFIG,
+		.min_size = MMEDGE_BUS_CONFIG_SIZE_VER0,
+		.name = "BUS_CONFIG",
+		.fn = mmedge_ioctl_bus_config,
+	},
+	[_IOC_NR(MMEDGE_IOC_XTS)] = {
+		.cmd = MMEDGE_IOC_XTS,
+		.min_size = MMEDGE_XTS_SIZE_VER0,
+		.name = "XTS",
+		.fn = mmedge_ioctl_xts,
+	},
+};
+
+/* The table is checked once, at module load (mmedge_ioctl_table_check()). */
+int mmedge_ioctl_init(void)
 {
-	return nr == _IOC_NR(MMEDGE_IOC_BUF_SYNC) ||
-	       nr == _IOC_NR(MMEDGE_IOC_QBUF);
+	return mmedge_ioctl_table_check(mmedge_ioctls, ARRAY_SIZE(mmedge_ioctls));
 }
 
 /* Largest kernel-side argument. */
@@ -139,7 +245,8 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	BUILD_BUG_ON(MMEDGE_BUF_SYNC_WRITE != DMA_BUF_SYNC_WRITE);
 	BUILD_BUG_ON(MMEDGE_BUF_SYNC_END != DMA_BUF_SYNC_END);
 
-	ret = mmedge_ioctl_lookup(cmd, &info);
+	ret = mmedge_ioctl_lookup(mmedge_ioctls, ARRAY_SIZE(mmedge_ioctls), cmd,
+				  &info);
 	if (ret)
 		return ret;
 
@@ -162,14 +269,14 @@ long mmedge_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		memset(kdata, 0, ksize);
 	}
 
-	unlocked = mmedge_ioctl_unlocked(_IOC_NR(cmd));
+	unlocked = info->flags & MMEDGE_IOCTL_UNLOCKED;
 	down_read(&mdev->lock);
 	ret = mdev->alive ? 0 : -ENODEV;
 	if (!ret && !unlocked)
-		ret = mmedge_ioctl_fns[_IOC_NR(cmd)](mf, kdata, &ctx);
+		ret = info->fn(mf, kdata, &ctx);
 	up_read(&mdev->lock);
 	if (!ret && unlocked)
-		ret = mmedge_ioctl_fns[_IOC_NR(cmd)](mf, kdata, &ctx);
+		ret = info->fn(mf, kdata, &ctx);
 	if (ret)
 		goto out;
 

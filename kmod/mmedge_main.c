@@ -24,8 +24,11 @@
 #include <linux/mmedge.h>
 
 #include "mmedge_buf.h"
+#include "mmedge_chan.h"
 #include "mmedge_compat.h"
 #include "mmedge_drv.h"
+#include "mmedge_import.h"
+#include "mmedge_limits.h"
 #include "mmedge_nl.h"
 
 #define MMEDGE_MAX_VIRTUAL	4
@@ -35,107 +38,11 @@ module_param(nr_virtual, int, 0444);
 MODULE_PARM_DESC(nr_virtual,
 		 "Virtual instances to create: -1 = one if the device tree has no mmedge node (default), 0..4 = that many");
 
-static unsigned int mem_limit_mb = 1024;
-module_param(mem_limit_mb, uint, 0644);
-MODULE_PARM_DESC(mem_limit_mb,
-		 "Cap on the memory of all mmedge buffers together, MiB (default 1024)");
-
-static unsigned int file_mem_limit_mb = 256;
-module_param(file_mem_limit_mb, uint, 0644);
-MODULE_PARM_DESC(file_mem_limit_mb,
-		 "Cap on the buffers allocated through one open file, MiB; also the largest buffer (default 256)");
-
-static unsigned int uid_mem_limit_mb = 512;
-module_param(uid_mem_limit_mb, uint, 0644);
-MODULE_PARM_DESC(uid_mem_limit_mb,
-		 "Cap on the buffers and imports one user (uid) holds on all instances, MiB; CAP_SYS_RESOURCE passes it (default 512)");
-
-static unsigned int uid_chan_limit = 32;
-module_param(uid_chan_limit, uint, 0644);
-MODULE_PARM_DESC(uid_chan_limit,
-		 "Channels one user (uid) may hold on all instances; CAP_SYS_RESOURCE passes it (default 32)");
-
-/* Bytes of all live buffers and imports, charged against mem_limit_mb. */
-atomic64_t mmedge_mem_used = ATOMIC64_INIT(0);
-
-u64 mmedge_mem_limit(void)
-{
-	return (u64)READ_ONCE(mem_limit_mb) << 20;
-}
-
-u64 mmedge_file_mem_limit(void)
-{
-	return min_t(u64, (u64)READ_ONCE(file_mem_limit_mb) << 20,
-		     mmedge_mem_limit());
-}
-
-u64 mmedge_uid_mem_limit(void)
-{
-	return (u64)READ_ONCE(uid_mem_limit_mb) << 20;
-}
-
-unsigned int mmedge_uid_chan_limit(void)
-{
-	return READ_ONCE(uid_chan_limit);
-}
-
 static dev_t mmedge_devt;
-
-/* Protects mmedge_devs: the live instances by id, for netlink. */
-static DEFINE_MUTEX(mmedge_devs_lock);
-static struct mmedge_dev *mmedge_devs[MMEDGE_MAX_DEVS];
-
-/**
- * mmedge_dev_get() - a live instance by index
- * @index: N of /dev/mmedgeN
- *
- * Return: the instance with a reference (mmedge_dev_put()), or NULL.
- */
-struct mmedge_dev *mmedge_dev_get(u32 index)
-{
-	struct mmedge_dev *mdev = NULL;
-
-	if (index >= MMEDGE_MAX_DEVS)
-		return NULL;
-	mutex_lock(&mmedge_devs_lock);
-	if (mmedge_devs[index]) {
-		mdev = mmedge_devs[index];
-		get_device(&mdev->dev);
-	}
-	mutex_unlock(&mmedge_devs_lock);
-	return mdev;
-}
-
-void mmedge_dev_put(struct mmedge_dev *mdev)
-{
-	put_device(&mdev->dev);
-}
 
 static struct class *mmedge_class;
 static DEFINE_IDA(mmedge_ida);
 static struct platform_device *mmedge_vdevs[MMEDGE_MAX_VIRTUAL];
-
-void mmedge_file_get(struct mmedge_file *mf)
-{
-	kref_get(&mf->ref);
-}
-
-static void mmedge_file_release(struct kref *ref)
-{
-	struct mmedge_file *mf = container_of(ref, struct mmedge_file, ref);
-
-	WARN_ON(!xa_empty(&mf->imports));
-	WARN_ON(atomic64_read(&mf->mem_used));
-	xa_destroy(&mf->imports);
-	mutex_destroy(&mf->imports_lock);
-	put_device(&mf->mdev->dev);
-	kfree(mf);
-}
-
-void mmedge_file_put(struct mmedge_file *mf)
-{
-	kref_put(&mf->ref, mmedge_file_release);
-}
 
 static int mmedge_open(struct inode *inode, struct file *file)
 {
@@ -517,9 +424,7 @@ static int mmedge_probe(struct platform_device *pdev)
 					   mmedge_debugfs_root);
 	debugfs_create_file("channels", 0444, mdev->debugfs, mdev,
 			    &mmedge_debugfs_channels_fops);
-	mutex_lock(&mmedge_devs_lock);
-	mmedge_devs[mdev->id] = mdev;
-	mutex_unlock(&mmedge_devs_lock);
+	mmedge_nl_dev_add(mdev);
 	dev_info(&pdev->dev, "%s instance /dev/%s, api %d\n",
 		 mdev->virtual ? "virtual" : "hardware", dev_name(&mdev->dev),
 		 MMEDGE_API_VERSION);
@@ -543,9 +448,7 @@ static void mmedge_remove(struct platform_device *pdev)
 {
 	struct mmedge_dev *mdev = platform_get_drvdata(pdev);
 
-	mutex_lock(&mmedge_devs_lock);
-	mmedge_devs[mdev->id] = NULL;
-	mutex_unlock(&mmedge_devs_lock);
+	mmedge_nl_dev_del(mdev);
 
 	debugfs_remove_recursive(mdev->debugfs);
 
@@ -632,8 +535,7 @@ static int __init mmedge_init(void)
 {
 	int ret;
 
-	if (!mem_limit_mb || !file_mem_limit_mb || !uid_mem_limit_mb ||
-	    !uid_chan_limit) {
+	if (!mmedge_limits_valid()) {
 		pr_err("mem_limit_mb, file_mem_limit_mb, uid_mem_limit_mb and uid_chan_limit must be > 0\n");
 		return -EINVAL;
 	}
@@ -641,6 +543,12 @@ static int __init mmedge_init(void)
 		pr_err("nr_virtual=%d out of range -1..%d\n",
 		       nr_virtual, MMEDGE_MAX_VIRTUAL);
 		return -EINVAL;
+	}
+
+	ret = mmedge_ioctl_init();
+	if (ret) {
+		pr_err("the ioctl table is inconsistent\n");
+		return ret;
 	}
 
 	ret = alloc_chrdev_region(&mmedge_devt, 0, MMEDGE_MAX_DEVS,

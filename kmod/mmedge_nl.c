@@ -11,6 +11,7 @@
 
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <net/genetlink.h>
@@ -20,6 +21,52 @@
 #include "mmedge_nl.h"
 
 #define MMEDGE_NL_MAX_ENTRIES	MMEDGE_MAX_CHANS
+
+/* Protects mmedge_devs: the live instances by id, for netlink. */
+static DEFINE_MUTEX(mmedge_devs_lock);
+static struct mmedge_dev *mmedge_devs[MMEDGE_MAX_DEVS];
+
+/**
+ * mmedge_dev_get() - a live instance by index
+ * @index: N of /dev/mmedgeN
+ *
+ * Return: the instance with a reference (mmedge_dev_put()), or NULL.
+ */
+struct mmedge_dev *mmedge_dev_get(u32 index)
+{
+	struct mmedge_dev *mdev = NULL;
+
+	if (index >= MMEDGE_MAX_DEVS)
+		return NULL;
+	mutex_lock(&mmedge_devs_lock);
+	if (mmedge_devs[index]) {
+		mdev = mmedge_devs[index];
+		get_device(&mdev->dev);
+	}
+	mutex_unlock(&mmedge_devs_lock);
+	return mdev;
+}
+
+void mmedge_dev_put(struct mmedge_dev *mdev)
+{
+	put_device(&mdev->dev);
+}
+
+/* @mdev is live: netlink may find it by its index. */
+void mmedge_nl_dev_add(struct mmedge_dev *mdev)
+{
+	mutex_lock(&mmedge_devs_lock);
+	mmedge_devs[mdev->id] = mdev;
+	mutex_unlock(&mmedge_devs_lock);
+}
+
+/* @mdev goes: netlink no longer finds it (references taken stay). */
+void mmedge_nl_dev_del(struct mmedge_dev *mdev)
+{
+	mutex_lock(&mmedge_devs_lock);
+	mmedge_devs[mdev->id] = NULL;
+	mutex_unlock(&mmedge_devs_lock);
+}
 
 static struct netlink_range_validation mmedge_nl_bus_range = {
 	.min = MMEDGE_BUS_MIN_BW,

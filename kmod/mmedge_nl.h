@@ -21,7 +21,9 @@ void mmedge_nl_chan_drop(struct mmedge_dev *mdev, u32 id, const char *name,
 			 u64 dropped);
 void mmedge_nl_engine_stall(struct mmedge_dev *mdev, u64 stall_ns);
 
-/* The instances, by index (mmedge_main.c). */
+/* The live instances, by index, for netlink's requests. */
+void mmedge_nl_dev_add(struct mmedge_dev *mdev);
+void mmedge_nl_dev_del(struct mmedge_dev *mdev);
 struct mmedge_dev *mmedge_dev_get(u32 index);
 void mmedge_dev_put(struct mmedge_dev *mdev);
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * mmedge: ioctl table and argument validation.
+ * mmedge: ioctl lookup and argument validation.
  *
- * Everything here works on kernel copies of the arguments and has no side
- * effects, so the rules of uapi/linux/mmedge.h can be tested by KUnit.
+ * Everything here works on kernel copies of the arguments (and on the
+ * ioctl table, which mmedge_ioctl.c holds) and has no side effects, so
+ * the rules of uapi/linux/mmedge.h can be tested by KUnit.
  */
 
 #include <linux/errno.h>
@@ -11,81 +12,12 @@
 #include <linux/ioctl.h>
 #include <linux/kernel.h>
 #include <linux/minmax.h>
+#include <linux/string.h>
 
+#include "mmedge_arb.h"
+#include "mmedge_src.h"
+#include "mmedge_ts.h"
 #include "mmedge_uapi.h"
-
-const struct mmedge_ioctl_info mmedge_ioctls[MMEDGE_IOCTL_NR_MAX] = {
-	[_IOC_NR(MMEDGE_IOC_QUERY_CAPS)] = {
-		.cmd = MMEDGE_IOC_QUERY_CAPS,
-		.min_size = MMEDGE_CAPS_SIZE_VER0,
-		.name = "QUERY_CAPS",
-	},
-	[_IOC_NR(MMEDGE_IOC_BUF_ALLOC)] = {
-		.cmd = MMEDGE_IOC_BUF_ALLOC,
-		.min_size = MMEDGE_BUF_ALLOC_SIZE_VER0,
-		.name = "BUF_ALLOC",
-	},
-	[_IOC_NR(MMEDGE_IOC_BUF_INFO)] = {
-		.cmd = MMEDGE_IOC_BUF_INFO,
-		.min_size = MMEDGE_BUF_INFO_SIZE_VER0,
-		.name = "BUF_INFO",
-	},
-	[_IOC_NR(MMEDGE_IOC_BUF_SYNC)] = {
-		.cmd = MMEDGE_IOC_BUF_SYNC,
-		.min_size = MMEDGE_BUF_SYNC_SIZE_VER0,
-		.name = "BUF_SYNC",
-	},
-	[_IOC_NR(MMEDGE_IOC_BUF_IMPORT)] = {
-		.cmd = MMEDGE_IOC_BUF_IMPORT,
-		.min_size = MMEDGE_BUF_IMPORT_SIZE_VER0,
-		.name = "BUF_IMPORT",
-	},
-	[_IOC_NR(MMEDGE_IOC_BUF_RELEASE)] = {
-		.cmd = MMEDGE_IOC_BUF_RELEASE,
-		.min_size = MMEDGE_BUF_RELEASE_SIZE_VER0,
-		.name = "BUF_RELEASE",
-	},
-	[_IOC_NR(MMEDGE_IOC_CHAN_CREATE)] = {
-		.cmd = MMEDGE_IOC_CHAN_CREATE,
-		.min_size = MMEDGE_CHAN_CREATE_SIZE_VER0,
-		.name = "CHAN_CREATE",
-	},
-	[_IOC_NR(MMEDGE_IOC_CHAN_CONFIG)] = {
-		.cmd = MMEDGE_IOC_CHAN_CONFIG,
-		.min_size = MMEDGE_CHAN_CONFIG_SIZE_VER0,
-		.name = "CHAN_CONFIG",
-	},
-	[_IOC_NR(MMEDGE_IOC_CHAN_DESTROY)] = {
-		.cmd = MMEDGE_IOC_CHAN_DESTROY,
-		.min_size = MMEDGE_CHAN_DESTROY_SIZE_VER0,
-		.name = "CHAN_DESTROY",
-	},
-	[_IOC_NR(MMEDGE_IOC_QBUF)] = {
-		.cmd = MMEDGE_IOC_QBUF,
-		.min_size = MMEDGE_QBUF_SIZE_VER0,
-		.name = "QBUF",
-	},
-	[_IOC_NR(MMEDGE_IOC_DQBUF)] = {
-		.cmd = MMEDGE_IOC_DQBUF,
-		.min_size = MMEDGE_DQBUF_SIZE_VER0,
-		.name = "DQBUF",
-	},
-	[_IOC_NR(MMEDGE_IOC_CHAN_STATS)] = {
-		.cmd = MMEDGE_IOC_CHAN_STATS,
-		.min_size = MMEDGE_CHAN_STATS_SIZE_VER0,
-		.name = "CHAN_STATS",
-	},
-	[_IOC_NR(MMEDGE_IOC_BUS_CONFIG)] = {
-		.cmd = MMEDGE_IOC_BUS_CONFIG,
-		.min_size = MMEDGE_BUS_CONFIG_SIZE_VER0,
-		.name = "BUS_CONFIG",
-	},
-	[_IOC_NR(MMEDGE_IOC_XTS)] = {
-		.cmd = MMEDGE_IOC_XTS,
-		.min_size = MMEDGE_XTS_SIZE_VER0,
-		.name = "XTS",
-	},
-};
 
 static bool mmedge_all_zero(const u64 *v, unsigned int n)
 {
@@ -99,6 +31,8 @@ static bool mmedge_all_zero(const u64 *v, unsigned int n)
 
 /**
  * mmedge_ioctl_lookup() - find the table entry for an ioctl command
+ * @table: the ioctl table, indexed by _IOC_NR()
+ * @n: its number of slots
  * @cmd: command as passed to unlocked_ioctl
  * @info: set to the entry on success
  *
@@ -108,14 +42,15 @@ static bool mmedge_all_zero(const u64 *v, unsigned int n)
  * Return: 0 on success; -ENOTTY for a foreign type, an unknown number or
  * a wrong direction; -EINVAL for a size below the first published one.
  */
-int mmedge_ioctl_lookup(unsigned int cmd, const struct mmedge_ioctl_info **info)
+int mmedge_ioctl_lookup(const struct mmedge_ioctl_info *table, unsigned int n,
+			unsigned int cmd, const struct mmedge_ioctl_info **info)
 {
 	const struct mmedge_ioctl_info *e;
 	unsigned int nr = _IOC_NR(cmd);
 
-	if (_IOC_TYPE(cmd) != MMEDGE_IOC_MAGIC || nr >= ARRAY_SIZE(mmedge_ioctls))
+	if (_IOC_TYPE(cmd) != MMEDGE_IOC_MAGIC || nr >= n)
 		return -ENOTTY;
-	e = &mmedge_ioctls[nr];
+	e = &table[nr];
 	if (!e->cmd || _IOC_DIR(cmd) != _IOC_DIR(e->cmd))
 		return -ENOTTY;
 	if (_IOC_SIZE(cmd) < e->min_size)
@@ -126,18 +61,49 @@ int mmedge_ioctl_lookup(unsigned int cmd, const struct mmedge_ioctl_info **info)
 
 /**
  * mmedge_ioctl_mask() - bit N set for every implemented ioctl number N
+ * @table: the ioctl table, indexed by _IOC_NR()
+ * @n: its number of slots
  *
  * Return: the mask reported in mmedge_caps.ioctls.
  */
-u64 mmedge_ioctl_mask(void)
+u64 mmedge_ioctl_mask(const struct mmedge_ioctl_info *table, unsigned int n)
 {
 	u64 mask = 0;
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(mmedge_ioctls); i++)
-		if (mmedge_ioctls[i].cmd)
+	for (i = 0; i < n && i < 64; i++)
+		if (table[i].cmd)
 			mask |= BIT_ULL(i);
 	return mask;
+}
+
+/**
+ * mmedge_ioctl_table_check() - is an ioctl table self-consistent?
+ * @table: the table, indexed by _IOC_NR()
+ * @n: its number of slots
+ *
+ * Every used slot holds a command of mmedge's type numbered where it
+ * sits, whose kernel size is at least its first published size and a
+ * multiple of 8 bytes, with a handler, a name and known flags.
+ *
+ * Return: 0, or -EINVAL at the first slot that is not.
+ */
+int mmedge_ioctl_table_check(const struct mmedge_ioctl_info *table,
+			     unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		const struct mmedge_ioctl_info *e = &table[i];
+
+		if (!e->cmd)
+			continue;
+		if (_IOC_NR(e->cmd) != i || _IOC_TYPE(e->cmd) != MMEDGE_IOC_MAGIC ||
+		    _IOC_SIZE(e->cmd) < e->min_size || _IOC_SIZE(e->cmd) % 8 ||
+		    !e->fn || !e->name || e->flags & ~MMEDGE_IOCTL_FLAGS_VALID)
+			return -EINVAL;
+	}
+	return 0;
 }
 
 /**
@@ -246,13 +212,206 @@ int mmedge_buf_import_check(const struct mmedge_buf_import *imp)
  * mmedge_buf_release_check() - validate a release request
  * @rel: kernel copy of the request
  *
- * Return: 0, or -EINVAL for non-zero flags, pad or reserved fields.
+ * Return: 0; -EINVAL for non-zero flags, pad or reserved fields; -ENOENT
+ * for an id that no import can have (0, above MMEDGE_MAX_IMPORTS).
  */
 int mmedge_buf_release_check(const struct mmedge_buf_release *rel)
 {
 	if (rel->flags || rel->pad)
 		return -EINVAL;
 	if (!mmedge_all_zero(rel->reserved, ARRAY_SIZE(rel->reserved)))
+		return -EINVAL;
+	if (!rel->id || rel->id > MMEDGE_MAX_IMPORTS)
+		return -ENOENT;
+	return 0;
+}
+
+/**
+ * mmedge_chan_create_check() - validate a channel creation request
+ * @c: kernel copy of the request
+ *
+ * Everything but the privilege (CAP_SYS_NICE for a weight above the
+ * default or the latency class) and the instance's state.
+ *
+ * Return: 0, or -EINVAL for an unknown dir, flags, pad, reserved or
+ * sensor_pad set, a sensor clock offset or drift out of range or set on
+ * a feed or copy channel, a bad name, a bad source config (feed, copy:
+ * not all zero), weight/class/cap out of range (0 weight and segment
+ * mean the defaults), a segment out of range or not a multiple of 64, an
+ * unknown overrun policy (feed, copy: not 0).
+ */
+int mmedge_chan_create_check(const struct mmedge_chan_create *c)
+{
+	u32 weight = c->weight ? c->weight : MMEDGE_WEIGHT_DEFAULT;
+	u32 segment = c->segment ? c->segment : MMEDGE_SEGMENT_DEFAULT;
+	int ret;
+
+	if (c->dir > MMEDGE_CHAN_COPY || c->flags || c->pad ||
+	    c->reserved[0] || c->reserved[1] || c->sensor_pad)
+		return -EINVAL;
+	ret = mmedge_sclk_check(c->sensor_offset_ns, c->sensor_drift_ppb);
+	if (ret)
+		return ret;
+	if (c->dir != MMEDGE_CHAN_CAPTURE &&
+	    (c->sensor_offset_ns || c->sensor_drift_ppb))
+		return -EINVAL;
+	ret = mmedge_name_check(c->name, sizeof(c->name));
+	if (ret)
+		return ret;
+	if (c->dir == MMEDGE_CHAN_CAPTURE)
+		ret = mmedge_src_check(&c->src);
+	else if (memchr_inv(&c->src, 0, sizeof(c->src)) || c->overrun)
+		ret = -EINVAL;
+	if (ret)
+		return ret;
+	ret = mmedge_arb_check_config(weight, c->class, c->cap);
+	if (ret)
+		return ret;
+	if (segment < MMEDGE_SEGMENT_MIN || segment > MMEDGE_SEGMENT_MAX ||
+	    segment % 64)
+		return -EINVAL;
+	if (c->overrun > MMEDGE_OVERRUN_DROP_OLDEST)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * mmedge_chan_config_check() - validate the fixed fields of a CHAN_CONFIG
+ * @c: kernel copy of the request
+ *
+ * The settings themselves are checked against the channel
+ * (mmedge_engine_apply()).
+ *
+ * Return: 0; -ENOENT for id 0; -EINVAL for reserved fields set.
+ */
+int mmedge_chan_config_check(const struct mmedge_chan_config *c)
+{
+	if (!c->id)
+		return -ENOENT;
+	if (!mmedge_all_zero(c->reserved, ARRAY_SIZE(c->reserved)))
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * mmedge_chan_destroy_check() - validate a CHAN_DESTROY request
+ * @d: kernel copy of the request
+ *
+ * Return: 0, or -EINVAL for flags or reserved set.
+ */
+int mmedge_chan_destroy_check(const struct mmedge_chan_destroy *d)
+{
+	if (d->flags || d->reserved)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * mmedge_qbuf_check() - validate a QBUF request on its own
+ * @q: kernel copy of the request
+ *
+ * Return: 0, or -EINVAL for unknown flags, reserved set, src_fd set
+ * without MMEDGE_QBUF_SRC.
+ */
+int mmedge_qbuf_check(const struct mmedge_qbuf *q)
+{
+	if (q->flags & ~MMEDGE_QBUF_FLAGS_VALID || q->reserved)
+		return -EINVAL;
+	if (!(q->flags & MMEDGE_QBUF_SRC) && q->src_fd)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * mmedge_qbuf_check_dir() - validate a QBUF request against its channel
+ * @q: kernel copy of the request
+ * @dir: the channel's direction, MMEDGE_CHAN_*
+ *
+ * A copy job needs MMEDGE_QBUF_SRC, the others must not have it; a
+ * capture buffer takes no bytesused, a feed or copy job needs one.
+ *
+ * Return: 0 or -EINVAL.
+ */
+int mmedge_qbuf_check_dir(const struct mmedge_qbuf *q, u32 dir)
+{
+	bool has_src = q->flags & MMEDGE_QBUF_SRC;
+	bool copy = dir == MMEDGE_CHAN_COPY;
+	bool capture = dir == MMEDGE_CHAN_CAPTURE;
+
+	if (has_src != copy || !q->bytesused != capture)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * mmedge_dqbuf_check() - validate a DQBUF request
+ * @d: kernel copy of the request
+ *
+ * Return: 0, or -EINVAL for unknown flags, pad or reserved set.
+ */
+int mmedge_dqbuf_check(const struct mmedge_dqbuf *d)
+{
+	if (d->flags & ~MMEDGE_DQBUF_FLAGS_VALID || d->pad || d->reserved)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * mmedge_chan_stats_check() - validate a CHAN_STATS request
+ * @st: kernel copy of the request
+ *
+ * Return: 0; -EINVAL for flags or reserved set; -ENOENT for id 0.
+ */
+int mmedge_chan_stats_check(const struct mmedge_chan_stats *st)
+{
+	if (st->flags || !mmedge_all_zero(st->reserved,
+					  ARRAY_SIZE(st->reserved)))
+		return -EINVAL;
+	if (!st->id)
+		return -ENOENT;
+	return 0;
+}
+
+/**
+ * mmedge_bus_config_check() - validate a BUS_CONFIG request
+ * @b: kernel copy of the request
+ *
+ * The privilege to set (CAP_SYS_ADMIN) is the handler's.
+ *
+ * Return: 0, or -EINVAL for set not 0 or 1, flags or reserved set, and
+ * when setting a bandwidth outside MMEDGE_BUS_MIN_BW..MMEDGE_BUS_MAX_BW.
+ */
+int mmedge_bus_config_check(const struct mmedge_bus_config *b)
+{
+	if (b->set > 1 || b->flags ||
+	    !mmedge_all_zero(b->reserved, ARRAY_SIZE(b->reserved)))
+		return -EINVAL;
+	if (b->set && (b->bandwidth < MMEDGE_BUS_MIN_BW ||
+		       b->bandwidth > MMEDGE_BUS_MAX_BW))
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * mmedge_xts_check() - validate a cross-timestamp request
+ * @x: kernel copy of the request
+ * @usize: the size of the caller's structure
+ *
+ * Return: 0, or -EINVAL for n_samples 0 or above MMEDGE_XTS_MAX_SAMPLES,
+ * unknown flags, pad or reserved set, chan set without MMEDGE_XTS_SENSOR
+ * or 0 with it, MMEDGE_XTS_SENSOR with @usize below MMEDGE_XTS_SIZE_VER1.
+ */
+int mmedge_xts_check(const struct mmedge_xts *x, unsigned int usize)
+{
+	bool sensor = x->flags & MMEDGE_XTS_SENSOR;
+
+	if (!x->n_samples || x->n_samples > MMEDGE_XTS_MAX_SAMPLES ||
+	    x->flags & ~MMEDGE_XTS_FLAGS_VALID || x->pad ||
+	    !mmedge_all_zero(x->reserved, ARRAY_SIZE(x->reserved)))
+		return -EINVAL;
+	if (sensor ? !x->chan : !!x->chan)
+		return -EINVAL;
+	if (sensor && usize < MMEDGE_XTS_SIZE_VER1)
 		return -EINVAL;
 	return 0;
 }

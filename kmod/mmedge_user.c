@@ -19,6 +19,7 @@
 #include <linux/spinlock.h>
 
 #include "mmedge_drv.h"
+#include "mmedge_limits.h"
 #include "mmedge_uapi.h"
 #include "mmedge_user.h"
 
