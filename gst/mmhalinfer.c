@@ -644,9 +644,27 @@ static GstFlowReturn ask(GstMmhalInfer *self, struct vframe *vf,
 	size_t len = 0;
 	GstBuffer *out;
 	gchar *prompt_prop;
+	gboolean on_change;
 
 	if (self->aw && self->audio_rate && awin_take(self->aw, &av) == 0)
 		have_audio = TRUE;
+	GST_OBJECT_LOCK(self);
+	on_change = self->on_change;
+	GST_OBJECT_UNLOCK(self);
+	if (have_audio && on_change) {
+		/* on-change: a window without speech-like energy is not asked
+		 * about (libmmhal's voice activity measure, its defaults) */
+		struct mmhal_vad vad;
+
+		if (mmhal_vad(av.pcm, av.n, self->audio_rate, -40.0f, 0.1f,
+			      &vad) == 0 && !vad.speech) {
+			GST_DEBUG_OBJECT(self, "audio window without speech (%.1f dBFS)",
+					 vad.max_dbfs);
+			awin_release(self->aw, av.idx);
+			av.idx = -1;
+			have_audio = FALSE;
+		}
+	}
 	if (!vf && have_audio) {
 		pts = av.start;
 		duration = GST_CLOCK_TIME_IS_VALID(av.end) &&
@@ -711,6 +729,10 @@ static GstFlowReturn ask(GstMmhalInfer *self, struct vframe *vf,
 
 	GST_INFO_OBJECT(self, "ask at %" GST_TIME_FORMAT ": evaluating %d chunks",
 			GST_TIME_ARGS(pts), n_chunks);
+	gst_element_post_message(GST_ELEMENT(self),
+		gst_message_new_element(GST_OBJECT(self),
+			gst_structure_new("mmhalinfer-asking",
+				"pts", G_TYPE_UINT64, (guint64)pts, NULL)));
 	t1 = mono_ns();
 	ret = mmhal_ctx_eval_prompt(self->ctx, prompt,
 				    (const struct mmhal_chunk *const *)chunks,
@@ -969,6 +991,16 @@ static gboolean vsink_setcaps(GstMmhalInfer *self, GstCaps *caps)
 				   caps));
 		return FALSE;
 	}
+	/* what the template cannot say: NV12 is read at half resolution
+	 * both ways (mmhal_image: even width and height) */
+	if (GST_VIDEO_INFO_FORMAT(&info) == GST_VIDEO_FORMAT_NV12 &&
+	    ((GST_VIDEO_INFO_WIDTH(&info) | GST_VIDEO_INFO_HEIGHT(&info)) & 1)) {
+		GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+				  ("NV12 %dx%d: libmmhal reads NV12 of even width and height",
+				   GST_VIDEO_INFO_WIDTH(&info),
+				   GST_VIDEO_INFO_HEIGHT(&info)), (NULL));
+		return FALSE;
+	}
 	self->vinfo = info;
 	self->have_vinfo = TRUE;
 	st = gst_caps_get_structure(caps, 0);
@@ -1063,9 +1095,16 @@ static gboolean sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
 		return ret;
 	}
 	case GST_EVENT_STREAM_START:
-		/* the video's, or the audio's when there is no video */
-		if (video || !gst_pad_is_linked(self->vsink))
-			return gst_pad_push_event(self->src, event);
+		/* the video's, or the audio's when there is no video; then
+		 * the answers' caps */
+		if (video || !gst_pad_is_linked(self->vsink)) {
+			GstCaps *caps = gst_pad_get_pad_template_caps(self->src);
+
+			ret = gst_pad_push_event(self->src, event);
+			gst_pad_push_event(self->src, gst_event_new_caps(caps));
+			gst_caps_unref(caps);
+			return ret;
+		}
 		gst_event_unref(event);
 		return TRUE;
 	case GST_EVENT_SEGMENT:
