@@ -16,7 +16,8 @@ PLUGIN=$(readlink -f "$1")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export GST_REGISTRY=$tmp/registry.bin
-export GST_PLUGIN_PATH=$(dirname "$PLUGIN")
+GST_PLUGIN_PATH=$(dirname "$PLUGIN")
+export GST_PLUGIN_PATH
 n=0 fails=0
 check() {
 	n=$((n + 1))
