@@ -2,13 +2,16 @@
 #
 # mmedge top-level build.
 #
-#   make            module, libhal, tools, selftests (installs deps first)
+#   make            module, libhal, tools, selftests, the GStreamer plugin
+#                   (installs deps first)
 #   make check      host tests + lint, KUnit on UML, kselftests in QEMU
 #   make check-fresh  make check on a fresh clone with an empty cache
 #   make demo       boot the VM, load the module, show what it does
 #   make bench      benchmarks in the VM (ratios measured in one run)
 #
 #   make install    build and install mmedge.ko into /lib/modules/$(KVER)/updates
+#   make gst-install   install the GStreamer plugin (libgstmmhal.so) into
+#                   GStreamer's plugin directory (DESTDIR honoured)
 #   make dkms-install  register the source with DKMS, build and install it
 #
 # KDIR=<kernel build dir> builds the module against another kernel.
@@ -31,7 +34,7 @@ DKMS_SRC ?= /usr/src/mmedge-$(VERSION)
 DKMS_FILES = dkms.conf Kbuild kmod/Kbuild kmod/Kconfig \
 	$(filter-out %.mod.c,$(wildcard kmod/*.[ch])) $(wildcard uapi/linux/*.h)
 
-all: module libhal tools selftests
+all: module libhal tools selftests gst
 
 deps:
 	@scripts/deps.sh
@@ -45,6 +48,13 @@ libhal: deps
 
 tools: libhal
 	$(MAKE) -C tools O=$(BUILD)/tools LIBHAL_O=$(BUILD)/libhal
+
+# The GStreamer plugin (gst/): element mmhalinfer, linked with libmmhal.a.
+gst: libhal
+	$(MAKE) -C gst O=$(BUILD)/gst LIBHAL_O=$(BUILD)/libhal
+
+gst-install: gst
+	$(MAKE) -C gst O=$(BUILD)/gst LIBHAL_O=$(BUILD)/libhal install
 
 selftests: deps
 	@scripts/linux-src.sh
@@ -88,7 +98,8 @@ bench: all
 clean:
 	@kdir=$(if $(KDIR),$(KDIR),$(KDIR_SH)); \
 	[ ! -d $$kdir ] || $(MAKE) -C $$kdir M=$(CURDIR) CONFIG_MMEDGE=m clean
-	rm -rf $(BUILD)/libhal $(BUILD)/tools $(BUILD)/selftests $(BUILD)/vm
+	rm -rf $(BUILD)/libhal $(BUILD)/tools $(BUILD)/selftests $(BUILD)/vm \
+		$(BUILD)/gst
 
-.PHONY: all deps module libhal tools selftests check check-fresh demo bench clean \
+.PHONY: all deps module libhal tools selftests gst gst-install check check-fresh demo bench clean \
 	modules_install install dkms-install

@@ -24,7 +24,10 @@ PKGS="linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user rsync
       libfftw3-dev libsodium-dev libpng-dev linux-headers-$K612-amd64
       qemu-system-arm dt-schema python3-yaml python3-jsonschema
-      trace-cmd linux-perf fsverity libfsverity-dev abigail-tools"
+      trace-cmd linux-perf fsverity libfsverity-dev
+      libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
+      gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-alsa
+      libasound2-dev libspeexdsp-dev alsa-utils abigail-tools"
 
 missing=""
 for p in $PKGS; do

@@ -58,6 +58,10 @@ fi
 full libhal_session "$B/libhal/tests/mmhal_session_test_san" \
 	--mmgguf "$B/libhal/mmgguf" /dev/mmedge0
 full mmrun tools/tests/mmrun_cli_test.sh "$B/tools/mmrun" "$B/libhal/mmgguf"
+# The GStreamer plugin: vivid's dma-bufs and snd-aloop's capture through
+# mmhalinfer (zero copy, PTS, leaks tracer, errors, flush, PLAYING -> NULL);
+# about 15 answers of a tiny model, 11 min measured on a loaded 2-core host.
+TEST_TIMEOUT=1800 full gst gst/tests/gst_guest_test.sh "$B/gst" "$B/libhal/mmgguf"
 # Signed models through fs-verity: on the scratch disk (ext4 made with -O
 # verity; 9p cannot hold verity files), the verity path against the copy.
 if [ "$all" = 1 ]; then

@@ -176,6 +176,38 @@ print("  peak RSS %.1f MiB, %.1f CPU s per minute, encoder runs %d (avoided %d),
     s["peak_rss_bytes"] / 1048576, s["cpu_s_per_min"], s["encoder_runs"], s["encoder_runs_avoided"], s["bytes_copied"]["total"]))
 PY
 
+step "GStreamer: v4l2src (vivid, dma-buf) ! mmhalinfer ! fakesink"
+echo "  vivid's NV12 frames as dma-bufs, imported into mmedge, fed through the"
+echo "  arbiter (stamped) and read in place by the image encoder; an answer at most"
+echo "  every second of stream time (ask-interval), with the frame's PTS (gst/)"
+modprobe vivid n_devs=1
+vivid=""
+for d in /sys/class/video4linux/video*; do
+	[ "$(cat "$d/name" 2>/dev/null)" = vivid-000-vid-cap ] && vivid=/dev/${d##*/}
+done
+export GST_PLUGIN_PATH=$PWD/$B/gst GST_REGISTRY=/tmp/gst-demo-registry.bin
+echo "  \$ gst-launch-1.0 -m v4l2src device=$vivid io-mode=dmabuf num-buffers=6 ! \\"
+echo "      video/x-raw,format=NV12,width=320,height=180,framerate=5/1 ! \\"
+echo "      mmhalinfer model=model.gguf mmproj=mmproj.gguf prompt=\"What do you see?\" \\"
+echo "      tiles=false n-predict=6 ! fakesink"
+gst-launch-1.0 -m v4l2src device="$vivid" io-mode=dmabuf num-buffers=6 ! \
+	video/x-raw,format=NV12,width=320,height=180,framerate=5/1 ! \
+	mmhalinfer model=$M/model.gguf mmproj=$M/mmproj.gguf prompt="What do you see?" \
+	tiles=false n-predict=6 threads=1 ! fakesink 2>&1 |
+	grep 'mmhalinfer-answer' | python3 -c '
+import re, sys
+def num(line, name):
+    m = re.search(r"[ ,]" + name + r"=\([a-z0-9]+\)([0-9.e+-]+)", line)
+    return float(m.group(1)) if m else float("nan")
+for line in sys.stdin:
+    print("  answer pts %.3f s = frame pts %.3f s; mmedge sof %.6f s MONOTONIC = running time %.3f s;"
+          " sof->first token %.1f ms; bytes copied %d, dma-buf frames %d" % (
+          num(line, "pts") / 1e9, num(line, "frame-pts") / 1e9, num(line, "sof-mono") / 1e9,
+          num(line, "sof-running-time") / 1e9, num(line, "sof-to-first-token-ms"),
+          num(line, "bytes-copied"), num(line, "dmabuf-frames")))
+'
+modprobe -r vivid 2>/dev/null || true
+
 step "unloading"
 rmmod mmedge
 echo "mmedge unloaded; /dev/mmedge0 $(test -e /dev/mmedge0 && echo still there || echo gone)"

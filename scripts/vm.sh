@@ -19,7 +19,7 @@
 # build/kmod-6.12) and the guest loads it (MMEDGE_KO).
 #
 # The initramfs holds busybox and the kernel's modules (vgem, vivid,
-# virtio/9p, virtio-blk and ext4 and their dependencies, modprobe-able). The host's root is
+# snd-aloop, virtio/9p, virtio-blk and ext4 and their dependencies, modprobe-able). The host's root is
 # mounted read-only over virtio-9p and the guest script runs chrooted in
 # it, so host-built binaries run with their libraries against the guest
 # kernel. Results come back through a second, writable 9p share.
@@ -99,6 +99,9 @@ MODS="$KROOT/lib/modules/$KVER"
 # Modules the guest needs, with all their dependencies (those built into
 # the kernel are skipped).
 WANT="virtio_pci 9pnet_virtio 9p vgem vivid virtio_blk crc32c_generic ext4"
+# ALSA's loopback card: the GStreamer plugin's microphone test plays a
+# clip into it and captures it back (gst/tests/gst_guest_test.sh).
+WANT="$WANT snd-aloop"
 # Of those, loaded by init before the host root can be mounted.
 BOOT_MODS="virtio_pci 9pnet_virtio 9p"
 
