@@ -1251,23 +1251,23 @@ static void test_sampler(void)
 			struct mmhal_sampler_params p;
 			uint32_t tail;
 		} big = { .p = mmhal_sampler_default_params() };
-		struct mmhal_sampler_params p = mmhal_sampler_default_params();
+		struct mmhal_sampler_params sp = mmhal_sampler_default_params();
 		int r0, r1, r2, r3, r4;
 
-		p.size = 0;
-		r0 = mmhal_sampler_create(&p, &s);
-		p = mmhal_sampler_default_params();
-		p.reserved[0] = 1;
-		r1 = mmhal_sampler_create(&p, &s);
+		sp.size = 0;
+		r0 = mmhal_sampler_create(&sp, &s);
+		sp = mmhal_sampler_default_params();
+		sp.reserved[0] = 1;
+		r1 = mmhal_sampler_create(&sp, &s);
 		big.p.size = sizeof(big);
 		big.tail = 7;
 		r2 = mmhal_sampler_create(&big.p, &s);
 		big.tail = 0;
 		r3 = mmhal_sampler_create(&big.p, &s);
 		mmhal_sampler_free(s);
-		p = mmhal_sampler_default_params();
-		p.size = offsetof(struct mmhal_sampler_params, reserved);
-		r4 = mmhal_sampler_create(&p, &s);
+		sp = mmhal_sampler_default_params();
+		sp.size = offsetof(struct mmhal_sampler_params, reserved);
+		r4 = mmhal_sampler_create(&sp, &s);
 		mmhal_sampler_free(s);
 		s = NULL;
 		tap_ok(r0 == -EINVAL && r1 == -EINVAL && r2 == -EINVAL &&
