@@ -42,9 +42,11 @@ struct mmhal_buf {
 	uint64_t size;
 	/* Import id to release on free; 0 for an mmedge buffer. */
 	uint64_t import_id;
+	/* The CPU mapping, made on first use (under dev->lock). */
 	void *map;
 	/* Channel whose slot holds this buffer while queued, or NULL, and
-	 * the slot's pointer to it (cleared if the buffer is freed first). */
+	 * the slot's pointer to it (cleared if the buffer is freed first);
+	 * both under dev->lock. */
 	struct mmhal_chan *chan;
 	struct mmhal_buf **ref;
 };
@@ -150,8 +152,13 @@ void mmhal_buf_free(struct mmhal_buf *buf)
 {
 	if (!buf)
 		return;
+	/* A queued buffer: its slot may be dequeued on another thread. */
+	mmhal_dev_lock(buf->dev);
 	if (buf->ref && *buf->ref == buf)
 		*buf->ref = NULL;
+	buf->chan = NULL;
+	buf->ref = NULL;
+	mmhal_dev_unlock(buf->dev);
 	if (buf->map)
 		munmap(buf->map, buf->size);
 	if (buf->import_id) {
@@ -180,22 +187,27 @@ uint64_t mmhal_buf_size(const struct mmhal_buf *buf)
 int mmhal_buf_map(struct mmhal_buf *buf, void **addr)
 {
 	void *p;
+	int ret;
 
 	if (!addr)
 		return -EINVAL;
 	*addr = NULL;
-	if (!buf)
+	if (!buf || !buf->size)
 		return -EINVAL;
+	/* Two threads mapping at once must not both mmap(). */
+	mmhal_dev_lock(buf->dev);
 	if (!buf->map) {
-		if (!buf->size)
-			return -EINVAL;
 		p = mmap(NULL, buf->size, PROT_READ | PROT_WRITE, MAP_SHARED,
 			 buf->fd, 0);
-		if (p == MAP_FAILED)
-			return -errno;
+		if (p == MAP_FAILED) {
+			ret = -errno;
+			mmhal_dev_unlock(buf->dev);
+			return ret;
+		}
 		buf->map = p;
 	}
 	*addr = buf->map;
+	mmhal_dev_unlock(buf->dev);
 	return 0;
 }
 

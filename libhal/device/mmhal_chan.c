@@ -120,6 +120,10 @@ struct mmhal_slot {
 	int used;
 };
 
+/*
+ * Everything but the slot table is set at creation and only read after:
+ * any thread may read it without a lock.
+ */
 struct mmhal_chan {
 	struct mmhal_dev *dev;
 	uint32_t id;
@@ -127,6 +131,7 @@ struct mmhal_chan {
 	uint32_t frame_size;
 	uint32_t meta_offset;
 	struct mmhal_sensor_clock clock;
+	/* Under the device handle's lock (mmhal_dev_lock()). */
 	struct mmhal_slot *slots;
 	size_t nr_slots;
 };
@@ -421,6 +426,8 @@ void mmhal_chan_destroy(struct mmhal_chan *chan)
 	/* Fails only if the channel is gone already. */
 	(void)mmhal_ioctl(mmhal_dev_fd(chan->dev), MMEDGE_IOC_CHAN_DESTROY,
 			  &d);
+	/* The queued buffers may be freed on other threads meanwhile. */
+	mmhal_dev_lock(chan->dev);
 	for (i = 0; i < chan->nr_slots; i++) {
 		if (!chan->slots[i].used)
 			continue;
@@ -429,6 +436,7 @@ void mmhal_chan_destroy(struct mmhal_chan *chan)
 		if (chan->slots[i].src)
 			mmhal_buf_detach(chan->slots[i].src);
 	}
+	mmhal_dev_unlock(chan->dev);
 	free(chan->slots);
 	free(chan);
 }
@@ -454,7 +462,7 @@ uint64_t mmhal_chan_buf_size(const struct mmhal_chan *chan)
 		      sizeof(struct mmhal_frame_meta) : 0;
 }
 
-/* Index of a free slot, growing the table; -ENOMEM. */
+/* Index of a free slot, growing the table; -ENOMEM. Dev lock held. */
 static long mmhal_chan_get_slot(struct mmhal_chan *chan)
 {
 	struct mmhal_slot *s;
@@ -481,21 +489,55 @@ static long mmhal_chan_get_slot(struct mmhal_chan *chan)
 	return (long)i;
 }
 
+/* Frees slot @i and unlinks its buffers. Dev lock held. */
+static void mmhal_chan_put_slot(struct mmhal_chan *chan, size_t i)
+{
+	struct mmhal_slot *s = &chan->slots[i];
+
+	if (s->buf)
+		mmhal_buf_detach(s->buf);
+	if (s->src)
+		mmhal_buf_detach(s->src);
+	memset(s, 0, sizeof(*s));
+}
+
 /*
  * QBUF of a job into a free slot: @src only for a copy, @bytesused 0 for
- * a capture buffer. The arguments are checked by the callers.
+ * a capture buffer. The arguments are checked by the callers, all but
+ * "already queued" (-EBUSY), which only holds under the lock.
+ *
+ * The slot is taken before the ioctl, since another thread's DQBUF may
+ * hand its cookie back before QBUF returns here, and given back if QBUF
+ * fails; the lock is not held across the ioctl.
  */
 static int mmhal_chan_qbuf(struct mmhal_chan *chan, struct mmhal_buf *buf,
 			   struct mmhal_buf *src, uint32_t bytesused,
 			   uint64_t cookie, int *fence_fd)
 {
 	struct mmedge_qbuf q;
+	struct mmhal_slot *s;
 	long slot;
 	int ret;
 
+	mmhal_dev_lock(chan->dev);
+	if (mmhal_buf_chan(buf) || (src && mmhal_buf_chan(src))) {
+		mmhal_dev_unlock(chan->dev);
+		return -EBUSY;
+	}
 	slot = mmhal_chan_get_slot(chan);
-	if (slot < 0)
+	if (slot < 0) {
+		mmhal_dev_unlock(chan->dev);
 		return (int)slot;
+	}
+	s = &chan->slots[slot];
+	s->used = 1;
+	s->buf = buf;
+	s->src = src;
+	s->cookie = cookie;
+	mmhal_buf_attach(buf, chan, &s->buf);
+	if (src)
+		mmhal_buf_attach(src, chan, &s->src);
+	mmhal_dev_unlock(chan->dev);
 
 	memset(&q, 0, sizeof(q));
 	q.chan = chan->id;
@@ -508,16 +550,12 @@ static int mmhal_chan_qbuf(struct mmhal_chan *chan, struct mmhal_buf *buf,
 	}
 	q.bytesused = bytesused;
 	ret = mmhal_ioctl(mmhal_dev_fd(chan->dev), MMEDGE_IOC_QBUF, &q);
-	if (ret < 0)
+	if (ret < 0) {
+		mmhal_dev_lock(chan->dev);
+		mmhal_chan_put_slot(chan, (size_t)slot);
+		mmhal_dev_unlock(chan->dev);
 		return ret;
-
-	chan->slots[slot].used = 1;
-	chan->slots[slot].buf = buf;
-	chan->slots[slot].src = src;
-	chan->slots[slot].cookie = cookie;
-	mmhal_buf_attach(buf, chan, &chan->slots[slot].buf);
-	if (src)
-		mmhal_buf_attach(src, chan, &chan->slots[slot].src);
+	}
 	if (fence_fd)
 		*fence_fd = q.fence_fd;
 	return 0;
@@ -533,8 +571,6 @@ int mmhal_chan_queue(struct mmhal_chan *chan, struct mmhal_buf *buf,
 		return -EINVAL;
 	if (mmhal_buf_size(buf) < mmhal_chan_buf_size(chan))
 		return -ENOSPC;
-	if (mmhal_buf_chan(buf))
-		return -EBUSY;
 	return mmhal_chan_qbuf(chan, buf, NULL, 0, cookie, fence_fd);
 }
 
@@ -547,8 +583,6 @@ int mmhal_chan_feed(struct mmhal_chan *chan, struct mmhal_buf *buf,
 	    chan->dir != MMHAL_CHAN_FEED || !bytesused ||
 	    bytesused > MMHAL_JOB_MAX || bytesused > mmhal_buf_size(buf))
 		return -EINVAL;
-	if (mmhal_buf_chan(buf))
-		return -EBUSY;
 	return mmhal_chan_qbuf(chan, buf, NULL, (uint32_t)bytesused, cookie,
 			       fence_fd);
 }
@@ -574,8 +608,6 @@ int mmhal_chan_copy(struct mmhal_chan *chan, struct mmhal_buf *dst,
 		return -EINVAL;
 	if (mmhal_buf_size(dst) < mmhal_copy_buf_size(bytesused))
 		return -ENOSPC;
-	if (mmhal_buf_chan(dst) || mmhal_buf_chan(src))
-		return -EBUSY;
 	return mmhal_chan_qbuf(chan, dst, src, (uint32_t)bytesused, cookie,
 			       fence_fd);
 }
@@ -600,7 +632,9 @@ int mmhal_chan_dequeue(struct mmhal_chan *chan, int timeout_ms,
 	else if (timeout_ms > 0)
 		d.timeout_ms = (uint32_t)timeout_ms;
 	/* else forever: the ioctl's timeout 0 */
-	/* mmhal_ioctl() returns EAGAIN as it is: no spinning here. */
+	/* mmhal_ioctl() returns EAGAIN as it is: no spinning here. No lock
+	 * is held while the driver waits: queueing on other threads goes
+	 * on meanwhile. */
 	ret = mmhal_ioctl(mmhal_dev_fd(chan->dev), MMEDGE_IOC_DQBUF, &d);
 	if (ret < 0)
 		return ret;
@@ -620,17 +654,16 @@ int mmhal_chan_dequeue(struct mmhal_chan *chan, int timeout_ms,
 	out->sensor_eof = d.sensor_eof;
 	out->checksum = d.checksum;
 
+	/* The wait is over: only the bookkeeping is locked. */
+	mmhal_dev_lock(chan->dev);
 	if (d.cookie >= 1 && d.cookie <= chan->nr_slots &&
 	    chan->slots[d.cookie - 1].used) {
 		s = &chan->slots[d.cookie - 1];
 		out->buf = s->buf;
 		out->cookie = s->cookie;
-		if (s->buf)
-			mmhal_buf_detach(s->buf);
-		if (s->src)
-			mmhal_buf_detach(s->src);
-		memset(s, 0, sizeof(*s));
+		mmhal_chan_put_slot(chan, (size_t)(d.cookie - 1));
 	}
+	mmhal_dev_unlock(chan->dev);
 	return 0;
 }
 

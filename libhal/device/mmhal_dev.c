@@ -9,6 +9,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -41,10 +42,31 @@ static_assert(sizeof(struct mmedge_caps) >= MMEDGE_CAPS_SIZE_VER0 &&
 	      sizeof(struct mmedge_caps) % 8 == 0, "struct mmedge_caps size");
 
 struct mmhal_dev {
+	/* Set at open and never changed: read without the lock. */
 	int fd;
 	/* Read once at open; the driver's capabilities do not change. */
 	struct mmhal_caps caps;
+	/*
+	 * Protects the userspace bookkeeping of every buffer and channel
+	 * made from this handle: the channels' slot tables (which buffer a
+	 * cookie stands for), the buffers' links to the slot holding them
+	 * (buf->chan, buf->ref) and their lazy CPU mappings. One lock for
+	 * all of them because a buffer moves between the channels of its
+	 * device. Held only around that bookkeeping, never across an ioctl:
+	 * the driver serialises its own state, and DQBUF may sleep.
+	 */
+	pthread_mutex_t lock;
 };
+
+void mmhal_dev_lock(struct mmhal_dev *dev)
+{
+	pthread_mutex_lock(&dev->lock);
+}
+
+void mmhal_dev_unlock(struct mmhal_dev *dev)
+{
+	pthread_mutex_unlock(&dev->lock);
+}
 
 int mmhal_ioctl(int fd, unsigned long req, void *arg)
 {
@@ -138,6 +160,9 @@ int mmhal_dev_open(const char *path, struct mmhal_dev **out)
 	if (ret < 0)
 		goto err_free;
 
+	ret = -pthread_mutex_init(&dev->lock, NULL);
+	if (ret < 0)
+		goto err_free;
 	dev->fd = fd;
 	*out = dev;
 	return 0;
@@ -155,6 +180,7 @@ void mmhal_dev_close(struct mmhal_dev *dev)
 		return;
 	/* Linux releases the fd even if close() fails; nothing to retry. */
 	close(dev->fd);
+	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 }
 
@@ -183,6 +209,10 @@ int mmhal_dev_wrap(int fd, const struct mmhal_caps *caps,
 	*out = NULL;
 	if (!dev)
 		return -ENOMEM;
+	if (pthread_mutex_init(&dev->lock, NULL)) {
+		free(dev);
+		return -ENOMEM;
+	}
 	dev->fd = fd;
 	if (caps)
 		dev->caps = *caps;

@@ -50,6 +50,15 @@ int mmhal_dev_wrap(int fd, const struct mmhal_caps *caps,
 		   struct mmhal_dev **out);
 
 /*
+ * mmhal_dev_lock() / mmhal_dev_unlock() - the device handle's lock, which
+ * guards the userspace bookkeeping of its buffers and channels (see
+ * struct mmhal_dev in mmhal_dev.c). Functions below that say "dev lock
+ * held" must be called between the two; none of them issues an ioctl.
+ */
+void mmhal_dev_lock(struct mmhal_dev *dev);
+void mmhal_dev_unlock(struct mmhal_dev *dev);
+
+/*
  * mmhal_buf_wrap() / mmhal_chan_wrap() - handles around things that are
  * not the driver's, for the host tests (a memfd as a buffer, a made-up
  * channel id and layout). mmhal_buf_wrap() takes ownership of @fd.
@@ -63,7 +72,7 @@ int mmhal_chan_wrap(struct mmhal_dev *dev, uint32_t id, uint32_t frame_size,
 
 /* mmhal_buf.c: a buffer is the device's (queue on its channels only). */
 struct mmhal_dev *mmhal_buf_dev(const struct mmhal_buf *buf);
-/* The channel a buffer is queued on, or NULL. */
+/* The channel a buffer is queued on, or NULL (dev lock held). */
 struct mmhal_chan *mmhal_buf_chan(const struct mmhal_buf *buf);
 
 /*
@@ -72,6 +81,7 @@ struct mmhal_chan *mmhal_buf_chan(const struct mmhal_buf *buf);
  * buffer, which mmhal_buf_free() of a queued buffer clears, so that no
  * dangling pointer is left behind (and mmhal_buf.c calls nothing of the
  * channel's). The channel attaches again when its slot table moves.
+ * Dev lock held.
  */
 void mmhal_buf_attach(struct mmhal_buf *buf, struct mmhal_chan *chan,
 		      struct mmhal_buf **ref);

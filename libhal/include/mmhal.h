@@ -21,20 +21,40 @@
  *    past this library's struct must be zero); one the library fills gets
  *    min(size, its own) bytes and keeps the caller's size.
  *
- * Threading:
+ * Threading (as llama.h and libcamera state theirs, per object):
  *
- *  - A device handle (struct mmhal_dev) may be used from one thread at a
- *    time; the caller serialises calls on the same handle. Distinct handles
- *    are independent and may be used concurrently, even when they refer to
- *    the same /dev/mmedgeN.
+ *  - The device layer's handles are thread-safe: a device handle (struct
+ *    mmhal_dev) and the buffers (struct mmhal_buf) and channels (struct
+ *    mmhal_chan) made from it may be used from several threads at once,
+ *    with the exceptions below. In particular one thread
+ *    may queue buffers on a channel (mmhal_chan_queue(), _feed(), _copy())
+ *    while others dequeue from it (mmhal_chan_dequeue(), blocking or not);
+ *    several threads may dequeue from one channel (each frame goes to one
+ *    of them); mmhal_buf_map(), the CPU access and sync calls, the
+ *    channel setters and the stats and cross-timestamp queries may run
+ *    anywhere.
+ *  - How: the driver serialises its own state, so ioctls are issued
+ *    without a lock; the library's bookkeeping (which buffer a dequeued
+ *    cookie stands for, whether a buffer is queued, a buffer's mapping) is
+ *    guarded by one mutex per device handle, held only for that
+ *    bookkeeping and never while a blocking mmhal_chan_dequeue() waits,
+ *    so a waiting thread does not hold up the others.
+ *  - Creation and destruction need the caller's ordering: a handle's
+ *    _close()/_destroy()/_free() must not run while another thread uses
+ *    that handle (or, for mmhal_dev_close(), any buffer or channel made
+ *    from it), and nothing may use a handle after its _close() began. Free
+ *    every buffer and channel before closing their device handle. Freeing
+ *    a queued buffer, or destroying a channel with buffers queued, while
+ *    other threads use other handles of the device is fine.
+ *  - A buffer is queued on one channel at a time: two threads queueing the
+ *    same buffer get one success and one -EBUSY.
  *  - Functions that take no handle (mmhal_strerror(), mmhal_version(),
- *    mmhal_cap_name(), mmhal_ioctl_name()) are thread-safe and return
- *    pointers to static, immutable strings.
- *  - Buffers (struct mmhal_buf) and channels (struct mmhal_chan) belong
- *    to the device handle they were made from and share its rule: calls on
- *    a device handle and on every buffer and channel made from it are
- *    serialised by the caller, as if they were one object. Free them all
- *    before closing the device handle.
+ *    mmhal_cap_name(), mmhal_ioctl_name(), mmhal_src_*(), the
+ *    *_default_params()) are thread-safe; the strings they return are
+ *    static and immutable.
+ *  - A clock fit (struct mmhal_clock_fit) keeps state between calls and is
+ *    not locked: one thread at a time per fit; distinct fits are
+ *    independent.
  *  - Memory returned by mmhal_buf_map() and the buffer's dma-buf fd
  *    (mmhal_buf_fd()) may be used from any thread and by other processes
  *    and devices; bracket CPU access with mmhal_buf_begin_cpu() /

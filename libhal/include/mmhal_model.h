@@ -33,7 +33,9 @@
  *    its model. The default session follows the model handle's rule.
  *  - A loaded mmproj is only read: mmhal_encode_image()/_audio() may run
  *    on several threads at once on one mmproj (each call uses its own
- *    worker threads). A chunk is immutable once made and may be evaluated
+ *    worker threads and, for audio that needs converting, its own
+ *    resampler). mmhal_mmproj_set_calibration() and
+ *    mmhal_mmproj_calib_update() change it: no encode may run meanwhile. A chunk is immutable once made and may be evaluated
  *    into any session of the model its mmproj was loaded for.
  *  - The library installs no signal handlers.
  *
@@ -831,12 +833,54 @@ struct mmhal_image {
 	size_t stride[2];
 };
 
-/* Mono signed 16-bit little-endian PCM, read in place. */
-struct mmhal_audio {
-	const int16_t *samples;
-	size_t n_samples;
-	uint32_t rate;		/* must be the mmproj's audio_rate */
+/* Sample formats of struct mmhal_audio. */
+enum mmhal_audio_format {
+	MMHAL_AUDIO_S16LE = 1,	/* signed 16-bit (the microphone's) */
+	MMHAL_AUDIO_S32LE = 2,	/* signed 32-bit */
+	MMHAL_AUDIO_F32LE = 3,	/* float, full scale -1.0 to 1.0 */
 };
+
+#define MMHAL_AUDIO_MAX_CHANNELS	8
+
+/*
+ * PCM for mmhal_encode_audio(): interleaved frames of @channels samples
+ * (little-endian, as the CPU's), read in place.
+ *
+ * Mono S16LE at the mmproj's audio_rate (mmhal_mmproj_info(), 16000) is
+ * what the encoder takes: it is read where it lies, with no copy. Any
+ * other input (S32LE or F32LE, 2 to 8 channels, or one of the other
+ * rates) is brought to it in one pass: the channels are averaged
+ * (down-mixed), and a rate other than the model's is converted by
+ * speexdsp's resampler (quality SPEEX_RESAMPLER_QUALITY_DESKTOP, 5)
+ * into one float buffer, the one copy, which
+ * mmhal_chunk_info.converted_bytes reports.
+ *
+ * Size-versioned as the params structs (common/mm_params.h's rule):
+ * @size is sizeof(struct mmhal_audio) (mmhal_audio_s16() sets it),
+ * @reserved must be zero.
+ */
+struct mmhal_audio {
+	uint32_t size;		/* sizeof(struct mmhal_audio) */
+	uint32_t format;	/* enum mmhal_audio_format */
+	uint32_t channels;	/* 1 to MMHAL_AUDIO_MAX_CHANNELS */
+	uint32_t rate;		/* Hz: 8000, 16000, 44100 or 48000 */
+	const void *samples;	/* n_frames x channels samples */
+	size_t n_frames;	/* samples per channel */
+	uint32_t reserved[4];	/* zero */
+};
+
+/* First published size of struct mmhal_audio. */
+#define MMHAL_AUDIO_SIZE_VER0	48
+
+/**
+ * mmhal_audio_s16() - a struct mmhal_audio for mono S16LE PCM
+ * @samples: @n_frames samples, read in place by the encoder.
+ * @rate: samples per second (the model's, 16000, for no copy).
+ *
+ * Return: the struct, by value, with @size set and the rest zero.
+ */
+MMHAL_API struct mmhal_audio mmhal_audio_s16(const int16_t *samples,
+					     size_t n_frames, uint32_t rate);
 
 /**
  * mmhal_mmproj_map_frames() / mmhal_mmproj_unmap_frames() - frames live in
@@ -867,8 +911,11 @@ MMHAL_API void mmhal_mmproj_unmap_frames(const struct mmhal_mmproj *proj,
  * model expects around them (SmolVLM's <fake_token_around_image>
  * <global-img> ... layout for idefics3).
  *
+ * Audio other than mono S16LE at the model's rate is converted once
+ * (struct mmhal_audio says how); the chunk's info counts that pass.
+ *
  * Return: 0; -ENOENT the mmproj has no such encoder, -EINVAL bad format,
- * size, stride or rate (err names it), -ENOMEM.
+ * size, stride, channel count or rate (err names the field), -ENOMEM.
  */
 MMHAL_API int mmhal_encode_image(const struct mmhal_mmproj *proj,
 				 const struct mmhal_image *img,
@@ -895,7 +942,12 @@ struct mmhal_chunk_info {
 				 * audio: 30 s windows */
 	double preprocess_ms;	/* pixels/mel from the input */
 	double encode_ms;	/* encoder + projector */
-	uint32_t reserved[8];
+	/* audio: bytes of PCM read by the one conversion pass (down-mix,
+	 * format, resampling) into a mono float buffer at the model's
+	 * rate; 0 when the PCM was used in place (S16LE mono at the
+	 * model's rate) and for images */
+	uint64_t converted_bytes;
+	uint32_t reserved[6];
 };
 
 MMHAL_API int mmhal_chunk_info(const struct mmhal_chunk *chunk,

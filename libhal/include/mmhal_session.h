@@ -64,10 +64,13 @@
  *  - A session is used by one thread at a time; the caller serialises
  *    every call on it.
  *  - A session calls into its device handle (dequeue, queue, CPU-access
- *    brackets) during mmhal_session_create(), _ask() and _destroy(): by
- *    mmhal.h's rule nothing else may use that handle (or its buffers and
- *    channels) meanwhile. Sessions that should ask concurrently on
- *    several threads each open their own device handle.
+ *    brackets) during mmhal_session_create(), _ask() and _destroy(). The
+ *    device handle is thread-safe (mmhal.h), so other threads may use it
+ *    and its other buffers and channels meanwhile; the session's own
+ *    channels are its alone (no queueing or dequeueing on them from
+ *    outside). Sessions that ask concurrently on several threads still
+ *    each open their own device handle (a session waits on the handle's
+ *    fd, which another session's frames would wake).
  *  - The model and mmproj are only read (sessions of one model may ask
  *    concurrently, each on its own mmhal_ctx); they must outlive every
  *    session made with them.
@@ -737,7 +740,7 @@ MMHAL_API int mmhal_imu_moved(const struct mmhal_imu_motion *m,
  * @type: MMHAL_SRC_CAMERA, MMHAL_SRC_MIC or MMHAL_SRC_IMU.
  *
  * For mmhal_chan_stats(), mmhal_chan_set_weight(), mmhal_frame_meta()
- * and the like (under the device handle's threading rule). Do not queue
+ * and the like (from any thread: mmhal.h's threading rule). Do not queue
  * or dequeue on it.
  *
  * Return: the channel, or NULL (no such source, NULL @s).

@@ -95,6 +95,7 @@ struct mmhal_chunk {
 	int n_embd;
 	int n_tiles;
 	double preprocess_ms, encode_ms;
+	uint64_t converted_bytes;	/* audio: mm_audio_input()'s bytes */
 	int32_t *toks;
 	int n_toks, cap_toks;
 	float *embd;		/* n_rows x n_embd */
@@ -461,6 +462,7 @@ MMHAL_API int mmhal_chunk_info(const struct mmhal_chunk *c,
 	i.n_tiles = c->n_tiles;
 	i.preprocess_ms = c->preprocess_ms;
 	i.encode_ms = c->encode_ms;
+	i.converted_bytes = c->converted_bytes;
 	return mm_params_out(out, &i, sizeof(i));
 }
 
@@ -697,6 +699,7 @@ MMHAL_API int mmhal_encode_audio(const struct mmhal_mmproj *mp,
 {
 	const struct mm_mmproj_audio *a;
 	struct mmhal_chunk *c = NULL;
+	struct mm_audio_in in;
 	float *mel = NULL;
 	size_t n_frames = 0, n_chunks, w = 0;
 	int ret, exact;
@@ -713,24 +716,16 @@ MMHAL_API int mmhal_encode_audio(const struct mmhal_mmproj *mp,
 	if (!a)
 		return mm_errf(-ENOENT, err, errlen,
 			       "the mmproj has no audio encoder");
-	if (!au)
-		return mm_errf(-EINVAL, err, errlen, "audio is NULL");
-	if (au->rate != MM_AUDIO_RATE)
-		return mm_errf(-EINVAL, err, errlen,
-			       "audio rate %u Hz, the encoder takes %u Hz",
-			       au->rate, MM_AUDIO_RATE);
-	if (!au->n_samples || !au->samples)
-		return mm_errf(-EINVAL, err, errlen,
-			       "audio has %s", au->samples ? "no samples" :
-			       "NULL samples");
-	/* the decoder positions must stay countable in an int */
-	if (au->n_samples > (size_t)1 << 31)
-		return mm_errf(-EINVAL, err, errlen,
-			       "audio of %zu samples is too long", au->n_samples);
 	exact = mp->params.audio_exact;
 	t0 = mm_api_ms();
-	ret = mm_audio_mel(mp->p, au->samples, au->n_samples, exact, &mel,
-			   &n_frames, err, errlen);
+	ret = mm_audio_input(au, &in, err, errlen);
+	if (ret)
+		return ret;
+	ret = in.s16 ? mm_audio_mel(mp->p, in.s16, in.n, exact, &mel,
+				    &n_frames, err, errlen) :
+		       mm_audio_mel_f32(mp->p, in.f32, in.n, exact, &mel,
+					&n_frames, err, errlen);
+	free(in.f32);
 	if (ret)
 		return ret;
 	c = mm_chunk_new(mp, MMHAL_CHUNK_AUDIO);
@@ -739,6 +734,7 @@ MMHAL_API int mmhal_encode_audio(const struct mmhal_mmproj *mp,
 		goto out;
 	}
 	c->preprocess_ms = mm_api_ms() - t0;
+	c->converted_bytes = in.bytes;
 	n_chunks = mm_audio_n_chunks(n_frames);
 	for (size_t k = 0; k < n_chunks; k++) {
 		const float *win;
@@ -775,7 +771,7 @@ MMHAL_API int mmhal_encode_audio(const struct mmhal_mmproj *mp,
 	if (!w) {
 		ret = mm_errf(-EINVAL, err, errlen,
 			      "audio of %zu samples gives no encoder window",
-			      au->n_samples);
+			      in.n);
 		goto out;
 	}
 	c->n_tiles = (int)w;
@@ -1097,15 +1093,23 @@ static int mm_cal_heldout(const struct mmhal_calib_heldout *ho,
 	for (int i = 0; i < ho->n_audio; i++, k++) {
 		const struct mmhal_audio *a = &ho->audio[i];
 
-		if (a->rate != MM_AUDIO_RATE || !a->samples || !a->n_samples) {
+		struct mm_audio_in in;
+
+		/* calibration captures are what the microphone gives */
+		ret = mm_audio_input(a, &in, err, errlen);
+		free(in.f32);
+		if (!ret && !in.s16)
+			ret = mm_errf(-EINVAL, err, errlen,
+				      "held-out audio %d: %u channels of format %u at %u Hz; calibration takes mono S16LE at %u Hz",
+				      i, a->channels, a->format, a->rate,
+				      MM_AUDIO_RATE);
+		if (ret) {
 			free(caps);
-			return mm_errf(-EINVAL, err, errlen,
-				       "held-out audio %d: %u Hz, %zu samples (%u Hz, at least one)",
-				       i, a->rate, a->n_samples, MM_AUDIO_RATE);
+			return ret;
 		}
 		caps[k].kind = MM_CAL_CAP_AUDIO;
-		caps[k].pcm = a->samples;
-		caps[k].n_samples = a->n_samples;
+		caps[k].pcm = in.s16;
+		caps[k].n_samples = in.n;
 	}
 	*out = caps;
 	*n = k;

@@ -307,6 +307,7 @@ int sess_route_window(struct mmhal_session *s, struct mmhal_chunk **chunk,
 	uint32_t begun, why = MMHAL_ROUTE_ALWAYS;
 	struct mmhal_vad vad = { 0 };
 	struct mmhal_audio au;
+	const int16_t *pcm = NULL;
 	uint64_t copied;
 	char e[256];
 	int ret;
@@ -315,9 +316,10 @@ int sess_route_window(struct mmhal_session *s, struct mmhal_chunk **chunk,
 	ret = window_begin(s, &begun);
 	if (ret)
 		goto out;
-	au.n_samples = need;
-	au.rate = (uint32_t)(x->src.rate_num / x->src.rate_den);
-	copied = window_pcm(s, skip, &au.samples);
+	au = mmhal_audio_s16(NULL, need,
+			     (uint32_t)(x->src.rate_num / x->src.rate_den));
+	copied = window_pcm(s, skip, &pcm);
+	au.samples = pcm;
 	if (copied) {
 		r->bytes_copied += copied;
 		r->flags |= MMHAL_RESULT_AUDIO_COPIED;

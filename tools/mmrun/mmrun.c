@@ -1169,8 +1169,8 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		r = mmhal_encode_audio(aproj,
-				       &(struct mmhal_audio){ pcm, n,
-							      (uint32_t)pi.audio_rate },
+				       (struct mmhal_audio[]){ mmhal_audio_s16(
+					       pcm, n, (uint32_t)pi.audio_rate) },
 				       &chunks[n_chunks], err, sizeof(err));
 		free(pcm);
 		if (r) {

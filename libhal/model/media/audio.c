@@ -189,9 +189,10 @@ static void au_filters(struct au_filt *fb, int n_mel)
 	}
 }
 
-int mm_audio_mel(const struct mm_mmproj *p, const int16_t *pcm, size_t n,
-		 int exact, float **mel, size_t *n_frames, char *err,
-		 size_t errlen)
+/* The front end on S16 (pcm) or float (f32, already x) samples. */
+static int au_mel(const struct mm_mmproj *p, const int16_t *pcm,
+		  const float *f32, size_t n, int exact, float **mel,
+		  size_t *n_frames, char *err, size_t errlen)
 {
 	const struct mm_mmproj_audio *a = au_get(p);
 	struct au_filt *fb = NULL;
@@ -211,9 +212,10 @@ int mm_audio_mel(const struct mm_mmproj *p, const int16_t *pcm, size_t n,
 		return mm_errf(p ? -ENOENT : -EINVAL, err, errlen,
 			       p ? "the mmproj has no audio encoder" :
 			       "audio mel: NULL mmproj");
-	if (!pcm || !mel || !n_frames)
+	if ((!pcm && !f32) || !mel || !n_frames)
 		return mm_errf(-EINVAL, err, errlen, "audio mel: NULL %s",
-			       !pcm ? "samples" : !mel ? "mel" : "n_frames");
+			       !pcm && !f32 ? "samples" : !mel ? "mel" :
+			       "n_frames");
 	if (!n)
 		return mm_errf(-EINVAL, err, errlen, "audio mel: no samples");
 	if (n > INT_MAX)
@@ -260,7 +262,8 @@ int mm_audio_mel(const struct mm_mmproj *p, const int16_t *pcm, size_t n,
 
 			if (s < 0)	/* reflection of x[1..200] */
 				s = -s;
-			v = s < (long)n ? pcm[s] / 32768.0f : 0.0f;
+			v = s >= (long)n ? 0.0f : pcm ? pcm[s] / 32768.0f :
+			    f32[s];
 			in[j] = hann[j] * v;
 		}
 		fftwf_execute_dft_r2c(au_plan, in, out);
@@ -308,6 +311,20 @@ fail:
 	fftwf_free(out);
 	free(data);
 	return ret;
+}
+
+int mm_audio_mel(const struct mm_mmproj *p, const int16_t *pcm, size_t n,
+		 int exact, float **mel, size_t *n_frames, char *err,
+		 size_t errlen)
+{
+	return au_mel(p, pcm, NULL, n, exact, mel, n_frames, err, errlen);
+}
+
+int mm_audio_mel_f32(const struct mm_mmproj *p, const float *x, size_t n,
+		     int exact, float **mel, size_t *n_frames, char *err,
+		     size_t errlen)
+{
+	return au_mel(p, NULL, x, n, exact, mel, n_frames, err, errlen);
 }
 
 /* ---- encoder ---------------------------------------------------------- */

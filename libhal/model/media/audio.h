@@ -90,6 +90,31 @@ MM_MODEL_API int mm_audio_mel(const struct mm_mmproj *p, const int16_t *pcm,
 			      size_t n, int exact, float **mel,
 			      size_t *n_frames, char *err, size_t errlen);
 
+/* As mm_audio_mel(), on float samples x (s16 / 32768's scale). */
+MM_MODEL_API int mm_audio_mel_f32(const struct mm_mmproj *p, const float *x,
+				  size_t n, int exact, float **mel,
+				  size_t *n_frames, char *err, size_t errlen);
+
+/*
+ * The caller's PCM (struct mmhal_audio, checked: err names the field) as
+ * the front end takes it (audio_in.c): mono S16LE at MM_AUDIO_RATE is used
+ * in place (s16 set, f32 NULL, bytes 0); anything else is down-mixed (the
+ * channels' mean) and, at another rate, resampled by speexdsp, in one
+ * pass into f32 (malloc'd: free() it; bytes: the PCM bytes read). n: the
+ * samples at MM_AUDIO_RATE, at most INT_MAX.
+ */
+struct mmhal_audio;
+struct mm_audio_in {
+	const int16_t *s16;
+	float *f32;
+	size_t n;
+	uint64_t bytes;
+};
+
+MM_MODEL_API int mm_audio_input(const struct mmhal_audio *au,
+				struct mm_audio_in *in, char *err,
+				size_t errlen);
+
 /* Encoder windows in n_frames mel frames: ceil(n_frames / 3000). */
 MM_MODEL_API size_t mm_audio_n_chunks(size_t n_frames);
 /*

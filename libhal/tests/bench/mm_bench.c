@@ -368,8 +368,9 @@ static int ask(struct mmhal_ctx *ctx, const struct mmhal_mmproj *p,
 		fprintf(stderr, "mm_bench: image: %s\n", err);
 		return -EIO;
 	}
-	if (pcm && mmhal_encode_audio(p, &(struct mmhal_audio){ pcm, WIN_SAMPLES,
-								  16000 },
+	if (pcm && mmhal_encode_audio(p, (struct mmhal_audio[]){
+				      mmhal_audio_s16(pcm, WIN_SAMPLES,
+						      16000) },
 				      &aud, err, sizeof(err))) {
 		fprintf(stderr, "mm_bench: audio: %s\n", err);
 		return -EIO;
@@ -487,8 +488,9 @@ static void run_cfg(const struct cfg *c, struct res *r)
 			struct mmhal_chunk *ac = NULL;
 
 			mmhal_chunk_info(ic, &ci);
-			if (!mmhal_encode_audio(p, &(struct mmhal_audio){ pcm,
-					WIN_SAMPLES, 16000 }, &ac, err,
+			if (!mmhal_encode_audio(p, (struct mmhal_audio[]){
+					mmhal_audio_s16(pcm, WIN_SAMPLES,
+							16000) }, &ac, err,
 					sizeof(err)))
 				mmhal_chunk_info(ac, &ca);
 			mmhal_chunk_free(ac);

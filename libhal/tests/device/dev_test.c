@@ -5,7 +5,8 @@
  *	mmhal_dev_test [--skip-missing] [DEVICE]
  *
  * Covers the device layer, buffers (allocate, map, sync, import), the bus
- * model, cross-timestamps, and a camera channel streaming end to end.
+ * model, cross-timestamps, a camera channel streaming end to end, and a
+ * channel queued on one thread and dequeued on another.
  * DEVICE defaults to /dev/mmedge0. Prints TAP; exits 0 if every test
  * passed, 1 otherwise. A missing DEVICE is a failure, unless --skip-missing
  * is given: then the whole run is skipped ("1..0 # SKIP") and exits 0.
@@ -17,6 +18,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -441,6 +443,102 @@ static void test_chan_free_queued_buf(void)
 	mmhal_chan_destroy(chan);
 }
 
+/*
+ * mmhal.h's threading contract on a real channel: this thread queues, a
+ * second one dequeues and hands the buffers back through a small pool.
+ */
+#define MT_BUFS		4
+#define MT_FRAMES	200
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t back;
+	struct mmhal_chan *chan;
+	struct mmhal_buf *bufs[MT_BUFS];
+	uint64_t free[MT_BUFS];		/* cookies of dequeued buffers */
+	int n_free, n_frames, bad;	/* under lock */
+} mt = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.back = PTHREAD_COND_INITIALIZER,
+};
+
+static void *mt_consumer(void *arg)
+{
+	struct mmhal_frame fr;
+	int i, ret;
+
+	(void)arg;
+	for (i = 0; i < MT_FRAMES; i++) {
+		ret = mmhal_chan_dequeue(mt.chan, 5000, &fr);
+		pthread_mutex_lock(&mt.lock);
+		if (ret < 0 || fr.cookie >= MT_BUFS ||
+		    fr.buf != mt.bufs[fr.cookie]) {
+			mt.bad++;
+			mt.n_frames = MT_FRAMES;	/* stop the producer */
+			pthread_cond_signal(&mt.back);
+			pthread_mutex_unlock(&mt.lock);
+			break;
+		}
+		mt.free[mt.n_free++] = fr.cookie;
+		mt.n_frames++;
+		pthread_cond_signal(&mt.back);
+		pthread_mutex_unlock(&mt.lock);
+	}
+	return NULL;
+}
+
+static void test_chan_two_threads(void)
+{
+	struct mmhal_src src = mmhal_src_imu(1000, 4);
+	pthread_t t;
+	uint64_t cookie;
+	int i, ret, queued = 0;
+
+	if (!dev)
+		FAIL("no device handle");
+	if (!have(MMHAL_CAP_CHANNELS))
+		SKIP("no channels");
+	ret = mmhal_chan_create(dev, &src, NULL, &mt.chan);
+	if (ret < 0)
+		FAIL("mmhal_chan_create: %s", mmhal_strerror(ret));
+	for (i = 0; i < MT_BUFS; i++) {
+		ret = mmhal_buf_alloc(dev, mmhal_chan_buf_size(mt.chan), NULL,
+				      &mt.bufs[i]);
+		if (ret < 0) {
+			tap_diag("mmhal_buf_alloc: %s", mmhal_strerror(ret));
+			tap_cur_failed = 1;
+			goto out;
+		}
+		mt.free[mt.n_free++] = (uint64_t)i;
+	}
+	if (pthread_create(&t, NULL, mt_consumer, NULL)) {
+		tap_diag("pthread_create failed");
+		tap_cur_failed = 1;
+		goto out;
+	}
+	for (;;) {
+		pthread_mutex_lock(&mt.lock);
+		while (!mt.n_free && mt.n_frames < MT_FRAMES)
+			pthread_cond_wait(&mt.back, &mt.lock);
+		if (mt.n_frames >= MT_FRAMES || queued >= MT_FRAMES) {
+			pthread_mutex_unlock(&mt.lock);
+			break;
+		}
+		cookie = mt.free[--mt.n_free];
+		pthread_mutex_unlock(&mt.lock);
+		CHECK_INT(mmhal_chan_queue(mt.chan, mt.bufs[cookie], cookie,
+					   NULL), 0);
+		queued++;
+	}
+	pthread_join(t, NULL);
+	CHECK_INT(mt.bad, 0);
+	CHECK_INT(mt.n_frames, MT_FRAMES);
+out:
+	mmhal_chan_destroy(mt.chan);
+	for (i = 0; i < MT_BUFS; i++)
+		mmhal_buf_free(mt.bufs[i]);
+}
+
 static void test_close(void)
 {
 	mmhal_dev_close(dev);
@@ -465,6 +563,7 @@ static const struct tap_test tests[] = {
 	TAP_TEST(test_chan_nonblocking),
 	TAP_TEST(test_chan_camera_stream),
 	TAP_TEST(test_chan_free_queued_buf),
+	TAP_TEST(test_chan_two_threads),
 	TAP_TEST(test_close),
 };
 

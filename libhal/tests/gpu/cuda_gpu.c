@@ -431,8 +431,7 @@ static void enc_run(const struct mmhal_model *llm, const char *proj,
 	struct mmhal_image im = { .format = MMHAL_IMAGE_RGB24, .width = 64,
 				  .height = 48, .plane = { rgb },
 				  .stride = { 64 * 3 } };
-	struct mmhal_audio au = { .samples = pcm, .n_samples = 32000,
-				  .rate = 16000 };
+	struct mmhal_audio au = mmhal_audio_s16(pcm, 32000, 16000);
 	struct mmhal_mmproj *p = NULL;
 	struct mmhal_chunk *c = NULL;
 

@@ -567,11 +567,8 @@ static void cap_images(struct mm_cal_capture *caps, int n, struct mmhal_image *i
 			x->stride[0] = caps[i].im.stride[0];
 			x->stride[1] = caps[i].im.stride[1];
 		} else {
-			struct mmhal_audio *a = &au[(*na)++];
-
-			a->samples = caps[i].pcm;
-			a->n_samples = caps[i].n_samples;
-			a->rate = 16000;
+			au[(*na)++] = mmhal_audio_s16(caps[i].pcm,
+						      caps[i].n_samples, 16000);
 		}
 	}
 }

@@ -310,8 +310,7 @@ static void run_proj(const struct mmhal_model *llm, const char *proj,
 	struct mmhal_image im = { .format = MMHAL_IMAGE_RGB24, .width = 48,
 				  .height = 40, .plane = { rgb },
 				  .stride = { 48 * 3 } };
-	struct mmhal_audio au = { .samples = pcm, .n_samples = 16000,
-				  .rate = 16000 };
+	struct mmhal_audio au = mmhal_audio_s16(pcm, 16000, 16000);
 
 	memset(r, 0, sizeof(*r));
 	for (size_t i = 0; i < sizeof(rgb); i++)

@@ -23,6 +23,7 @@
  * marker count, image format/stride/planes, sample rate, context full).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -347,8 +348,9 @@ static void e2e(int t, const char *proj, const char *what,
 	}
 	n_vocab = mi.n_vocab;
 	ret = img ? mmhal_encode_image(p, img, &c, err, sizeof(err)) :
-		    mmhal_encode_audio(p, &(struct mmhal_audio){ pcm, n_pcm,
-								16000 },
+		    mmhal_encode_audio(p, (struct mmhal_audio[]){
+					       mmhal_audio_s16(pcm, n_pcm,
+							       16000) },
 				       &c, err, sizeof(err));
 	if (ret || mmhal_chunk_info(c, &ci)) {
 		tap_ok(0, "%s %s: encode: %s", what, tname[t], err);
@@ -482,12 +484,12 @@ static void test_exact_counts(void)
 			want_l = (50 + sf - 1) / sf;
 		}
 		if (px && pl && a)
-			ret = mmhal_encode_audio(px, &(struct mmhal_audio){
-							 pcm, 16000, 16000 },
+			ret = mmhal_encode_audio(px, (struct mmhal_audio[]){
+				mmhal_audio_s16(pcm, 16000, 16000) },
 						 &cx, err, sizeof(err));
 		if (!ret)
-			ret = mmhal_encode_audio(pl, &(struct mmhal_audio){
-							 pcm, 16000, 16000 },
+			ret = mmhal_encode_audio(pl, (struct mmhal_audio[]){
+				mmhal_audio_s16(pcm, 16000, 16000) },
 						 &cl, err, sizeof(err));
 		if (!ret)
 			ret = mmhal_chunk_info(cx, &ix) ||
@@ -794,15 +796,18 @@ static void test_input_errors(void)
 	       "image: zero height rejected: \"%s\"", err);
 	frame_free(&f);
 
-	ret = mmhal_encode_audio(p, &(struct mmhal_audio){ pcm, 8000, 44100 },
+	ret = mmhal_encode_audio(p, (struct mmhal_audio[]){
+					 mmhal_audio_s16(pcm, 8000, 22050) },
 				 &c, err, sizeof(err));
-	tap_ok(ret == -EINVAL && !c && strstr(err, "44100"),
-	       "audio: 44100 Hz rejected: \"%s\"", err);
-	ret = mmhal_encode_audio(p, &(struct mmhal_audio){ pcm, 0, 16000 },
+	tap_ok(ret == -EINVAL && !c && strstr(err, "audio.rate 22050"),
+	       "audio: 22050 Hz rejected: \"%s\"", err);
+	ret = mmhal_encode_audio(p, (struct mmhal_audio[]){
+					 mmhal_audio_s16(pcm, 0, 16000) },
 				 &c, err, sizeof(err));
 	tap_ok(ret == -EINVAL && !c, "audio: no samples rejected: \"%s\"",
 	       err);
-	ret = mmhal_encode_audio(pe, &(struct mmhal_audio){ pcm, 8000, 16000 },
+	ret = mmhal_encode_audio(pe, (struct mmhal_audio[]){
+					 mmhal_audio_s16(pcm, 8000, 16000) },
 				 &c, err, sizeof(err));
 	tap_ok(ret == -EINVAL && !c && strstr(err, "3000"),
 	       "audio: exact mode's 3000-frame windows on a 64-position encoder rejected: \"%s\"",
@@ -811,6 +816,188 @@ out:
 	free(pcm);
 	mmhal_mmproj_free(p);
 	mmhal_mmproj_free(pe);
+	mmhal_model_free(m);
+}
+
+/*
+ * Audio formats: the same sound given as another format, channel count or
+ * rate gives the embeddings of its 16 kHz mono S16 form (down-mixed and
+ * resampled by speexdsp in one pass, which the chunk counts).
+ */
+#define AF_SECONDS	1
+
+/* The test sound at @rate: two tones well inside 0-4 kHz. */
+static double af_tone(double t)
+{
+	return 0.30 * sin(2 * M_PI * 440.0 * t) +
+	       0.15 * sin(2 * M_PI * 1250.0 * t + 0.5);
+}
+
+/* A part that cancels in the down-mix: +d on even, -d on odd channels. */
+static double af_side(double t, uint32_t c)
+{
+	return (c & 1 ? -0.1 : 0.1) * sin(2 * M_PI * 3000.0 * t);
+}
+
+static void *af_make(uint32_t format, uint32_t ch, uint32_t rate)
+{
+	size_t n = (size_t)rate * AF_SECONDS;
+	size_t bytes = format == MMHAL_AUDIO_S16LE ? 2 : 4;
+	void *buf = malloc(n * ch * bytes);
+
+	if (!buf)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t c = 0; c < ch; c++) {
+			double t = (double)i / rate;
+			double v = af_tone(t) + (ch > 1 ? af_side(t, c) : 0);
+			size_t k = i * ch + c;
+
+			if (format == MMHAL_AUDIO_S16LE)
+				((int16_t *)buf)[k] = (int16_t)lrint(v * 32767);
+			else if (format == MMHAL_AUDIO_S32LE)
+				((int32_t *)buf)[k] =
+					(int32_t)llrint(v * 2147483647.0);
+			else
+				((float *)buf)[k] = (float)v;
+		}
+	return buf;
+}
+
+/* cosine of all rows together, and the smallest of each row's */
+static void af_cos(const float *a, const float *b, int rows, int n,
+		   double *all, double *row_min)
+{
+	double ab = 0, aa = 0, bb = 0;
+
+	*row_min = 1;
+	for (int r = 0; r < rows; r++) {
+		double rab = 0, raa = 0, rbb = 0, cs;
+
+		for (int j = 0; j < n; j++) {
+			double x = a[(size_t)r * n + j];
+			double y = b[(size_t)r * n + j];
+
+			rab += x * y;
+			raa += x * x;
+			rbb += y * y;
+		}
+		cs = rab / sqrt(raa * rbb + 1e-30);
+		if (cs < *row_min)
+			*row_min = cs;
+		ab += rab;
+		aa += raa;
+		bb += rbb;
+	}
+	*all = ab / sqrt(aa * bb + 1e-30);
+}
+
+static void test_audio_formats(void)
+{
+	static const struct {
+		uint32_t format, channels, rate;
+		const char *what;
+	} cases[] = {
+		{ MMHAL_AUDIO_S32LE, 2, 48000, "48 kHz stereo S32LE" },
+		{ MMHAL_AUDIO_F32LE, 1, 44100, "44.1 kHz mono F32LE" },
+		{ MMHAL_AUDIO_S16LE, 8, 16000, "16 kHz 8-channel S16LE" },
+		{ MMHAL_AUDIO_F32LE, 8, 48000, "48 kHz 8-channel F32LE" },
+		{ MMHAL_AUDIO_S16LE, 1, 8000, "8 kHz mono S16LE" },
+		{ MMHAL_AUDIO_S32LE, 1, 16000, "16 kHz mono S32LE" },
+	};
+	struct mmhal_model *m = load_llm(0);
+	struct mmhal_mmproj *p = m ? load_proj(proj_path[0], m, 1, 0) : NULL;
+	struct mmhal_chunk_info ri = { .size = sizeof(ri) };
+	struct mmhal_chunk *ref = NULL, *c = NULL;
+	struct mmhal_audio au;
+	int16_t *s16 = af_make(MMHAL_AUDIO_S16LE, 1, 16000);
+	char err[256] = "";
+	int ret;
+
+	if (!p || !s16) {
+		tap_ok(0, "audio formats: load");
+		goto out;
+	}
+	au = mmhal_audio_s16(s16, 16000 * AF_SECONDS, 16000);
+	ret = mmhal_encode_audio(p, &au, &ref, err, sizeof(err));
+	if (ret || mmhal_chunk_info(ref, &ri)) {
+		tap_ok(0, "audio formats: 16 kHz mono S16LE reference: %s",
+		       err);
+		goto out;
+	}
+	tap_ok(ri.converted_bytes == 0,
+	       "audio: 16 kHz mono S16LE read in place (converted_bytes %" PRIu64 ")",
+	       ri.converted_bytes);
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct mmhal_chunk_info ci = { .size = sizeof(ci) };
+		void *pcm = af_make(cases[k].format, cases[k].channels,
+				    cases[k].rate);
+		uint64_t bytes = (uint64_t)cases[k].rate * AF_SECONDS *
+				 cases[k].channels *
+				 (cases[k].format == MMHAL_AUDIO_S16LE ? 2 : 4);
+		double all = 0, row_min = 0;
+
+		memset(&au, 0, sizeof(au));
+		au.size = sizeof(au);
+		au.format = cases[k].format;
+		au.channels = cases[k].channels;
+		au.rate = cases[k].rate;
+		au.samples = pcm;
+		au.n_frames = (size_t)cases[k].rate * AF_SECONDS;
+		ret = pcm ? mmhal_encode_audio(p, &au, &c, err, sizeof(err)) :
+			    -ENOMEM;
+		if (ret || mmhal_chunk_info(c, &ci) ||
+		    ci.n_embd_rows != ri.n_embd_rows || ci.n_embd != ri.n_embd) {
+			tap_ok(0, "audio: %s: encode: %d %s (rows %d, want %d)",
+			       cases[k].what, ret, err, ci.n_embd_rows,
+			       ri.n_embd_rows);
+		} else {
+			af_cos(mmhal_chunk_embd(c), mmhal_chunk_embd(ref),
+			       ci.n_embd_rows, ci.n_embd, &all, &row_min);
+			tap_ok(all >= 0.999 && row_min >= 0.995 &&
+			       ci.converted_bytes == bytes,
+			       "audio: %s vs 16 kHz mono S16LE: embeddings' cosine %.6f (least row %.6f), one conversion pass of %" PRIu64 " bytes",
+			       cases[k].what, all, row_min,
+			       ci.converted_bytes);
+		}
+		mmhal_chunk_free(c);
+		c = NULL;
+		free(pcm);
+	}
+
+	/* refused, each with its field named */
+	au = mmhal_audio_s16(s16, 16000, 16000);
+	au.format = 7;
+	ret = mmhal_encode_audio(p, &au, &c, err, sizeof(err));
+	tap_ok(ret == -EINVAL && !c && strstr(err, "audio.format 7"),
+	       "audio: format 7 rejected: \"%s\"", err);
+	au = mmhal_audio_s16(s16, 1600, 16000);
+	au.channels = 9;
+	ret = mmhal_encode_audio(p, &au, &c, err, sizeof(err));
+	tap_ok(ret == -EINVAL && !c && strstr(err, "audio.channels 9"),
+	       "audio: 9 channels rejected: \"%s\"", err);
+	au.channels = 0;
+	ret = mmhal_encode_audio(p, &au, &c, err, sizeof(err));
+	tap_ok(ret == -EINVAL && !c && strstr(err, "audio.channels 0"),
+	       "audio: 0 channels rejected: \"%s\"", err);
+	au = mmhal_audio_s16(s16, 16000, 32000);
+	ret = mmhal_encode_audio(p, &au, &c, err, sizeof(err));
+	tap_ok(ret == -EINVAL && !c && strstr(err, "audio.rate 32000"),
+	       "audio: 32 kHz rejected: \"%s\"", err);
+	au = mmhal_audio_s16(s16, 16000, 16000);
+	au.size = 0;
+	ret = mmhal_encode_audio(p, &au, &c, err, sizeof(err));
+	tap_ok(ret == -EINVAL && !c && strstr(err, "audio.size 0"),
+	       "audio: size 0 rejected: \"%s\"", err);
+	au = mmhal_audio_s16(s16, 16000, 16000);
+	au.reserved[2] = 1;
+	ret = mmhal_encode_audio(p, &au, &c, err, sizeof(err));
+	tap_ok(ret == -EINVAL && !c && strstr(err, "audio.reserved"),
+	       "audio: reserved word set rejected: \"%s\"", err);
+out:
+	mmhal_chunk_free(ref);
+	free(s16);
+	mmhal_mmproj_free(p);
 	mmhal_model_free(m);
 }
 
@@ -901,13 +1088,13 @@ static void test_eval_errors(void)
 	ret = pa ? mmhal_encode_image(pa, &f.img, &x, err, sizeof(err)) : -1;
 	tap_ok(ret == -ENOENT && !x && strstr(err, "vision"),
 	       "image into an audio-only mmproj: -ENOENT: \"%s\"", err);
-	ret = pv ? mmhal_encode_audio(pv, &(struct mmhal_audio){ pcm, 4000,
-								 16000 },
+	ret = pv ? mmhal_encode_audio(pv, (struct mmhal_audio[]){
+				 mmhal_audio_s16(pcm, 4000, 16000) },
 				      &x, err, sizeof(err)) : -1;
 	tap_ok(ret == -ENOENT && !x && strstr(err, "audio"),
 	       "audio into a vision-only mmproj: -ENOENT: \"%s\"", err);
-	ret = pa ? mmhal_encode_audio(pa, &(struct mmhal_audio){ pcm, 4000,
-								 16000 },
+	ret = pa ? mmhal_encode_audio(pa, (struct mmhal_audio[]){
+				 mmhal_audio_s16(pcm, 4000, 16000) },
 				      &x, err, sizeof(err)) : -1;
 	{
 		struct mmhal_chunk_info ci = { .size = sizeof(ci) };
@@ -1249,6 +1436,7 @@ int main(void)
 		test_info_params();
 		test_load_errors();
 		test_input_errors();
+		test_audio_formats();
 		test_eval_errors();
 		test_prompt_reuse();
 	}
