@@ -685,7 +685,8 @@ static GstFlowReturn ask(GstMmhalInfer *self, struct vframe *vf,
 		n_chunks++;
 	}
 	if (have_audio) {
-		struct mmhal_audio a = { av.pcm, av.n, self->audio_rate };
+		struct mmhal_audio a = mmhal_audio_s16(av.pcm, av.n,
+						       self->audio_rate);
 
 		pcm_measure(av.pcm, av.n, self->audio_rate, &rms, &freq);
 		ret = mmhal_encode_audio(self->proj_audio ? self->proj_audio :

@@ -22,7 +22,7 @@ PKGS="linux-headers-amd64 linux-source-6.1 qemu-system-x86 busybox-static
       libnl-genl-3-dev libnl-3-dev device-tree-compiler pkg-config
       python3 python3-docutils gcc make xz-utils clang libclang-rt-14-dev
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user rsync
-      libfftw3-dev libspeexdsp-dev libsodium-dev libpng-dev linux-headers-$K612-amd64
+      libfftw3-dev libsodium-dev libpng-dev linux-headers-$K612-amd64
       qemu-system-arm dt-schema python3-yaml python3-jsonschema
       trace-cmd linux-perf fsverity libfsverity-dev
       libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
