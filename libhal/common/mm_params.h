@@ -53,16 +53,39 @@ static inline int mm_params_in(void *dst, size_t ours, const void *src,
 	return 0;
 }
 
-/* 1 if the @n bytes at @p (a struct's reserved words) are all zero. */
-static inline int mm_params_zero(const void *p, size_t n)
+/*
+ * mm_params_in() for a struct with a "reserved" array, which must be zero
+ * (checked after the copy, so an older caller's missing words count as
+ * zero). Returns 0, or -EINVAL with @err naming @what, the size rule or
+ * the first set word ("what.reserved[N] is not zero"). Use it through
+ * MM_PARAMS_IN().
+ */
+static inline int mm_params_in_rsv(void *dst, size_t ours, const void *src,
+				   size_t min, size_t rsv_off, size_t rsv_len,
+				   size_t rsv_elem, const char *what,
+				   char *err, size_t errlen)
 {
-	const uint8_t *b = p;
+	const uint8_t *r = (const uint8_t *)dst + rsv_off;
+	int ret = mm_params_in(dst, ours, src, min, what, err, errlen);
 
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return 0;
-	return 1;
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < rsv_len; i++)
+		if (r[i]) {
+			if (err && errlen)
+				snprintf(err, errlen,
+					 "%s.reserved[%zu] is not zero", what,
+					 i / rsv_elem);
+			return -EINVAL;
+		}
+	return 0;
 }
+
+#define MM_PARAMS_IN(dst, src, min, what, err, errlen)			\
+	mm_params_in_rsv((dst), sizeof(*(dst)), (src), (min),		\
+			 offsetof(__typeof__(*(dst)), reserved),		\
+			 sizeof((dst)->reserved), sizeof((dst)->reserved[0]), \
+			 (what), (err), (errlen))
 
 /* Returns 0, or -EINVAL when the caller's size cannot hold the size. */
 static inline int mm_params_out(void *dst, const void *full, size_t ours)

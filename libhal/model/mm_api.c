@@ -166,17 +166,10 @@ static int mm_params_copy(const struct mmhal_mmproj_params *in,
 	*out = mmhal_mmproj_default_params();
 	if (!in)
 		return 0;
-	ret = mm_params_in(out, sizeof(*out), in,
-			   sizeof(uint32_t) + sizeof(int), "mmproj params", err,
-			   errlen);
+	ret = MM_PARAMS_IN(out, in, sizeof(uint32_t) + sizeof(int),
+			   "mmproj params", err, errlen);
 	if (ret)
 		return ret;
-	for (size_t i = 0; i < sizeof(out->reserved) / sizeof(out->reserved[0]);
-	     i++)
-		if (out->reserved[i])
-			return mm_errf(-EINVAL, err, errlen,
-				       "mmproj params.reserved[%zu] is not zero",
-				       i);
 	if (out->image_tiles != 0 && out->image_tiles != 1)
 		return mm_errf(-EINVAL, err, errlen,
 			       "mmproj params.image_tiles %d is not 0 or 1",

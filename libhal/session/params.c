@@ -68,14 +68,9 @@ int sess_check_params(const struct mmhal_session_params *in,
 	int ret;
 
 	*p = mmhal_session_default_params();
-	ret = mm_params_in(p, sizeof(*p), in, min, "params", err, errlen);
+	ret = MM_PARAMS_IN(p, in, min, "params", err, errlen);
 	if (ret)
 		return ret;
-	for (size_t i = 0; i < sizeof(p->reserved) / sizeof(p->reserved[0]);
-	     i++)
-		if (p->reserved[i])
-			return mm_errf(-EINVAL, err, errlen,
-					 "params.reserved[%zu] is not zero", i);
 	if (mmhal_mmproj_info(proj, &pi))
 		return mm_errf(-EINVAL, err, errlen, "mmproj: no info");
 	if (!p->camera.type && !p->mic.type)

@@ -657,15 +657,11 @@ MMHAL_API int mmhal_store_open(const char *dir,
 	if (!dir || !params)
 		return mm_errf(-EINVAL, err, errlen, "%s is NULL",
 			    dir ? "params" : "dir");
-	ret = mm_params_in(&p, sizeof(p), params,
+	ret = MM_PARAMS_IN(&p, params,
 			   offsetof(struct mmhal_store_params, reserved),
 			   "store params", err, errlen);
 	if (ret)
 		return ret;
-	for (size_t i = 0; i < sizeof(p.reserved) / sizeof(p.reserved[0]); i++)
-		if (p.reserved[i])
-			return mm_errf(-EINVAL, err, errlen,
-				    "store params.reserved[%zu] is not zero", i);
 	if (!p.trusted_key)
 		return mm_errf(-EINVAL, err, errlen,
 			    "store params.trusted_key is NULL (a store holds signed models only)");
@@ -1165,7 +1161,7 @@ static int load_slot(struct mmhal_store *s, int i,
 	int ret;
 
 	if (params) {
-		ret = mm_params_in(&p, sizeof(p), params,
+		ret = MM_PARAMS_IN(&p, params,
 				   offsetof(struct mmhal_model_params, reserved),
 				   "model params", err, errlen);
 		if (ret)

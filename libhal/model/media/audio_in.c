@@ -160,13 +160,10 @@ int mm_audio_input(const struct mmhal_audio *au, struct mm_audio_in *in,
 	if (!au)
 		return mm_errf(-EINVAL, err, errlen, "audio is NULL");
 	memset(&a, 0, sizeof(a));
-	ret = mm_params_in(&a, sizeof(a), au, MMHAL_AUDIO_SIZE_VER0, "audio",
-			   err, errlen);
+	ret = MM_PARAMS_IN(&a, au, MMHAL_AUDIO_SIZE_VER0, "audio", err,
+			   errlen);
 	if (ret)
 		return ret;
-	if (!mm_params_zero(a.reserved, sizeof(a.reserved)))
-		return mm_errf(-EINVAL, err, errlen,
-			       "audio.reserved is not zero");
 	if (a.format < MMHAL_AUDIO_S16LE || a.format > MMHAL_AUDIO_F32LE)
 		return mm_errf(-EINVAL, err, errlen,
 			       "audio.format %u: want MMHAL_AUDIO_S16LE (1), _S32LE (2) or _F32LE (3)",

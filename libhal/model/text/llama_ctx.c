@@ -98,9 +98,7 @@ static int mm_ctx_params_get(const struct mmhal_ctx_params *in,
 		MM_OFFSETOFEND(struct mmhal_ctx_params, abort_cb),
 		MM_OFFSETOFEND(struct mmhal_ctx_params, abort_arg),
 	};
-	const size_t ours = sizeof(*p);
 	size_t size;
-	int ret;
 
 	*p = mmhal_ctx_default_params();
 	if (!in)
@@ -111,18 +109,9 @@ static int mm_ctx_params_get(const struct mmhal_ctx_params *in,
 			return mm_errf(-EINVAL, err, errlen,
 				       "params.size %zu: ends inside a pointer field",
 				       size);
-	ret = mm_params_in(p, ours, in,
-			   MM_OFFSETOFEND(struct mmhal_ctx_params, n_ctx),
-			   "params", err, errlen);
-	if (ret)
-		return ret;
-	for (int i = 0; i < (int)(sizeof(p->reserved) / sizeof(p->reserved[0]));
-	     i++)
-		if (p->reserved[i])
-			return mm_errf(-EINVAL, err, errlen,
-				       "params.reserved[%d]: %u, must be 0", i,
-				       p->reserved[i]);
-	return 0;
+	return MM_PARAMS_IN(p, in,
+			    MM_OFFSETOFEND(struct mmhal_ctx_params, n_ctx),
+			    "params", err, errlen);
 }
 
 /* ---- sessions --------------------------------------------------------- */

@@ -639,12 +639,9 @@ MMHAL_API int mmhal_model_load(const char *path,
 	if (err && errlen)
 		err[0] = 0;
 	if (params) {
-		ret = mm_params_in(&p, sizeof(p), params,
+		ret = MM_PARAMS_IN(&p, params,
 				   offsetof(struct mmhal_model_params, reserved),
 				   "model params", err, errlen);
-		if (!ret && !mm_params_zero(p.reserved, sizeof(p.reserved)))
-			ret = mm_errf(-EINVAL, err, errlen,
-				      "model params.reserved must be zero");
 		if (ret)
 			return ret;
 	}

@@ -92,11 +92,9 @@ MMHAL_API int mmhal_sampler_create(const struct mmhal_sampler_params *params,
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (params && (mm_params_in(&p, sizeof(p), params,
-				    offsetof(struct mmhal_sampler_params,
-					     reserved), "sampler params",
-				    NULL, 0) ||
-		       !mm_params_zero(p.reserved, sizeof(p.reserved))))
+	if (params && MM_PARAMS_IN(&p, params,
+				   offsetof(struct mmhal_sampler_params, reserved),
+				   "sampler params", NULL, 0))
 		return -EINVAL;
 	if (!isfinite(p.temperature) || !(p.top_p > 0.0f) ||
 	    !(p.repeat_penalty > 0.0f) || !isfinite(p.repeat_penalty))
